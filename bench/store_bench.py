@@ -1,0 +1,63 @@
+"""Append and load throughput of ConversationStore on an SQLite file (issue 2's benchmark).
+
+Run: ``.venv/bin/python -m bench.store_bench [--turns 500] [--repeat 5]``. Prints medians of
+append items/s (one append per turn), full-load ms and last-50 ms over fresh databases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bench.workload import ITEMS_PER_TURN, turn_messages
+from convstore import ConversationStore
+
+
+async def _run_once(directory: Path, turns: int, synchronous: str) -> tuple[float, float, float]:
+    batches = [turn_messages(n) for n in range(turns)]
+    url = f"sqlite+aiosqlite:///{directory / 'bench.db'}"
+    async with ConversationStore(url, sqlite_synchronous=synchronous) as store:  # type: ignore[arg-type]
+        conv = await store.create_conversation(title="bench")
+        start = time.perf_counter()
+        for batch in batches:
+            await store.append(conv.id, batch)
+        append_s = time.perf_counter() - start
+        loads = []
+        for _ in range(10):
+            start = time.perf_counter()
+            loaded = await store.load(conv.id)
+            loads.append(time.perf_counter() - start)
+        assert len(loaded.messages) == turns * 5
+        lasts = []
+        for _ in range(50):
+            start = time.perf_counter()
+            await store.load(conv.id, last=50)
+            lasts.append(time.perf_counter() - start)
+    return turns * ITEMS_PER_TURN / append_s, min(loads) * 1e3, statistics.median(lasts) * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--turns", type=int, default=500)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--synchronous", choices=["full", "normal"], default="full")
+    args = parser.parse_args()
+    results = []
+    for _ in range(args.repeat):
+        with tempfile.TemporaryDirectory() as tmp:
+            results.append(asyncio.run(_run_once(Path(tmp), args.turns, args.synchronous)))
+    items = statistics.median(r[0] for r in results)
+    full = statistics.median(r[1] for r in results)
+    last = statistics.median(r[2] for r in results)
+    print(f"workload: {args.turns} turns x {ITEMS_PER_TURN} items, synchronous={args.synchronous}")
+    print(f"append:    {items:>9,.0f} items/s   (median of {args.repeat} runs)")
+    print(f"full load: {full:>9.2f} ms        ({args.turns * 5} messages)")
+    print(f"last-50:   {last:>9.3f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""Alembic environment for convstore.
+
+Runs in three ways, all against `convstore.db.schema.metadata`:
+
+- from the command line (``alembic upgrade head`` at the repository root): the database is
+  ``CONVSTORE_URL`` or the embedded default, driven through SQLAlchemy's async engine;
+- programmatically with a URL (``convstore migrate``): the same, with the URL in the config;
+- programmatically with a connection the caller already holds
+  (``config.attributes["connection"]``): migrations run on it, inside the caller's transaction.
+
+SQLite cannot ALTER most things in place, so migrations run in batch mode there.
+"""
+
+import asyncio
+import os
+from logging.config import fileConfig
+
+from alembic import context
+from sqlalchemy import Connection, pool
+from sqlalchemy.ext.asyncio import async_engine_from_config
+
+from convstore.db.schema import metadata
+
+DEFAULT_URL = "sqlite+aiosqlite:///convstore.db"
+
+config = context.config
+if config.config_file_name is not None and not config.attributes.get("connection"):
+    fileConfig(config.config_file_name, disable_existing_loggers=False)
+
+
+def _url() -> str:
+    configured = config.get_main_option("sqlalchemy.url")
+    return configured or os.environ.get("CONVSTORE_URL") or DEFAULT_URL
+
+
+def _configure(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+        compare_server_default=True,
+    )
+
+
+def run_migrations_offline() -> None:
+    context.configure(
+        url=_url(),
+        target_metadata=metadata,
+        literal_binds=True,
+        render_as_batch=_url().startswith("sqlite"),
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def _run_on(connection: Connection) -> None:
+    _configure(connection)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def _run_async() -> None:
+    engine = async_engine_from_config(
+        {"sqlalchemy.url": _url()}, prefix="sqlalchemy.", poolclass=pool.NullPool
+    )
+    try:
+        async with engine.connect() as connection:
+            await connection.run_sync(_run_on)
+            await connection.commit()
+    finally:
+        await engine.dispose()
+
+
+def run_migrations_online() -> None:
+    shared = config.attributes.get("connection")
+    if shared is not None:
+        _run_on(shared)
+    else:
+        asyncio.run(_run_async())
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

@@ -1,0 +1,103 @@
+"""convstore: the conversation store for chat applications and agents.
+
+Canonical, provider-neutral conversations stored as relational rows (SQLite by default,
+PostgreSQL for deployments), attachment bytes in content-addressed fsspec storage, and a
+renderer that turns any stored history into a request each LLM provider accepts.
+
+Everything public is re-exported here; modules whose names start with an underscore, and
+everything not listed in ``__all__``, may change without notice.
+"""
+
+from convstore.errors import (
+    AttachmentCorruptedError,
+    AttachmentNotFoundError,
+    AttachmentTooLargeError,
+    BlobStorageError,
+    ClosedError,
+    ConflictError,
+    ConversationNotFoundError,
+    ConvstoreError,
+    DatabaseError,
+    InvalidInputError,
+    InvalidMessageError,
+    MalformedPayloadError,
+    MediaTypeMismatchError,
+    NotFoundError,
+    SchemaError,
+    SchemaOutOfDateError,
+    StorageError,
+    ToolCallConflictError,
+    ToolCallNotFoundError,
+    UnsupportedFormatError,
+)
+from convstore.model import (
+    AttachmentRef,
+    Compaction,
+    ContentOutput,
+    Conversation,
+    ErrorOutput,
+    FilePart,
+    JsonOutput,
+    Message,
+    Part,
+    ResultKind,
+    Role,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolCallPart,
+    ToolCallStatus,
+    ToolOutput,
+    ToolResultPart,
+    dump_messages,
+    load_messages,
+)
+from convstore.store import ConversationStore, ConversationSummary
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AttachmentCorruptedError",
+    "AttachmentNotFoundError",
+    "AttachmentRef",
+    "AttachmentTooLargeError",
+    "BlobStorageError",
+    "ClosedError",
+    "Compaction",
+    "ConflictError",
+    "ContentOutput",
+    "Conversation",
+    "ConversationNotFoundError",
+    "ConversationStore",
+    "ConversationSummary",
+    "ConvstoreError",
+    "DatabaseError",
+    "ErrorOutput",
+    "FilePart",
+    "InvalidInputError",
+    "InvalidMessageError",
+    "JsonOutput",
+    "MalformedPayloadError",
+    "MediaTypeMismatchError",
+    "Message",
+    "NotFoundError",
+    "Part",
+    "ResultKind",
+    "Role",
+    "SchemaError",
+    "SchemaOutOfDateError",
+    "StorageError",
+    "TextPart",
+    "ThinkingPart",
+    "ToolCall",
+    "ToolCallConflictError",
+    "ToolCallNotFoundError",
+    "ToolCallPart",
+    "ToolCallStatus",
+    "ToolOutput",
+    "ToolResultPart",
+    "UnsupportedFormatError",
+    "__version__",
+    "dump_messages",
+    "load_messages",
+]

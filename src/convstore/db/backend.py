@@ -1,0 +1,116 @@
+"""Choosing a backend for a database URL, and the interface every backend offers.
+
+Invariants:
+
+- ``sqlite+aiosqlite`` URLs get `SqliteBackend` (raw driver, one hop per operation);
+  ``postgresql+asyncpg`` URLs get `SqlAlchemyBackend`. Anything else is refused up front with
+  an `InvalidInputError` naming what is supported.
+- A backend runs whole operations (``fn(tx)``) in one transaction; callers never see a driver
+  exception (see `convstore.db.errors`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal, Protocol, TypeVar
+
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+from convstore.db.generic import SqlAlchemyBackend
+from convstore.db.sqlite import SqliteBackend
+from convstore.db.statements import Statements
+from convstore.db.tx import Tx
+from convstore.errors import InvalidInputError
+
+__all__ = ["DEFAULT_URL", "Backend", "create_backend", "parse_url", "sqlite_path"]
+
+T = TypeVar("T")
+
+DEFAULT_URL = "sqlite+aiosqlite:///convstore.db"
+
+
+class Backend(Protocol):
+    """What the store needs from a database backend."""
+
+    @property
+    def dialect_name(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        ...
+
+    @property
+    def statements(self) -> Statements:
+        """The statements compiled for this dialect."""
+        ...
+
+    async def open(self) -> None:
+        """Connect and check the schema."""
+        ...
+
+    async def close(self) -> None:
+        """Release every connection."""
+        ...
+
+    async def migrate(self, revision: str = "head") -> None:
+        """Upgrade the schema."""
+        ...
+
+    async def write(self, fn: Callable[[Tx], T]) -> T:
+        """Run ``fn`` in one write transaction."""
+        ...
+
+    async def read(self, fn: Callable[[Tx], T]) -> T:
+        """Run ``fn`` in one read transaction."""
+        ...
+
+    def add_statement_listener(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Report each SQL statement to ``listener``."""
+        ...
+
+    async def trace_all(self) -> None:
+        """Report statements on already-open connections too."""
+        ...
+
+
+def parse_url(url: str | URL) -> URL:
+    """A SQLAlchemy URL, or `InvalidInputError` for one that cannot be parsed or served."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise InvalidInputError(f"not a database URL: {url!r}") from exc
+    if parsed.drivername not in ("sqlite+aiosqlite", "postgresql+asyncpg"):
+        raise InvalidInputError(
+            f"unsupported database URL scheme {parsed.drivername!r}: use "
+            "'sqlite+aiosqlite:///path.db' or 'postgresql+asyncpg://user@host/db'"
+        )
+    return parsed
+
+
+def create_backend(
+    url: str | URL,
+    *,
+    auto_migrate: bool | None = None,
+    sqlite_synchronous: Literal["full", "normal"] = "full",
+) -> SqliteBackend | SqlAlchemyBackend:
+    """The backend for ``url``.
+
+    ``auto_migrate=None`` means: create the schema in a new, empty SQLite database, and never
+    implicitly on a server database.
+    """
+    parsed = parse_url(url)
+    if parsed.drivername == "sqlite+aiosqlite":
+        return SqliteBackend(
+            parsed,
+            synchronous=sqlite_synchronous,
+            auto_migrate=True if auto_migrate is None else auto_migrate,
+        )
+    return SqlAlchemyBackend(parsed, auto_migrate=bool(auto_migrate))
+
+
+def sqlite_path(url: str | URL) -> Path | None:
+    """The file of an SQLite URL (``None`` for in-memory or non-SQLite URLs)."""
+    parsed = parse_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(str(parsed.database))

@@ -1,0 +1,201 @@
+"""The general SQLAlchemy backend, used for PostgreSQL (asyncpg).
+
+Operations are the same ``fn(tx)`` functions the SQLite backend runs; here they run through
+``AsyncConnection.run_sync``, each statement a round trip to the server, which is inherent to a
+client/server database and not worth bypassing SQLAlchemy for.
+
+Invariants:
+
+- Writes run in one transaction. Concurrent writers to one conversation serialise on the
+  conversation row, which every write locks first (its ``last_seq`` counter ``UPDATE``), so
+  sequence numbers stay unique and gap-free without table locks. Serialization failures and
+  deadlocks are retried as whole transactions, a bounded number of times.
+- Reads run in a ``REPEATABLE READ`` transaction: one snapshot across their statements.
+- The schema is never created implicitly on a server database unless asked (``auto_migrate``):
+  several application workers starting at once must not race to run DDL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, TypeVar
+
+from pydantic_core import from_json, to_json
+from sqlalchemy import Connection, Insert, event
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import URL
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from convstore.db.errors import is_transient, translate
+from convstore.db.migrate import SchemaState, head_revision, schema_state, upgrade_connection
+from convstore.db.statements import Statements, column_names
+from convstore.db.tx import Codec, PassthroughCodec, Row, Statement, Tx
+from convstore.errors import ClosedError, SchemaError, SchemaOutOfDateError
+
+__all__ = ["SqlAlchemyBackend"]
+
+T = TypeVar("T")
+
+_MAX_ATTEMPTS: Final = 8
+
+
+class _BindNames:
+    """The bind parameter names of each statement, computed once per statement object."""
+
+    def __init__(self) -> None:
+        self._names: dict[int, tuple[Statement, frozenset[str]]] = {}
+
+    def only(self, stmt: Statement, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The subset of ``params`` that ``stmt`` binds.
+
+        SQLAlchemy treats an extra parameter named like a column of an ``UPDATE`` as one more
+        column to ``SET``; store operations pass shared parameter sets, so they are trimmed.
+        """
+        hit = self._names.get(id(stmt))
+        if hit is None or hit[0] is not stmt:
+            hit = (stmt, frozenset(stmt.compile().binds))
+            self._names[id(stmt)] = hit
+        return {k: v for k, v in (params or {}).items() if k in hit[1]}
+
+
+class GenericTx:
+    """A `Tx` over a synchronous SQLAlchemy connection (inside ``run_sync``)."""
+
+    def __init__(self, conn: Connection, statements: Statements, names: _BindNames) -> None:
+        self.statements = statements
+        self.codec: Codec = PassthroughCodec()
+        self._conn = conn
+        self._names = names
+
+    def fetch(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> list[Row]:
+        return [tuple(row) for row in self._conn.execute(stmt, self._names.only(stmt, params))]
+
+    def execute(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> int:
+        result = self._conn.execute(stmt, self._names.only(stmt, params))
+        return int(result.rowcount)
+
+    def execute_many(self, stmt: Statement, params: Sequence[Mapping[str, Any]]) -> None:
+        if params:
+            self._conn.execute(stmt, [self._names.only(stmt, p) for p in params])
+
+    def insert_rows(self, stmt: Insert, rows: Sequence[Row]) -> None:
+        if rows:
+            names = column_names(stmt.table)  # type: ignore[arg-type]
+            self._conn.execute(stmt, [dict(zip(names, row, strict=True)) for row in rows])
+
+
+def _json_dumps(value: Any) -> str:
+    return to_json(value).decode()
+
+
+class SqlAlchemyBackend:
+    """Runs store operations through an SQLAlchemy async engine."""
+
+    def __init__(self, url: URL, *, auto_migrate: bool = False, pool_size: int = 10) -> None:
+        self._url = url
+        self._auto_migrate = auto_migrate
+        self._pool_size = pool_size
+        self.dialect_name: Final = url.get_backend_name()
+        self.statements: Final = Statements.for_dialect(self.dialect_name)
+        self._bind_names = _BindNames()
+        self._engine: AsyncEngine | None = None
+        self._listeners: list[Callable[[str], None]] = []
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """The SQLAlchemy engine (open stores only)."""
+        if self._engine is None:
+            raise ClosedError("the store is not open: use `async with ConversationStore(...)`")
+        return self._engine
+
+    async def open(self) -> None:
+        """Create the engine and check the schema."""
+        self._engine = create_async_engine(
+            self._url,
+            pool_size=self._pool_size,
+            pool_pre_ping=True,
+            json_serializer=_json_dumps,
+            json_deserializer=from_json,
+        )
+        event.listen(self._engine.sync_engine, "before_cursor_execute", self._trace)
+        try:
+            async with self._engine.connect() as conn:
+                await conn.run_sync(self._prepare_schema)
+                await conn.commit()
+        except BaseException as exc:
+            await self.close()
+            if isinstance(exc, sa_exc.SQLAlchemyError | OSError):
+                raise translate(exc) from exc
+            raise
+
+    def _prepare_schema(self, conn: Connection) -> None:
+        state, revision = schema_state(conn)
+        match state:
+            case SchemaState.CURRENT:
+                pass
+            case SchemaState.EMPTY if self._auto_migrate:
+                upgrade_connection(conn)
+            case SchemaState.EMPTY | SchemaState.BEHIND:
+                raise SchemaOutOfDateError(revision, head_revision())
+            case SchemaState.UNKNOWN:
+                raise SchemaError(
+                    f"the database is not a convstore database this version knows "
+                    f"(revision {revision!r}, expected {head_revision()!r})"
+                )
+
+    async def migrate(self, revision: str = "head") -> None:
+        """Upgrade the schema to ``revision`` in one transaction."""
+        try:
+            async with self.engine.begin() as conn:
+                await conn.run_sync(upgrade_connection, revision)
+        except sa_exc.SQLAlchemyError as exc:
+            raise translate(exc) from exc
+
+    async def write(self, fn: Callable[[Tx], T]) -> T:
+        """Run ``fn`` in one transaction, retrying the whole of it on transient failures."""
+        engine = self.engine
+        for attempt in range(1, _MAX_ATTEMPTS + 1):
+            try:
+                async with engine.begin() as conn:
+                    result: T = await conn.run_sync(lambda c: fn(self._tx(c)))
+            except (sa_exc.SQLAlchemyError, OSError) as exc:
+                if attempt < _MAX_ATTEMPTS and is_transient(exc):
+                    await asyncio.sleep(random.uniform(0, 0.01 * 2**attempt))  # noqa: S311
+                    continue
+                raise translate(exc) from exc
+            return result
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def read(self, fn: Callable[[Tx], T]) -> T:
+        """Run ``fn`` in one ``REPEATABLE READ`` transaction."""
+        try:
+            async with self.engine.connect() as plain:
+                conn = await plain.execution_options(isolation_level="REPEATABLE READ")
+                async with conn.begin():
+                    result: T = await conn.run_sync(lambda c: fn(self._tx(c)))
+        except (sa_exc.SQLAlchemyError, OSError) as exc:
+            raise translate(exc) from exc
+        return result
+
+    def _tx(self, conn: Connection) -> GenericTx:
+        return GenericTx(conn, self.statements, self._bind_names)
+
+    async def close(self) -> None:
+        """Dispose of the engine (idempotent)."""
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            await engine.dispose()
+
+    def add_statement_listener(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``listener(sql)`` for each statement; returns a function that removes it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    async def trace_all(self) -> None:
+        """Statements are reported on every connection already; nothing to do."""
+
+    def _trace(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        for listener in list(self._listeners):
+            listener(statement)

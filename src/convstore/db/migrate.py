@@ -1,0 +1,107 @@
+"""The programmatic face of the Alembic migrations.
+
+Invariants:
+
+- The schema is created and changed only by the Alembic scripts: from a checkout they are the
+  repository's ``migrations/``; from an installed wheel, the copy packaged as
+  ``convstore/_migrations`` (see ``pyproject.toml``).
+- Migrations run on a synchronous SQLAlchemy connection handed to Alembic's ``env.py`` (through
+  ``config.attributes["connection"]``), so they can share the connection and transaction of
+  whoever calls them: the SQLite backend runs them in its driver thread on its own connection.
+- `schema_state` tells apart an empty database (safe to migrate), one at head, one behind head
+  (`SchemaOutOfDateError`, naming the command to run) and one this code does not know.
+"""
+
+from __future__ import annotations
+
+import enum
+from functools import cache
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, inspect
+
+from convstore.errors import SchemaError
+
+__all__ = [
+    "SchemaState",
+    "alembic_config",
+    "downgrade_connection",
+    "head_revision",
+    "migrations_directory",
+    "schema_state",
+    "upgrade_connection",
+]
+
+
+def migrations_directory() -> Path:
+    """Where the Alembic scripts are: packaged in a wheel, or at the repository root."""
+    package = Path(__file__).resolve().parent.parent
+    packaged = package / "_migrations"
+    if (packaged / "env.py").is_file():
+        return packaged
+    checkout = package.parent.parent / "migrations"
+    if (checkout / "env.py").is_file():
+        return checkout
+    raise SchemaError(f"convstore's migrations are missing (looked in {packaged} and {checkout})")
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """An Alembic config for the packaged scripts, optionally bound to ``connection``."""
+    config = Config()
+    config.set_main_option("script_location", str(migrations_directory()))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+@cache
+def head_revision() -> str:
+    """The newest revision the migrations define (there is exactly one head)."""
+    heads = ScriptDirectory.from_config(alembic_config()).get_heads()
+    if len(heads) != 1:
+        raise SchemaError(f"the migrations have {len(heads)} heads; expected exactly one")
+    return heads[0]
+
+
+class SchemaState(enum.Enum):
+    """What a database holds, as far as convstore's schema goes."""
+
+    EMPTY = "empty"
+    """No tables at all: a new database."""
+    CURRENT = "current"
+    """At the migration head."""
+    BEHIND = "behind"
+    """At an older revision: needs ``convstore migrate``."""
+    UNKNOWN = "unknown"
+    """Tables without convstore's revision, or a revision this version does not know."""
+
+
+def current_revision(connection: Connection) -> str | None:
+    """The revision stamped in the database, or ``None``."""
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def schema_state(connection: Connection) -> tuple[SchemaState, str | None]:
+    """The database's state and its current revision."""
+    revision = current_revision(connection)
+    if revision is None:
+        tables = set(inspect(connection).get_table_names())
+        return (SchemaState.EMPTY if not tables else SchemaState.UNKNOWN), None
+    if revision == head_revision():
+        return SchemaState.CURRENT, revision
+    known = {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+    return (SchemaState.BEHIND if revision in known else SchemaState.UNKNOWN), revision
+
+
+def upgrade_connection(connection: Connection, revision: str = "head") -> None:
+    """Upgrade the database behind ``connection`` (inside the caller's transaction)."""
+    command.upgrade(alembic_config(connection), revision)
+
+
+def downgrade_connection(connection: Connection, revision: str) -> None:
+    """Downgrade the database behind ``connection`` (inside the caller's transaction)."""
+    command.downgrade(alembic_config(connection), revision)

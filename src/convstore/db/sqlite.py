@@ -1,0 +1,353 @@
+"""The SQLite backend: raw driver statements, one thread hop per operation.
+
+Measured on the target machine (PERFORMANCE-NOTES.md): aiosqlite hands each statement to its
+thread and back, so the cost of an append is the number of hops, not SQLite. Here a whole
+operation (``fn(tx)``, every statement of it) runs as one function in the connection's own
+thread, on statements compiled once from the shared Core definitions.
+
+Invariants:
+
+- One long-lived writer connection per store: writes from this process queue on its thread
+  instead of fighting for SQLite's lock. Writes start with ``BEGIN IMMEDIATE`` so a
+  transaction never has to upgrade a read lock (the classic SQLite deadlock); busy/locked
+  errors from other processes are waited out by ``busy_timeout`` and then retried as a whole
+  transaction, a bounded number of times.
+- Reads run in a read transaction (a consistent WAL snapshot across their statements) on a
+  small pool of ``query_only`` reader connections, so a load never waits for a writer's fsync.
+- WAL journal; ``synchronous=FULL`` by default (durable across power loss, as the peer stores
+  compared in the benchmarks are), ``NORMAL`` on request; foreign keys enforced.
+- An in-memory database (``sqlite+aiosqlite://``) has a single connection for everything.
+- Migrations run on the writer connection in its thread, inside one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal, TypeVar
+
+import aiosqlite
+from sqlalchemy import Connection, Insert, create_engine, event
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.engine import URL
+from sqlalchemy.pool import StaticPool
+
+from convstore.db.errors import is_transient, translate
+from convstore.db.migrate import (
+    SchemaState,
+    head_revision,
+    schema_state,
+    upgrade_connection,
+)
+from convstore.db.statements import Statements
+from convstore.db.tx import Codec, Row, SqliteCodec, Statement, Tx
+from convstore.errors import ClosedError, SchemaError, SchemaOutOfDateError
+
+__all__ = ["SqliteBackend"]
+
+T = TypeVar("T")
+
+_DIALECT: Final = sqlite_dialect.dialect(paramstyle="qmark")
+_MAX_ATTEMPTS: Final = 8
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    sql: str
+    names: tuple[str, ...]
+    literals: Mapping[str, Any]
+
+    def bind(self, params: Mapping[str, Any] | None) -> tuple[Any, ...]:
+        if params is None:
+            return tuple(self.literals[n] for n in self.names)
+        return tuple(params[n] if n in params else self.literals[n] for n in self.names)
+
+
+class _StatementCache:
+    """Core statement -> driver SQL, compiled once per statement object."""
+
+    def __init__(self) -> None:
+        self._compiled: dict[int, tuple[Statement, _Compiled]] = {}
+
+    def get(self, stmt: Statement) -> _Compiled:
+        hit = self._compiled.get(id(stmt))
+        if hit is not None and hit[0] is stmt:
+            return hit[1]
+        compiled = stmt.compile(dialect=_DIALECT)
+        entry = _Compiled(
+            sql=compiled.string,
+            names=tuple(compiled.positiontup or ()),
+            literals=dict(compiled.params),
+        )
+        self._compiled[id(stmt)] = (stmt, entry)
+        return entry
+
+
+class SqliteTx:
+    """A `Tx` over a raw sqlite3 connection, used only inside its driver thread."""
+
+    def __init__(
+        self, raw: sqlite3.Connection, statements: Statements, cache: _StatementCache
+    ) -> None:
+        self.statements = statements
+        self.codec: Codec = SqliteCodec()
+        self._raw = raw
+        self._cache = cache
+
+    def fetch(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> list[Row]:
+        compiled = self._cache.get(stmt)
+        return self._raw.execute(compiled.sql, compiled.bind(params)).fetchall()
+
+    def execute(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> int:
+        compiled = self._cache.get(stmt)
+        return self._raw.execute(compiled.sql, compiled.bind(params)).rowcount
+
+    def execute_many(self, stmt: Statement, params: Sequence[Mapping[str, Any]]) -> None:
+        compiled = self._cache.get(stmt)
+        self._raw.executemany(compiled.sql, [compiled.bind(p) for p in params])
+
+    def insert_rows(self, stmt: Insert, rows: Sequence[Row]) -> None:
+        if rows:
+            self._raw.executemany(self._cache.get(stmt).sql, rows)
+
+
+class _Borrowed:
+    """Lends the writer's sqlite3 connection to a SQLAlchemy engine without letting it close it."""
+
+    def __init__(self, raw: sqlite3.Connection) -> None:
+        self._raw = raw
+
+    def close(self) -> None:
+        """The backend owns the connection; SQLAlchemy's pool must not close it."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+
+def _sqlalchemy_connection_on(raw: sqlite3.Connection) -> Connection:
+    engine = create_engine("sqlite://", creator=lambda: _Borrowed(raw), poolclass=StaticPool)
+
+    # The raw connection is in autocommit mode; give SQLAlchemy (and Alembic) real transactions.
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine.connect()
+
+
+def _prepare_schema(raw: sqlite3.Connection, auto_migrate: bool) -> None:
+    # Table rebuilds in batch migrations must not trigger ON DELETE CASCADE.
+    raw.execute("PRAGMA foreign_keys = OFF")
+    try:
+        with _sqlalchemy_connection_on(raw) as conn:
+            state, revision = schema_state(conn)
+            conn.rollback()
+            match state:
+                case SchemaState.CURRENT:
+                    pass
+                case SchemaState.EMPTY if auto_migrate:
+                    with conn.begin():
+                        upgrade_connection(conn)
+                case SchemaState.EMPTY | SchemaState.BEHIND:
+                    raise SchemaOutOfDateError(revision, head_revision())
+                case SchemaState.UNKNOWN:
+                    raise SchemaError(
+                        f"the database is not a convstore database this version knows "
+                        f"(revision {revision!r}, expected {head_revision()!r})"
+                    )
+    finally:
+        raw.execute("PRAGMA foreign_keys = ON")
+
+
+def _migrate(raw: sqlite3.Connection, revision: str) -> None:
+    raw.execute("PRAGMA foreign_keys = OFF")
+    try:
+        with _sqlalchemy_connection_on(raw) as conn, conn.begin():
+            upgrade_connection(conn, revision)
+    finally:
+        raw.execute("PRAGMA foreign_keys = ON")
+
+
+def _in_transaction(
+    raw: sqlite3.Connection,
+    begin: str,
+    fn: Callable[[Tx], T],
+    statements: Statements,
+    cache: _StatementCache,
+) -> T:
+    raw.execute(begin)
+    try:
+        result = fn(SqliteTx(raw, statements, cache))
+        raw.execute("COMMIT")
+    except BaseException:
+        if raw.in_transaction:
+            raw.execute("ROLLBACK")
+        raise
+    return result
+
+
+def _run_in_driver_thread(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> Any:
+    # aiosqlite runs each call in its connection's thread through a queue; submitting a whole
+    # function makes one hop for a whole operation. SQLAlchemy's aiosqlite dialect uses the same
+    # private queue for the same reason (it has no public equivalent).
+    return conn._execute(fn, conn._conn, *args)  # type: ignore[no-untyped-call]
+
+
+class SqliteBackend:
+    """Runs store operations on an SQLite file (or in memory) through aiosqlite."""
+
+    dialect_name: Final = "sqlite"
+
+    def __init__(
+        self,
+        url: URL,
+        *,
+        synchronous: Literal["full", "normal"] = "full",
+        busy_timeout: float = 5.0,
+        max_readers: int = 4,
+        auto_migrate: bool = True,
+    ) -> None:
+        database = url.database
+        self._memory = database in (None, "", ":memory:")
+        self._path = None if self._memory else Path(str(database))
+        self._synchronous = synchronous.upper()
+        self._busy_ms = int(busy_timeout * 1000)
+        self._max_readers = 1 if self._memory else max(1, max_readers)
+        self._auto_migrate = auto_migrate
+        self.statements: Final = Statements.for_dialect("sqlite")
+        self._cache = _StatementCache()
+        self._writer: aiosqlite.Connection | None = None
+        self._readers: list[aiosqlite.Connection] = []
+        self._idle: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+        self._listeners: list[Callable[[str], None]] = []
+
+    @property
+    def database_path(self) -> Path | None:
+        """The database file, or ``None`` in memory."""
+        return self._path
+
+    async def open(self) -> None:
+        """Connect the writer and check (or, for a new database, create) the schema."""
+        if self._path is not None:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = await self._connect(reader=False)
+        try:
+            await _run_in_driver_thread(self._writer, _prepare_schema, self._auto_migrate)
+        except BaseException as exc:
+            await self.close()
+            if isinstance(exc, sqlite3.Error):
+                raise translate(exc) from exc
+            raise
+
+    async def migrate(self, revision: str = "head") -> None:
+        """Upgrade the schema to ``revision`` on the writer connection."""
+        await self._call(self._require_writer(), _migrate, revision)
+
+    async def _connect(self, *, reader: bool) -> aiosqlite.Connection:
+        target = ":memory:" if self._path is None else str(self._path)
+        try:
+            conn = await aiosqlite.connect(target, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise translate(exc) from exc
+        pragmas = [f"PRAGMA busy_timeout = {self._busy_ms}", "PRAGMA foreign_keys = ON"]
+        if reader:
+            pragmas.append("PRAGMA query_only = ON")
+        else:
+            if self._path is not None:
+                pragmas.append("PRAGMA journal_mode = WAL")
+            pragmas.append(f"PRAGMA synchronous = {self._synchronous}")
+        for pragma in pragmas:
+            await conn.execute(pragma)
+        if self._listeners:
+            await _run_in_driver_thread(conn, _install_trace, self._trace)
+        return conn
+
+    def _require_writer(self) -> aiosqlite.Connection:
+        if self._writer is None:
+            raise ClosedError("the store is not open: use `async with ConversationStore(...)`")
+        return self._writer
+
+    async def _call(self, conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> T:
+        try:
+            result: T = await _run_in_driver_thread(conn, fn, *args)
+        except sqlite3.Error as exc:
+            raise translate(exc) from exc
+        return result
+
+    async def write(self, fn: Callable[[Tx], T]) -> T:
+        """Run ``fn`` in one write transaction, retrying the whole of it on lock contention."""
+        writer = self._require_writer()
+        for attempt in range(1, _MAX_ATTEMPTS + 1):
+            try:
+                result: T = await _run_in_driver_thread(
+                    writer, _in_transaction, "BEGIN IMMEDIATE", fn, self.statements, self._cache
+                )
+            except sqlite3.Error as exc:
+                if attempt < _MAX_ATTEMPTS and is_transient(exc):
+                    await asyncio.sleep(random.uniform(0, 0.01 * 2**attempt))  # noqa: S311
+                    continue
+                raise translate(exc) from exc
+            return result
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def read(self, fn: Callable[[Tx], T]) -> T:
+        """Run ``fn`` in one read transaction (a consistent snapshot)."""
+        writer = self._require_writer()
+        if self._memory:
+            return await self._call(
+                writer, _in_transaction, "BEGIN", fn, self.statements, self._cache
+            )
+        conn = await self._checkout_reader()
+        try:
+            return await self._call(
+                conn, _in_transaction, "BEGIN", fn, self.statements, self._cache
+            )
+        finally:
+            self._idle.put_nowait(conn)
+
+    async def _checkout_reader(self) -> aiosqlite.Connection:
+        if self._idle.empty() and len(self._readers) < self._max_readers:
+            conn = await self._connect(reader=True)
+            self._readers.append(conn)
+            return conn
+        return await self._idle.get()
+
+    async def close(self) -> None:
+        """Close every connection (idempotent)."""
+        connections = [*self._readers, *([self._writer] if self._writer else [])]
+        self._writer = None
+        self._readers = []
+        self._idle = asyncio.Queue()
+        for conn in connections:
+            try:
+                await conn.close()
+            except (sqlite3.Error, ValueError):  # already closed or broken: nothing to release
+                continue
+
+    # Observability, for tests and debugging: every SQL statement any connection runs.
+
+    def add_statement_listener(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``listener(sql)`` for each statement; returns a function that removes it.
+
+        Only connections opened after the first listener is added report statements, so add
+        listeners before opening, or use `trace_all` on an open backend.
+        """
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    async def trace_all(self) -> None:
+        """Start reporting statements on the connections already open."""
+        for conn in [*self._readers, *([self._writer] if self._writer else [])]:
+            await _run_in_driver_thread(conn, _install_trace, self._trace)
+
+    def _trace(self, sql: str) -> None:
+        for listener in list(self._listeners):
+            listener(sql)
+
+
+def _install_trace(raw: sqlite3.Connection, callback: Callable[[str], None]) -> None:
+    raw.set_trace_callback(callback)

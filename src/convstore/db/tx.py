@@ -1,0 +1,128 @@
+"""The transaction interface store operations are written against, and value codecs.
+
+Every store operation is one synchronous function ``fn(tx) -> T``. A backend runs it inside
+one database transaction: on SQLite in the driver's own thread (one hop for the whole
+operation), on PostgreSQL through SQLAlchemy's ``run_sync`` bridge. So each operation is
+written once, and the number of event-loop round trips per operation is fixed by the backend,
+not by how many statements the operation needs.
+
+Invariants:
+
+- `Tx` methods take Core statements from `convstore.db.statements`; never SQL text.
+- Values cross the boundary through the backend's `Codec`: the raw SQLite path binds JSON text
+  and timestamp text itself, while SQLAlchemy's column types do that on PostgreSQL, so the
+  codec there passes values through untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from pydantic_core import from_json, to_json
+from sqlalchemy import Delete, Insert, Select, Update
+from typing_extensions import override
+
+from convstore.db.statements import Statements
+from convstore.db.types import format_sqlite_datetime, parse_sqlite_datetime
+
+__all__ = ["Codec", "PassthroughCodec", "Row", "SqliteCodec", "Statement", "Tx"]
+
+Row = tuple[Any, ...]
+Statement = Select[Any] | Insert | Update | Delete
+"""A Core statement from `convstore.db.statements`."""
+
+
+class Codec(Protocol):
+    """Converts values between Python and what the backend binds and returns."""
+
+    def dump_json(self, value: Any) -> Any:
+        """A JSON value (``None`` stays ``None``: SQL NULL) as the backend binds it."""
+        ...
+
+    def load_json(self, raw: Any) -> Any:
+        """A JSON column as read back, as a Python value."""
+        ...
+
+    def dump_time(self, value: datetime) -> Any:
+        """An aware datetime as the backend binds it."""
+        ...
+
+    def load_time(self, raw: Any) -> datetime:
+        """A timestamp column as read back, as an aware UTC datetime."""
+        ...
+
+
+class Tx(Protocol):
+    """One open transaction."""
+
+    statements: Statements
+    codec: Codec
+
+    def fetch(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> list[Row]:
+        """Run a statement that returns rows (``SELECT``, ``... RETURNING``)."""
+        ...
+
+    def execute(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> int:
+        """Run a statement; the number of rows it changed."""
+        ...
+
+    def execute_many(self, stmt: Statement, params: Sequence[Mapping[str, Any]]) -> None:
+        """Run a statement once per parameter set."""
+        ...
+
+    def insert_rows(self, stmt: Insert, rows: Sequence[Row]) -> None:
+        """Insert rows given as tuples in the table's column order."""
+        ...
+
+
+class SqliteCodec(Codec):
+    """JSON as compact text, timestamps as `UTCDateTime`'s SQLite text."""
+
+    def __init__(self) -> None:
+        # One append writes many rows with the same timestamp, and a load reads them back:
+        # parsing each distinct text once keeps timestamp decoding off the load profile.
+        self._times: dict[str, datetime] = {}
+
+    @override
+    def dump_json(self, value: Any) -> Any:
+        return None if value is None else to_json(value).decode()
+
+    @override
+    def load_json(self, raw: Any) -> Any:
+        return None if raw is None else from_json(raw)
+
+    @override
+    def dump_time(self, value: datetime) -> Any:
+        return format_sqlite_datetime(value)
+
+    @override
+    def load_time(self, raw: Any) -> datetime:
+        parsed = self._times.get(raw)
+        if parsed is None:
+            if len(self._times) > 4096:
+                self._times.clear()
+            parsed = self._times[raw] = parse_sqlite_datetime(raw)
+        return parsed
+
+
+class PassthroughCodec(Codec):
+    """For backends whose column types already convert (SQLAlchemy's JSON and `UTCDateTime`)."""
+
+    @override
+    def dump_json(self, value: Any) -> Any:
+        return value
+
+    @override
+    def load_json(self, raw: Any) -> Any:
+        return raw
+
+    @override
+    def dump_time(self, value: datetime) -> Any:
+        return value
+
+    @override
+    def load_time(self, raw: Any) -> datetime:
+        result: datetime = raw
+        return result

@@ -1,0 +1,160 @@
+"""Every error convstore raises on purpose.
+
+One tree, rooted in :class:`ConvstoreError`, so that ``except ConvstoreError`` catches all of
+it and nothing else::
+
+    ConvstoreError
+    ├── InvalidInputError (ValueError)           bad data handed to the library
+    │   ├── InvalidMessageError                  a message or part that breaks the model's rules
+    │   ├── MalformedPayloadError                provider JSON that `parse` cannot read
+    │   ├── UnsupportedFormatError               an unknown parse source or render target
+    │   ├── AttachmentTooLargeError              over the per-attachment size limit
+    │   └── MediaTypeMismatchError               declared media type contradicted by the bytes
+    ├── NotFoundError (LookupError)
+    │   ├── ConversationNotFoundError            missing, deleted or another tenant's (never says)
+    │   ├── ToolCallNotFoundError
+    │   └── AttachmentNotFoundError              a referenced blob is missing
+    ├── ConflictError
+    │   └── ToolCallConflictError                a second, different completion; a reused call id
+    ├── AttachmentCorruptedError                 stored bytes no longer match their hash
+    ├── SchemaError
+    │   └── SchemaOutOfDateError                 the database is behind the migration head
+    ├── StorageError                             the database or blob backend failed
+    │   ├── DatabaseError
+    │   └── BlobStorageError
+    └── ClosedError                              the store was used outside ``async with``
+
+Driver and filesystem exceptions never escape: they are translated where they are caught
+(``db``, ``blobs``) and chained with ``raise ... from exc`` so the cause stays visible.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AttachmentCorruptedError",
+    "AttachmentNotFoundError",
+    "AttachmentTooLargeError",
+    "BlobStorageError",
+    "ClosedError",
+    "ConflictError",
+    "ConversationNotFoundError",
+    "ConvstoreError",
+    "DatabaseError",
+    "InvalidInputError",
+    "InvalidMessageError",
+    "MalformedPayloadError",
+    "MediaTypeMismatchError",
+    "NotFoundError",
+    "SchemaError",
+    "SchemaOutOfDateError",
+    "StorageError",
+    "ToolCallConflictError",
+    "ToolCallNotFoundError",
+    "UnsupportedFormatError",
+]
+
+
+class ConvstoreError(Exception):
+    """Root of every error the library raises on purpose."""
+
+
+class InvalidInputError(ConvstoreError, ValueError):
+    """Data handed to the library is not acceptable; nothing was written."""
+
+
+class InvalidMessageError(InvalidInputError):
+    """A message or part breaks the canonical model's rules."""
+
+
+class MalformedPayloadError(InvalidInputError):
+    """A provider payload cannot be read as that provider's format."""
+
+
+class UnsupportedFormatError(InvalidInputError):
+    """An unknown `parse` source or `render` target was named."""
+
+
+class AttachmentTooLargeError(InvalidInputError):
+    """An attachment exceeds the configured size limit; it was refused while streaming."""
+
+
+class MediaTypeMismatchError(InvalidInputError):
+    """The declared media type is contradicted by the attachment's bytes."""
+
+
+class NotFoundError(ConvstoreError, LookupError):
+    """Something asked for does not exist (or is not visible to the caller)."""
+
+
+class ConversationNotFoundError(NotFoundError):
+    """The conversation does not exist, was deleted, or belongs to another tenant."""
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"conversation {conversation_id!r} not found")
+        self.conversation_id = conversation_id
+
+
+class ToolCallNotFoundError(NotFoundError):
+    """No tool call with that id exists in the conversation."""
+
+    def __init__(self, conversation_id: str, call_id: str) -> None:
+        super().__init__(f"tool call {call_id!r} not found in conversation {conversation_id!r}")
+        self.conversation_id = conversation_id
+        self.call_id = call_id
+
+
+class AttachmentNotFoundError(NotFoundError):
+    """A referenced blob is missing from the blob store."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"attachment blob {key!r} is missing from the blob store")
+        self.key = key
+
+
+class ConflictError(ConvstoreError):
+    """The request contradicts what is already stored."""
+
+
+class ToolCallConflictError(ConflictError):
+    """A tool call was completed twice with different outputs, or a call id was reused."""
+
+
+class AttachmentCorruptedError(ConvstoreError):
+    """A blob's bytes do not hash to the key they are stored under."""
+
+    def __init__(self, key: str, actual: str) -> None:
+        super().__init__(f"attachment blob {key!r} is corrupted: its bytes hash to {actual}")
+        self.key = key
+        self.actual = actual
+
+
+class SchemaError(ConvstoreError):
+    """The database schema is not what this version of convstore expects."""
+
+
+class SchemaOutOfDateError(SchemaError):
+    """The database is behind the migration head; run ``convstore migrate``."""
+
+    def __init__(self, current: str | None, head: str) -> None:
+        super().__init__(
+            f"database schema is at revision {current or '<empty>'}, convstore needs {head}: "
+            "run `convstore migrate --url URL` (or `alembic upgrade head`)"
+        )
+        self.current = current
+        self.head = head
+
+
+class StorageError(ConvstoreError):
+    """A storage backend failed; the operation had no effect."""
+
+
+class DatabaseError(StorageError):
+    """The database driver failed (connection lost, disk full, locked past all retries)."""
+
+
+class BlobStorageError(StorageError):
+    """The blob backend failed to read or write."""
+
+
+class ClosedError(ConvstoreError):
+    """The store was used before ``async with`` opened it or after it closed."""

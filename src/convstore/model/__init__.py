@@ -1,0 +1,37 @@
+"""The canonical, provider-neutral conversation model.
+
+Frozen pydantic v2 values, tagged by a literal ``kind`` (parts, outputs) or a `Role` enum
+(messages). Nothing in this package does I/O or knows a provider's wire format; the store maps
+these values to rows and the renderers map them to provider JSON.
+"""
+
+from convstore.model.content import AttachmentRef, FilePart, TextPart
+from convstore.model.conversation import Compaction, Conversation, ToolCall, ToolCallStatus
+from convstore.model.messages import Message, Role
+from convstore.model.outputs import ContentOutput, ErrorOutput, JsonOutput, ResultKind, ToolOutput
+from convstore.model.parts import Part, ThinkingPart, ToolCallPart, ToolResultPart
+from convstore.model.serialization import FORMAT_VERSION, dump_messages, load_messages
+
+__all__ = [
+    "FORMAT_VERSION",
+    "AttachmentRef",
+    "Compaction",
+    "ContentOutput",
+    "Conversation",
+    "ErrorOutput",
+    "FilePart",
+    "JsonOutput",
+    "Message",
+    "Part",
+    "ResultKind",
+    "Role",
+    "TextPart",
+    "ThinkingPart",
+    "ToolCall",
+    "ToolCallPart",
+    "ToolCallStatus",
+    "ToolOutput",
+    "ToolResultPart",
+    "dump_messages",
+    "load_messages",
+]

@@ -1,0 +1,134 @@
+"""Messages: a role, an ordered list of parts, and where they came from.
+
+Invariants:
+
+- `Role` is a closed enum; each role admits only the part kinds that make sense for it, so a
+  malformed message is refused when it is built, not when a provider rejects it:
+
+  ========== ==========================================
+  role       parts
+  ========== ==========================================
+  system     text
+  user       text, file
+  assistant  text, file, thinking, tool_call
+  tool       tool_result
+  ========== ==========================================
+
+- Provider-neutral: ``provider``/``model`` record provenance only; nothing here branches on them.
+- ``seq`` and ``created_at`` are assigned by the store; a message built by hand has neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import Annotated, Final, Self
+
+from pydantic import AwareDatetime, Field, JsonValue, model_validator
+
+from convstore.model._base import CanonicalModel
+from convstore.model.content import FilePart, TextPart
+from convstore.model.outputs import JsonOutput, ToolOutput
+from convstore.model.parts import Part, ThinkingPart, ToolCallPart, ToolResultPart
+
+__all__ = ["Message", "Role"]
+
+
+class Role(StrEnum):
+    """Who a message is from."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+_ALLOWED: Final[dict[Role, frozenset[str]]] = {
+    Role.SYSTEM: frozenset({"text"}),
+    Role.USER: frozenset({"text", "file"}),
+    Role.ASSISTANT: frozenset({"text", "file", "thinking", "tool_call"}),
+    Role.TOOL: frozenset({"tool_result"}),
+}
+
+
+class Message(CanonicalModel):
+    """One message of a conversation."""
+
+    role: Role
+    """``system``, ``user``, ``assistant`` or ``tool``."""
+    parts: list[Part] = Field(default_factory=list)
+    """Ordered parts."""
+    provider: str | None = None
+    """Provider that produced it (assistant messages parsed from a provider)."""
+    model: str | None = None
+    """Model that produced it."""
+    seq: Annotated[int, Field(ge=1)] | None = None
+    """Position in its conversation, strictly increasing; set by the store."""
+    created_at: AwareDatetime | None = None
+    """When the store wrote it (UTC); set by the store."""
+    provider_details: dict[str, JsonValue] | None = None
+    """Opaque provider data (response id, finish reason, ...)."""
+
+    @model_validator(mode="after")
+    def _parts_fit_role(self) -> Self:
+        allowed = _ALLOWED[self.role]
+        for index, part in enumerate(self.parts):
+            if part.kind not in allowed:
+                raise ValueError(
+                    f"a {self.role.value} message cannot hold a {part.kind} part "
+                    f"(parts[{index}]); allowed: {', '.join(sorted(allowed))}"
+                )
+        return self
+
+    # Convenience constructors for the common shapes.
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        """A system prompt."""
+        return cls(role=Role.SYSTEM, parts=[TextPart(text=text)])
+
+    @classmethod
+    def user(cls, *content: str | FilePart) -> Message:
+        """A user message from strings and file parts, in order."""
+        return cls(role=Role.USER, parts=_content_parts(content))
+
+    @classmethod
+    def assistant(
+        cls,
+        *content: str | FilePart | ThinkingPart | ToolCallPart,
+        provider: str | None = None,
+        model: str | None = None,
+    ) -> Message:
+        """An assistant message from strings and parts, in order."""
+        parts: list[Part] = [TextPart(text=c) if isinstance(c, str) else c for c in content]
+        return cls(role=Role.ASSISTANT, parts=parts, provider=provider, model=model)
+
+    @classmethod
+    def tool_result(
+        cls, call_id: str, output: ToolOutput | JsonValue, *, name: str | None = None
+    ) -> Message:
+        """A tool message answering one call; a bare value becomes a `JsonOutput`."""
+        if not isinstance(output, CanonicalModel):
+            output = JsonOutput(value=output)
+        return cls(
+            role=Role.TOOL, parts=[ToolResultPart(call_id=call_id, output=output, name=name)]
+        )
+
+    @property
+    def text(self) -> str:
+        """The text parts joined with newlines (thinking excluded)."""
+        return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def tool_calls(self) -> list[ToolCallPart]:
+        """The tool-call parts, in order."""
+        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+
+    @property
+    def tool_results(self) -> list[ToolResultPart]:
+        """The tool-result parts, in order."""
+        return [p for p in self.parts if isinstance(p, ToolResultPart)]
+
+
+def _content_parts(content: Iterable[str | FilePart]) -> list[Part]:
+    return [TextPart(text=c) if isinstance(c, str) else c for c in content]

@@ -1,0 +1,1 @@
+"""One module per provider wire format: `parse` (wire -> canonical) and `encode` (plan -> wire)."""

@@ -1,0 +1,59 @@
+"""Mechanics every provider encoder shares.
+
+Invariants:
+
+- JSON text sent to a provider (tool arguments, JSON results in string-only slots) is compact
+  and keeps non-ASCII characters as they are.
+- A call whose model-produced arguments were not a JSON object is replayed with its original
+  text wherever the target takes arguments as text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from convstore.transcript.plan import (
+    Call,
+    ContentBody,
+    ErrorBody,
+    JsonBody,
+    Media,
+    ResultBody,
+    Text,
+)
+
+__all__ = ["arguments_text", "json_text", "result_text"]
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON text."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def arguments_text(call: Call) -> str:
+    """The arguments as the JSON text a Chat/Responses-style target expects."""
+    if call.raw_arguments is not None and not call.arguments:
+        return call.raw_arguments
+    return json_text(call.arguments)
+
+
+def result_text(body: ResultBody) -> str:
+    """A result as one string, for targets whose tool results are text only.
+
+    Strings are sent as they are, other JSON values as JSON text, content parts joined by
+    newlines (the planner has already replaced media with text references for such targets).
+    """
+    match body:
+        case JsonBody(value=str() as text):
+            return text
+        case JsonBody(value=value):
+            return json_text(value)
+        case ErrorBody(message=message):
+            return message
+        case ContentBody(parts=parts):
+            return "\n".join(p.text if isinstance(p, Text) else _media_reference(p) for p in parts)
+
+
+def _media_reference(media: Media) -> str:
+    return f"[{media.label or media.media_type}]"

@@ -1,0 +1,220 @@
+"""Mechanics every provider parser shares.
+
+Typed access to untrusted JSON, base64 and data URLs, tool arguments, and canonical ids for
+provider call ids.
+
+Invariants:
+
+- Parsers read untrusted JSON only through `Json`, so malformed input (a missing key, a wrong
+  type) raises `MalformedPayloadError` naming the source and the JSON path, never a
+  ``KeyError``/``TypeError``/``AttributeError``.
+- Base64 in either alphabet (standard or URL-safe, as Gemini emits), padded or not, decodes;
+  anything else is malformed.
+- `CallIds` gives every call a canonical id unique within one parse: the provider's id when it
+  is new, a re-minted ``{id}~{n}`` when a provider reused it across rounds, and a positional
+  id when the provider gave none. Results find the latest open call with their provider id.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Iterator
+from typing import Any, Final
+from urllib.parse import unquote_to_bytes
+
+from pydantic import JsonValue
+
+from convstore.errors import MalformedPayloadError
+
+__all__ = ["CallIds", "Json", "decode_base64", "parse_arguments", "parse_data_url"]
+
+_DATA_URL: Final = re.compile(
+    r"^data:(?P<type>[^;,]*)(?P<params>(;[^;,]*)*?)(;base64)?,", re.IGNORECASE
+)
+
+
+class Json:
+    """A node of untrusted JSON with its path, for typed, well-reported access."""
+
+    __slots__ = ("path", "source", "value")
+
+    def __init__(self, value: Any, source: str, path: str = "$") -> None:
+        self.value = value
+        self.source = source
+        self.path = path
+
+    def fail(self, what: str) -> MalformedPayloadError:
+        """An error for this node."""
+        return MalformedPayloadError(f"{self.source} payload: {self.path}: {what}")
+
+    def _child(self, value: Any, suffix: str) -> Json:
+        return Json(value, self.source, f"{self.path}{suffix}")
+
+    # shape checks
+
+    def object(self) -> dict[str, Any]:
+        """The node as a JSON object."""
+        if not isinstance(self.value, dict):
+            raise self.fail(f"expected an object, got {_kind(self.value)}")
+        return self.value
+
+    def array(self) -> list[Any]:
+        """The node as a JSON array."""
+        if not isinstance(self.value, list):
+            raise self.fail(f"expected an array, got {_kind(self.value)}")
+        return self.value
+
+    def string(self) -> str:
+        """The node as a string."""
+        if not isinstance(self.value, str):
+            raise self.fail(f"expected a string, got {_kind(self.value)}")
+        return self.value
+
+    def boolean(self) -> bool:
+        """The node as a boolean."""
+        if not isinstance(self.value, bool):
+            raise self.fail(f"expected a boolean, got {_kind(self.value)}")
+        return self.value
+
+    # navigation
+
+    def has(self, *keys: str) -> bool:
+        """Whether this object has any of ``keys`` with a non-null value."""
+        obj = self.object()
+        return any(obj.get(k) is not None for k in keys)
+
+    def get(self, *keys: str) -> Json | None:
+        """The first of ``keys`` present with a non-null value, or ``None``."""
+        obj = self.object()
+        for key in keys:
+            if obj.get(key) is not None:
+                return self._child(obj[key], f".{key}")
+        return None
+
+    def require(self, *keys: str) -> Json:
+        """The first of ``keys`` present with a non-null value; malformed when none is."""
+        found = self.get(*keys)
+        if found is None:
+            raise self.fail(f"missing {' / '.join(repr(k) for k in keys)}")
+        return found
+
+    def str_or_none(self, *keys: str) -> str | None:
+        """An optional string field."""
+        found = self.get(*keys)
+        return None if found is None else found.string()
+
+    def items(self) -> Iterator[Json]:
+        """The elements of this array."""
+        for index, item in enumerate(self.array()):
+            yield self._child(item, f"[{index}]")
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def decode_base64(text: str, node: Json) -> bytes:
+    """Bytes from standard or URL-safe base64 (padding optional); malformed otherwise."""
+    cleaned = "".join(text.split())
+    if "-" in cleaned or "_" in cleaned:
+        cleaned = cleaned.replace("-", "+").replace("_", "/")
+    cleaned += "=" * (-len(cleaned) % 4)
+    try:
+        return base64.b64decode(cleaned, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise node.fail("invalid base64 data") from exc
+
+
+def parse_data_url(url: str, node: Json) -> tuple[str | None, bytes] | None:
+    """(media type or ``None``, bytes) of a ``data:`` URL; ``None`` for any other URL."""
+    match = _DATA_URL.match(url)
+    if match is None:
+        if url[:5].lower() == "data:":
+            raise node.fail("malformed data: URL")
+        return None
+    payload = url[match.end() :]
+    media_type = match.group("type") or None
+    if url[: match.end()].lower().endswith(";base64,"):
+        return media_type, decode_base64(payload, node)
+    return media_type, unquote_to_bytes(payload)
+
+
+def parse_arguments(value: Any, node: Json) -> tuple[dict[str, JsonValue], str | None]:
+    """(arguments object, raw text kept when the model's text was not a JSON object)."""
+    if isinstance(value, dict):
+        return value, None
+    if value is None:
+        return {}, None
+    if not isinstance(value, str):
+        raise node.fail(f"tool arguments must be an object or a JSON string, got {_kind(value)}")
+    if not value.strip():
+        return {}, None
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        return {}, value  # models do emit broken JSON; keep it verbatim
+    if isinstance(decoded, dict):
+        return decoded, None
+    return {}, value
+
+
+class CallIds:
+    """Canonical ids for the calls of one parsed history."""
+
+    def __init__(self, prefix: str) -> None:
+        self._prefix = prefix
+        self._used: set[str] = set()
+        self._open: dict[str, list[str]] = {}  # provider id -> canonical ids without a result
+        self._by_name: dict[str, list[str]] = {}  # tool name -> canonical ids without a result
+        self._answered: dict[str, str] = {}  # provider id -> the call it last answered
+        self._count = 0
+
+    def call(self, provider_id: str | None, name: str) -> str:
+        """The canonical id for a new call."""
+        self._count += 1
+        base = provider_id or f"{self._prefix}_{self._count}"
+        canonical, n = base, 1
+        while canonical in self._used:
+            n += 1
+            canonical = f"{base}~{n}"
+        self._used.add(canonical)
+        if provider_id:
+            self._open.setdefault(provider_id, []).append(canonical)
+        self._by_name.setdefault(name, []).append(canonical)
+        return canonical
+
+    def result(self, provider_id: str | None, name: str | None = None) -> str:
+        """The canonical id of the call a result answers.
+
+        The latest open call with the provider id, else (no id, as Gemini 2 allows) the oldest
+        open call with that tool name; a result for no known call keeps its provider id (or a
+        positional id), so it is stored as an orphan rather than lost.
+        """
+        if provider_id and self._open.get(provider_id):
+            canonical = self._open[provider_id].pop()
+            self._forget_name(canonical)
+            self._answered[provider_id] = canonical
+            return canonical
+        if not provider_id and name and self._by_name.get(name):
+            canonical = self._by_name[name].pop(0)
+            for pending in self._open.values():
+                if canonical in pending:
+                    pending.remove(canonical)
+            return canonical
+        if provider_id and provider_id in self._answered:
+            return self._answered[provider_id]  # a repeated result: a duplicate of that call's
+        self._count += 1
+        return provider_id or f"{self._prefix}_result_{self._count}"
+
+    def _forget_name(self, canonical: str) -> None:
+        for pending in self._by_name.values():
+            if canonical in pending:
+                pending.remove(canonical)
+                return

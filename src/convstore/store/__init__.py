@@ -1,0 +1,10 @@
+"""The store: `ConversationStore`, the single write boundary, and the operations behind it.
+
+``writes`` and ``reads`` hold the operations as functions of one transaction; ``lifecycle``
+the tool-call state machine; ``attachments`` the blobs-before-rows step.
+"""
+
+from convstore.store.conversation_store import DEFAULT_MAX_ATTACHMENT_SIZE, ConversationStore
+from convstore.store.reads import ConversationSummary
+
+__all__ = ["DEFAULT_MAX_ATTACHMENT_SIZE", "ConversationStore", "ConversationSummary"]

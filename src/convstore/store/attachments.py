@@ -1,0 +1,108 @@
+"""Moving file bytes out of messages and into the blob store, before any row is written.
+
+Invariants:
+
+- Blobs first, rows second: every inline or pending `FilePart` of a batch (top level, or
+  inside a `ContentOutput` result) is stored and swapped for an attachment reference before
+  the database transaction starts. If the transaction then fails, the blobs are left for
+  garbage collection; a row never points at a blob that is not there.
+- Identical bytes in one batch are stored once; puts run concurrently.
+- Parts that already reference a blob, and external URIs, pass through untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from convstore.blobs import BlobStore, StoredBlob
+from convstore.model import AttachmentRef, ContentOutput, FilePart, Message, ToolResultPart
+
+__all__ = ["attachment_rows", "store_files"]
+
+
+def _needs_storing(part: FilePart) -> bool:
+    return part.data is not None or part.pending is not None
+
+
+def _files_of(message: Message) -> list[FilePart]:
+    found: list[FilePart] = []
+    for part in message.parts:
+        if isinstance(part, FilePart) and _needs_storing(part):
+            found.append(part)
+        elif isinstance(part, ToolResultPart) and isinstance(part.output, ContentOutput):
+            found.extend(p for p in part.output.files if _needs_storing(p))
+    return found
+
+
+async def _store(blobs: BlobStore, part: FilePart) -> StoredBlob:
+    if part.data is not None:
+        return await blobs.put(part.data, media_type=part.media_type)
+    pending = part.pending
+    assert pending is not None  # _needs_storing
+    return await blobs.put_stream(pending.source, media_type=pending.declared_media_type)
+
+
+def _stored_part(part: FilePart, blob: StoredBlob) -> FilePart:
+    return FilePart(
+        media_type=blob.media_type,
+        filename=part.filename,
+        attachment=AttachmentRef(sha256=blob.sha256, size=blob.size),
+    )
+
+
+def _swap(message: Message, stored: dict[int, FilePart]) -> Message:
+    def swap_file(part: FilePart) -> FilePart:
+        return stored.get(id(part), part)
+
+    parts = []
+    for part in message.parts:
+        if isinstance(part, FilePart):
+            parts.append(swap_file(part))
+        elif isinstance(part, ToolResultPart) and isinstance(part.output, ContentOutput):
+            content = [swap_file(p) if isinstance(p, FilePart) else p for p in part.output.parts]
+            output = part.output.model_copy(update={"parts": content})
+            parts.append(part.model_copy(update={"output": output}))
+        else:
+            parts.append(part)
+    return message.model_copy(update={"parts": parts})
+
+
+async def store_files(
+    blobs: BlobStore, messages: Sequence[Message]
+) -> tuple[list[Message], list[StoredBlob]]:
+    """``messages`` with every file's bytes in ``blobs``, and the blobs they now reference."""
+    pending = [(i, part) for i, m in enumerate(messages) for part in _files_of(m)]
+    if not pending:
+        return list(messages), []
+    # Same inline bytes twice in one batch: one put.
+    by_hash: dict[str, asyncio.Task[StoredBlob]] = {}
+    tasks: list[asyncio.Task[StoredBlob]] = []
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _, part in pending:
+                key = part.sha256
+                if key is not None and key in by_hash:
+                    tasks.append(by_hash[key])
+                    continue
+                task = group.create_task(_store(blobs, part))
+                if key is not None:
+                    by_hash[key] = task
+                tasks.append(task)
+    except BaseExceptionGroup as group:
+        # Callers expect the typed error of the put that failed, not a group of them.
+        raise group.exceptions[0] from None
+    stored_blobs = [t.result() for t in tasks]
+    swapped: dict[int, dict[int, FilePart]] = {}
+    for (index, part), blob in zip(pending, stored_blobs, strict=True):
+        swapped.setdefault(index, {})[id(part)] = _stored_part(part, blob)
+    result = [_swap(m, swapped[i]) if i in swapped else m for i, m in enumerate(messages)]
+    return result, stored_blobs
+
+
+def attachment_rows(blobs: Sequence[StoredBlob]) -> list[tuple[str, int, str]]:
+    """(sha256, size, media type), once per distinct hash, for the ``attachments`` table."""
+    seen: dict[str, tuple[str, int, str]] = {}
+    for blob in blobs:
+        seen.setdefault(blob.sha256, (blob.sha256, blob.size, blob.media_type))
+    return list(seen.values())

@@ -1,0 +1,370 @@
+"""`ConversationStore`: the single write boundary of convstore.
+
+Invariants:
+
+- Every write goes through this class: one database transaction per call, blobs stored before
+  the rows that reference them, typed errors only.
+- Methods that name a conversation take ``tenant=``. With a tenant, a conversation of another
+  tenant (or of none) is reported exactly like a missing one: `ConversationNotFoundError`.
+  Without one, the caller is trusted with every conversation.
+- The store is an async context manager with an explicit lifecycle: using it before
+  ``async with`` (or `open`) or after it closes raises `ClosedError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Self
+
+from pydantic import JsonValue, TypeAdapter, ValidationError
+
+from convstore.blobs import BlobStore
+from convstore.db import DEFAULT_URL, create_backend, sqlite_path
+from convstore.db.backend import Backend
+from convstore.errors import (
+    AttachmentNotFoundError,
+    ClosedError,
+    InvalidInputError,
+    InvalidMessageError,
+)
+from convstore.model import (
+    Compaction,
+    ContentOutput,
+    Conversation,
+    ErrorOutput,
+    FilePart,
+    JsonOutput,
+    Message,
+    Role,
+    ToolCall,
+    ToolOutput,
+    ToolResultPart,
+)
+from convstore.model._base import describe_validation_error
+from convstore.store import reads, writes
+from convstore.store.attachments import attachment_rows, store_files
+from convstore.store.ids import new_id
+from convstore.store.reads import ConversationSummary
+from convstore.store.writes import AppendPlan, NoChange, OnConflict
+
+__all__ = ["DEFAULT_MAX_ATTACHMENT_SIZE", "ConversationStore"]
+
+DEFAULT_MAX_ATTACHMENT_SIZE = 20 * 1024 * 1024
+
+_MESSAGE = TypeAdapter(Message)
+_OUTPUT: TypeAdapter[ToolOutput] = TypeAdapter(ToolOutput)
+_METADATA = TypeAdapter(dict[str, JsonValue])
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _default_blobs(url: str) -> str:
+    database = sqlite_path(url) if url.startswith("sqlite") else None
+    if database is not None:
+        return str(database.parent / "convstore-blobs")
+    if url.startswith("sqlite"):  # in-memory database: in-memory blobs, unique to this store
+        return f"memory://convstore-{new_id().lower()}"
+    return str(Path.cwd() / "convstore-blobs")
+
+
+def _as_messages(messages: Message | Mapping[str, Any] | Sequence[Any]) -> list[Message]:
+    if isinstance(messages, Message):
+        return [messages]
+    if isinstance(messages, Mapping):
+        messages = [messages]
+    if isinstance(messages, str | bytes):
+        raise InvalidMessageError("append takes a Message or a sequence of messages")
+    out = []
+    for item in messages:
+        if isinstance(item, Message):
+            out.append(item)
+            continue
+        try:
+            out.append(_MESSAGE.validate_python(item))
+        except ValidationError as exc:
+            raise InvalidMessageError(describe_validation_error(exc)) from exc
+    return out
+
+
+class ConversationStore:
+    """Conversations as rows in SQLite or PostgreSQL, attachments as blobs in fsspec storage.
+
+    Args:
+        url: SQLAlchemy async URL: ``sqlite+aiosqlite:///path.db`` (the default is
+            ``convstore.db`` in the working directory) or ``postgresql+asyncpg://...``.
+        blobs: fsspec URL or directory for attachment bytes; by default a ``convstore-blobs``
+            directory beside the SQLite file.
+        max_attachment_size: largest attachment accepted, in bytes (checked while streaming).
+        auto_migrate: create the schema in an empty database on open. ``None`` (default):
+            only for SQLite; a server database is migrated explicitly (``convstore migrate``).
+        sqlite_synchronous: ``"full"`` (default, durable across power loss) or ``"normal"``
+            (WAL-safe against crashes, faster commits).
+        blob_options: extra fsspec storage options (credentials, endpoint).
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        blobs: str | None = None,
+        max_attachment_size: int = DEFAULT_MAX_ATTACHMENT_SIZE,
+        auto_migrate: bool | None = None,
+        sqlite_synchronous: Literal["full", "normal"] = "full",
+        blob_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.url = url
+        self.blobs_url = blobs if blobs is not None else _default_blobs(url)
+        self._backend: Backend = create_backend(
+            url, auto_migrate=auto_migrate, sqlite_synchronous=sqlite_synchronous
+        )
+        self._blob_args: dict[str, Any] = {
+            "max_size": max_attachment_size,
+            "storage_options": blob_options,
+        }
+        self._blobs: BlobStore | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def open(self) -> Self:
+        """Connect (and create the schema of a new SQLite database)."""
+        if self._blobs is None:
+            self._blobs = BlobStore(self.blobs_url, **self._blob_args)
+            try:
+                await self._backend.open()
+            except BaseException:
+                await self._blobs.close()
+                self._blobs = None
+                raise
+        return self
+
+    async def close(self) -> None:
+        """Release connections (idempotent)."""
+        blobs, self._blobs = self._blobs, None
+        await self._backend.close()
+        if blobs is not None:
+            await blobs.close()
+
+    async def __aenter__(self) -> Self:
+        return await self.open()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def _require_open(self) -> BlobStore:
+        if self._blobs is None:
+            raise ClosedError("the store is not open: use `async with ConversationStore(...)`")
+        return self._blobs
+
+    @property
+    def blob_store(self) -> BlobStore:
+        """The blob store (open stores only)."""
+        return self._require_open()
+
+    @property
+    def backend(self) -> Backend:
+        """The database backend (for maintenance tools and tests)."""
+        return self._backend
+
+    async def migrate(self, revision: str = "head") -> None:
+        """Upgrade the database schema to ``revision``."""
+        await self._backend.migrate(revision)
+
+    # -- conversations --------------------------------------------------------------------------
+
+    async def create_conversation(
+        self,
+        *,
+        title: str | None = None,
+        tenant: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        id: str | None = None,
+    ) -> Conversation:
+        """A new, empty conversation. ``id`` lets the application choose the id."""
+        self._require_open()
+        try:
+            meta = _METADATA.validate_python(dict(metadata or {}))
+        except ValidationError as exc:
+            raise InvalidInputError(f"metadata must be a JSON object: {exc}") from exc
+        cid = id if id is not None else new_id()
+        if not cid or len(cid) > 64:
+            raise InvalidInputError("a conversation id is 1 to 64 characters")
+        now = _now()
+
+        def insert(tx: Any) -> None:
+            codec = tx.codec
+            row = (cid, tenant, title, codec.dump_json(meta or None), 0, codec.dump_time(now),
+                   codec.dump_time(now))  # fmt: skip
+            writes.create_conversation(tx, row)
+
+        await self._backend.write(insert)
+        return Conversation(
+            id=cid, title=title, tenant=tenant, metadata=meta, created_at=now, updated_at=now
+        )
+
+    async def list_conversations(
+        self, *, tenant: str | None = None, limit: int = 100
+    ) -> list[ConversationSummary]:
+        """The most recently updated conversations (of ``tenant``, when given)."""
+        self._require_open()
+        return await self._backend.read(lambda tx: reads.list_conversations(tx, tenant, limit))
+
+    async def delete_conversation(self, conversation_id: str, *, tenant: str | None = None) -> None:
+        """Delete a conversation and everything in it; its blobs become collectable."""
+        self._require_open()
+        await self._backend.write(
+            lambda tx: writes.delete_conversation(tx, conversation_id, tenant)
+        )
+
+    # -- messages -------------------------------------------------------------------------------
+
+    async def append(
+        self,
+        conversation_id: str,
+        messages: Message | Mapping[str, Any] | Sequence[Message | Mapping[str, Any]],
+        *,
+        tenant: str | None = None,
+        idempotency_key: str | None = None,
+        on_conflict: OnConflict = "raise",
+    ) -> list[Message]:
+        """Store messages at the end of a conversation, atomically; the stored copies.
+
+        Args:
+            conversation_id: the conversation.
+            messages: a `Message`, a mapping validated as one, or a sequence of them.
+            tenant: when given, the conversation must belong to it.
+            idempotency_key: a repeat of an append with the same key returns the messages the
+                first one stored, without writing.
+            on_conflict: what a result that contradicts a call's stored result does:
+                ``"raise"`` (`ToolCallConflictError`, nothing written) or ``"keep-first"``
+                (the later result is kept as history; the call keeps its first result).
+
+        Returns:
+            The stored messages, with ``seq`` and ``created_at`` set and file bytes replaced
+            by attachment references.
+        """
+        batch = _as_messages(messages)
+        if not batch:
+            return []
+        stored_messages, blobs = await store_files(self.blob_store, batch)
+        plan = AppendPlan(
+            conversation_id=conversation_id,
+            messages=stored_messages,
+            attachments=attachment_rows(blobs),
+            now=_now(),
+            tenant=tenant,
+            idempotency_key=idempotency_key,
+            on_conflict=on_conflict,
+        )
+        try:
+            stored, _ = await self._backend.write(lambda tx: writes.append_messages(tx, plan))
+        except NoChange as replay:
+            replayed: list[Message] = replay.value[0]
+            return replayed
+        return stored
+
+    async def load(
+        self, conversation_id: str, *, tenant: str | None = None, last: int | None = None
+    ) -> Conversation:
+        """The conversation; with ``last=N``, only its newest N messages (and their calls)."""
+        self._require_open()
+        if last is not None and last < 0:
+            raise InvalidInputError("last must be zero or positive")
+        return await self._backend.read(
+            lambda tx: reads.load_conversation(tx, conversation_id, tenant, last)
+        )
+
+    # -- tool calls -----------------------------------------------------------------------------
+
+    async def complete_tool_call(
+        self,
+        conversation_id: str,
+        call_id: str,
+        output: ToolOutput | Mapping[str, Any],
+        *,
+        tenant: str | None = None,
+    ) -> ToolCall:
+        """Store the result of a call (as a new tool message) and complete its lifecycle.
+
+        Completing again with an equal output changes nothing; with a different output, or
+        for a cancelled call, it raises `ToolCallConflictError`; an unknown call raises
+        `ToolCallNotFoundError`. Returns the call as stored.
+        """
+        if not isinstance(output, JsonOutput | ContentOutput | ErrorOutput):
+            try:
+                output = _OUTPUT.validate_python(output)
+            except ValidationError as exc:
+                raise InvalidMessageError(describe_validation_error(exc)) from exc
+        result = Message(role=Role.TOOL, parts=[ToolResultPart(call_id=call_id, output=output)])
+        (stored,), blobs = await store_files(self.blob_store, [result])
+        plan = AppendPlan(
+            conversation_id=conversation_id,
+            messages=[stored],
+            attachments=attachment_rows(blobs),
+            now=_now(),
+            tenant=tenant,
+            completion=True,
+        )
+        try:
+            _, call = await self._backend.write(lambda tx: writes.append_messages(tx, plan))
+        except NoChange as unchanged:
+            same: ToolCall = unchanged.value
+            return same
+        assert call is not None  # completion mode always reports the call
+        return call
+
+    async def cancel_tool_calls(
+        self, conversation_id: str, *, tenant: str | None = None
+    ) -> list[str]:
+        """Move every pending call to ``cancelled``; the ids of the calls it cancelled."""
+        self._require_open()
+        now = _now()
+        return await self._backend.write(
+            lambda tx: writes.cancel_pending(tx, conversation_id, tenant, now)
+        )
+
+    async def compact(
+        self,
+        conversation_id: str,
+        *,
+        through_seq: int,
+        summary: str,
+        tenant: str | None = None,
+    ) -> Compaction:
+        """Record a summary standing in for messages up to ``through_seq`` when rendering.
+
+        Non-destructive: every message stays stored and loadable.
+        """
+        self._require_open()
+        now = _now()
+        return await self._backend.write(
+            lambda tx: writes.compact(tx, conversation_id, tenant, through_seq, summary, now)
+        )
+
+    # -- attachments ----------------------------------------------------------------------------
+
+    async def read_attachment(self, part: FilePart, *, tenant: str | None = None) -> bytes:
+        """The bytes of a stored file part, hash-verified.
+
+        With ``tenant``, the attachment must be referenced by a conversation of that tenant;
+        otherwise it is reported as not found.
+        """
+        if part.data is not None:
+            return part.data
+        if part.attachment is None:
+            raise InvalidInputError("only stored or inline file parts have bytes to read")
+        sha = part.attachment.sha256
+        if tenant is not None:
+            visible = await self._backend.read(lambda tx: reads.attachment_visible(tx, sha, tenant))
+            if not visible:
+                raise AttachmentNotFoundError(self.blob_store.key(sha))
+        return await self.blob_store.get(sha)

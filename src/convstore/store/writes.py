@@ -1,0 +1,342 @@
+"""Write operations, each a function of one open transaction (``fn(tx)``).
+
+Invariants:
+
+- Every write first locks the conversation row by bumping (or touching) its ``last_seq``
+  counter. That one statement proves the conversation exists and is visible to the tenant,
+  serialises writers of one conversation on every database, and yields the sequence numbers
+  the batch will use. Keys are computed in Python, so each table is written with one
+  ``executemany``.
+- An append is all or nothing: any error raises out of ``fn`` and the backend rolls back.
+- The lifecycle of every call the batch touches is decided here, once, by
+  `convstore.store.lifecycle.on_result`; calls created and answered in the same batch are
+  inserted already in their final state.
+- A result for an unknown call is kept as history (``append``) or refused
+  (``complete_tool_call``: `ToolCallNotFoundError`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from convstore.db.mapping import (
+    CALL_COMPLETED_AT,
+    CALL_RESULT_IDX,
+    CALL_RESULT_KIND,
+    CALL_RESULT_SEQ,
+    CALL_STATUS,
+    CallRow,
+    decode_result,
+    decode_tool_call,
+    encode_message,
+    encode_parts,
+    encode_tool_call,
+)
+from convstore.db.tx import Row, Tx
+from convstore.errors import (
+    ConversationNotFoundError,
+    InvalidInputError,
+    ToolCallConflictError,
+    ToolCallNotFoundError,
+)
+from convstore.model import (
+    Compaction,
+    Message,
+    Role,
+    ToolCall,
+    ToolCallPart,
+    ToolCallStatus,
+    ToolOutput,
+    ToolResultPart,
+)
+from convstore.model._base import trusted
+from convstore.store.lifecycle import Outcome, on_result, status_for
+from convstore.store.reads import messages_between
+
+_new_message = trusted(Message)
+
+__all__ = [
+    "AppendPlan",
+    "NoChange",
+    "append_messages",
+    "cancel_pending",
+    "compact",
+    "create_conversation",
+    "delete_conversation",
+]
+
+OnConflict = Literal["raise", "keep-first"]
+
+
+class NoChange(Exception):  # noqa: N818 (control flow, not an error)
+    """Raised inside a write to roll it back and hand ``value`` to the caller instead."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__("no change")
+        self.value = value
+
+
+@dataclass(frozen=True, slots=True)
+class AppendPlan:
+    """One append, ready for the database: file bytes are already blobs."""
+
+    conversation_id: str
+    messages: list[Message]
+    attachments: list[tuple[str, int, str]]
+    """(sha256, size, media type) of each blob the messages reference."""
+    now: datetime
+    tenant: str | None = None
+    idempotency_key: str | None = None
+    on_conflict: OnConflict = "raise"
+    completion: bool = False
+    """``complete_tool_call``: the result must answer a known call, and an equal repeat of a
+    stored result changes nothing (`NoChange` carries the call)."""
+
+
+def _bump(tx: Tx, cid: str, tenant: str | None, n: int, now: datetime) -> int:
+    """Lock the conversation, reserve ``n`` sequence numbers; returns the new ``last_seq``."""
+    rows = tx.fetch(
+        tx.statements.bump_seq.pick(tenant),
+        {"cid": cid, "n": n, "now": tx.codec.dump_time(now), "for_tenant": tenant},
+    )
+    if not rows:
+        raise ConversationNotFoundError(cid)
+    last_seq: int = rows[0][0]
+    return last_seq
+
+
+@dataclass(slots=True)
+class _DbCall:
+    """A call stored by an earlier append, as this batch sees (and changes) it."""
+
+    status: ToolCallStatus
+    result_at: tuple[int, int] | None
+
+
+@dataclass(slots=True)
+class _Batch:
+    """Rows and lifecycle changes accumulated while walking the batch in order."""
+
+    tx: Tx
+    plan: AppendPlan
+    message_rows: list[Row] = field(default_factory=list)
+    part_rows: list[Row] = field(default_factory=list)
+    new_calls: dict[str, CallRow] = field(default_factory=dict)
+    outputs: dict[tuple[int, int], ToolOutput] = field(default_factory=dict)
+    db_calls: dict[str, _DbCall | None] = field(default_factory=dict)
+    completions: list[dict[str, Any]] = field(default_factory=list)
+    interrupt_before: int | None = None
+
+    def add(self, message: Message, seq: int) -> None:
+        codec, cid, now = self.tx.codec, self.plan.conversation_id, self.plan.now
+        self.message_rows.append(encode_message(cid, message, seq, now, codec))
+        self.part_rows.extend(encode_parts(cid, seq, message.parts, codec))
+        if message.role is Role.USER:
+            self._interrupt_pending(seq)
+        for idx, part in enumerate(message.parts):
+            if isinstance(part, ToolCallPart):
+                if part.id in self.new_calls:
+                    raise ToolCallConflictError(
+                        f"tool-call id {part.id!r} appears twice in one append"
+                    )
+                self.new_calls[part.id] = encode_tool_call(cid, seq, idx, part, now, codec)
+            elif isinstance(part, ToolResultPart):
+                self.outputs[(seq, idx)] = part.output
+                self._apply_result(seq, idx, part)
+
+    def _interrupt_pending(self, seq: int) -> None:
+        stamp = self.tx.codec.dump_time(self.plan.now)
+        for row in self.new_calls.values():
+            if row[CALL_STATUS] == ToolCallStatus.PENDING:
+                row[CALL_STATUS] = ToolCallStatus.INTERRUPTED.value
+                row[CALL_COMPLETED_AT] = stamp
+        if self.interrupt_before is None:
+            self.interrupt_before = seq
+
+    def _apply_result(self, seq: int, idx: int, part: ToolResultPart) -> None:
+        row = self.new_calls.get(part.call_id)
+        if row is not None:
+            status = ToolCallStatus(row[CALL_STATUS])
+            answered = row[CALL_RESULT_SEQ] is not None
+            stored = (
+                self.outputs[(row[CALL_RESULT_SEQ], row[CALL_RESULT_IDX])] if answered else None
+            )
+        else:
+            db_call = self._db_call(part.call_id)
+            if db_call is None:
+                if self.plan.completion:
+                    raise ToolCallNotFoundError(self.plan.conversation_id, part.call_id)
+                return  # a result without its call: kept as history, no lifecycle
+            status = db_call.status
+            stored = self._stored_output(db_call)
+        match on_result(status, stored, part.output):
+            case Outcome.COMPLETES:
+                self._complete(part, seq, idx, row)
+            case Outcome.DUPLICATE if self.plan.completion:
+                raise NoChange(_call_as_stored(self.tx, self.plan.conversation_id, part))
+            case Outcome.DUPLICATE:
+                pass  # an equal repeat stays in the history; the renderer de-duplicates it
+            case Outcome.CONFLICT if self.plan.completion or self.plan.on_conflict == "raise":
+                raise ToolCallConflictError(
+                    f"tool call {part.call_id!r} is {status.value} with a different result; "
+                    "a stored result is never replaced"
+                )
+            case Outcome.CONFLICT:
+                pass  # keep-first: the later result stays as history only
+
+    def _complete(self, part: ToolResultPart, seq: int, idx: int, row: CallRow | None) -> None:
+        status = status_for(part.output)
+        stamp = self.tx.codec.dump_time(self.plan.now)
+        if row is not None:
+            row[CALL_STATUS] = status.value
+            row[CALL_RESULT_KIND] = part.output.kind
+            row[CALL_RESULT_SEQ] = seq
+            row[CALL_RESULT_IDX] = idx
+            row[CALL_COMPLETED_AT] = stamp
+            return
+        self.completions.append(
+            {
+                "cid": self.plan.conversation_id,
+                "call_id": part.call_id,
+                "status": status.value,
+                "result_kind": part.output.kind,
+                "result_seq": seq,
+                "result_idx": idx,
+                "now": stamp,
+            }
+        )
+        db_call = self.db_calls[part.call_id]
+        assert db_call is not None  # _apply_result found it
+        db_call.status = status
+        db_call.result_at = (seq, idx)
+
+    def _db_call(self, call_id: str) -> _DbCall | None:
+        if call_id not in self.db_calls:
+            rows = self.tx.fetch(
+                self.tx.statements.select_tool_call,
+                {"cid": self.plan.conversation_id, "call_id": call_id},
+            )
+            self.db_calls[call_id] = (
+                _DbCall(
+                    status=ToolCallStatus(rows[0][6]),
+                    result_at=(rows[0][8], rows[0][9]) if rows[0][8] is not None else None,
+                )
+                if rows
+                else None
+            )
+        return self.db_calls[call_id]
+
+    def _stored_output(self, db_call: _DbCall) -> ToolOutput | None:
+        if db_call.result_at is None:
+            return None
+        if db_call.result_at in self.outputs:  # answered earlier in this batch
+            return self.outputs[db_call.result_at]
+        seq, idx = db_call.result_at
+        rows = self.tx.fetch(
+            self.tx.statements.select_parts_of_message,
+            {"cid": self.plan.conversation_id, "seq": seq},
+        )
+        return decode_result(rows, idx, self.tx.codec).output
+
+    def write(self) -> None:
+        tx, st, plan = self.tx, self.tx.statements, self.plan
+        stamp = tx.codec.dump_time(plan.now)
+        tx.insert_rows(st.insert_attachment, [(*a, stamp) for a in plan.attachments])
+        tx.insert_rows(st.insert_message, self.message_rows)
+        tx.insert_rows(st.insert_part, self.part_rows)
+        tx.insert_rows(st.insert_tool_call, [tuple(r) for r in self.new_calls.values()])
+        if self.completions:
+            tx.execute_many(st.complete_tool_call, self.completions)
+        if self.interrupt_before is not None:
+            tx.execute(
+                st.interrupt_pending,
+                {
+                    "cid": plan.conversation_id,
+                    "before_seq": self.interrupt_before,
+                    "now": tx.codec.dump_time(plan.now),
+                },
+            )
+
+
+def append_messages(tx: Tx, plan: AppendPlan) -> tuple[list[Message], ToolCall | None]:
+    """Store ``plan.messages``; the stored copies (with ``seq``) and, for a completion, the call."""
+    st, cid = tx.statements, plan.conversation_id
+    if plan.idempotency_key is not None:
+        previous = tx.fetch(st.select_append_key, {"cid": cid, "key": plan.idempotency_key})
+        if previous:
+            _bump(tx, cid, plan.tenant, 0, plan.now)  # visibility check for this caller
+            first, count = previous[0]
+            raise NoChange((messages_between(tx, cid, first, first + count - 1), None))
+    count = len(plan.messages)
+    first_seq = _bump(tx, cid, plan.tenant, count, plan.now) - count + 1
+    batch = _Batch(tx, plan)
+    for offset, message in enumerate(plan.messages):
+        batch.add(message, first_seq + offset)
+    batch.write()
+    if plan.idempotency_key is not None:
+        tx.insert_rows(
+            st.insert_append_key,
+            [(cid, plan.idempotency_key, first_seq, count, tx.codec.dump_time(plan.now))],
+        )
+    stored = [
+        _new_message({**m.__dict__, "seq": first_seq + i, "created_at": plan.now})
+        for i, m in enumerate(plan.messages)
+    ]
+    completed = None
+    if plan.completion:
+        result = plan.messages[0].parts[0]
+        assert isinstance(result, ToolResultPart)
+        completed = _call_as_stored(tx, cid, result)
+    return stored, completed
+
+
+def _call_as_stored(tx: Tx, cid: str, result: ToolResultPart) -> ToolCall:
+    """The call ``result`` answers, as the database now holds it, with ``result``'s output."""
+    row = tx.fetch(tx.statements.select_tool_call, {"cid": cid, "call_id": result.call_id})[0]
+    at = (row[8], row[9])
+    return decode_tool_call(row, tx.codec.load_json(row[4]), {at: result.output}, tx.codec)
+
+
+def create_conversation(tx: Tx, row: Row) -> None:
+    """Insert a ``conversations`` row (already encoded)."""
+    tx.insert_rows(tx.statements.insert_conversation, [row])
+
+
+def delete_conversation(tx: Tx, cid: str, tenant: str | None) -> None:
+    """Delete a conversation and, by cascade, everything in it."""
+    deleted = tx.execute(
+        tx.statements.delete_conversation.pick(tenant), {"cid": cid, "for_tenant": tenant}
+    )
+    if deleted == 0:
+        raise ConversationNotFoundError(cid)
+
+
+def cancel_pending(tx: Tx, cid: str, tenant: str | None, now: datetime) -> list[str]:
+    """Move every pending call to ``cancelled``; the ids it moved, in call order."""
+    _bump(tx, cid, tenant, 0, now)
+    rows = tx.fetch(tx.statements.cancel_pending, {"cid": cid, "now": tx.codec.dump_time(now)})
+    return [r[0] for r in rows]
+
+
+def compact(
+    tx: Tx, cid: str, tenant: str | None, through_seq: int, summary: str, now: datetime
+) -> Compaction:
+    """Record that ``summary`` stands in for messages up to ``through_seq`` when rendering."""
+    last_seq = _bump(tx, cid, tenant, 0, now)
+    if not 1 <= through_seq <= last_seq:
+        raise InvalidInputError(
+            f"through_seq must be between 1 and the conversation's last seq ({last_seq}), "
+            f"got {through_seq}"
+        )
+    tx.execute(
+        tx.statements.insert_compaction,
+        {
+            "cid": cid,
+            "through_seq": through_seq,
+            "summary": summary,
+            "now": tx.codec.dump_time(now),
+        },
+    )
+    return Compaction(through_seq=through_seq, summary=summary, created_at=now)

@@ -1,0 +1,1 @@
+"""Provider-neutral planning of a transcript for one render target."""

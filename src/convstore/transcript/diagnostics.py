@@ -1,0 +1,113 @@
+"""The record of every repair and projection a render made.
+
+A render never changes history silently: each decision the planner or an encoder takes that
+alters what the provider sees is recorded here, so an operator can tell canonical-state
+corruption from a planning decision from a projection, after the fact.
+
+Invariants:
+
+- Plain frozen dataclasses, JSON-ready through `Diagnostics.to_dict`.
+- Identifiers are canonical ids unless the field says ``wire``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "CompactionNote",
+    "Diagnostics",
+    "DroppedResult",
+    "MediaNote",
+    "MediaPlacementName",
+    "ReasoningNote",
+    "SyntheticResult",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SyntheticResult:
+    """A result the planner made for a call that had none."""
+
+    call_id: str
+    wire_id: str
+    reason: Literal["cancelled", "interrupted", "pending", "missing"]
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedResult:
+    """A stored result left out of (or turned into text in) the render."""
+
+    call_id: str
+    seq: int | None
+    reason: Literal["duplicate", "orphan"]
+    action: Literal["dropped", "text"]
+    kept_seq: int | None = None
+    """For a duplicate: the seq of the result that was kept."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningNote:
+    """What happened to one thinking part."""
+
+    seq: int | None
+    provider: str | None
+    model: str | None
+    action: Literal["kept", "dropped", "text"]
+    reason: str
+
+
+MediaPlacementName = Literal[
+    "user", "assistant", "native", "nested", "sibling", "user_message", "text_note"
+]
+"""Where a file ended up: in a user or assistant message, inside a tool result (``native`` or
+``nested``), moved after the results (``sibling``/``user_message``), or replaced by text."""
+
+
+@dataclass(frozen=True, slots=True)
+class MediaNote:
+    """Where one file went."""
+
+    seq: int | None
+    media_type: str
+    placement: MediaPlacementName
+    call_id: str | None = None
+    label: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionNote:
+    """How a compaction record was applied."""
+
+    requested_through_seq: int
+    effective_through_seq: int
+    messages_replaced: int
+    reason: str | None = None
+    """Why the boundary moved, when it did."""
+
+
+@dataclass(slots=True)
+class Diagnostics:
+    """Everything one render did to the stored history."""
+
+    target: str
+    model: str | None
+    canonical_call_ids: list[str] = field(default_factory=list)
+    """Every call id the render emitted, in order."""
+    id_map: dict[str, str] = field(default_factory=dict)
+    """Canonical call id -> wire id."""
+    name_map: dict[str, str] = field(default_factory=dict)
+    """Canonical tool name -> wire name, for every name that had to change."""
+    synthetic_results: list[SyntheticResult] = field(default_factory=list)
+    dropped_results: list[DroppedResult] = field(default_factory=list)
+    reasoning: list[ReasoningNote] = field(default_factory=list)
+    media: list[MediaNote] = field(default_factory=list)
+    compaction: CompactionNote | None = None
+    notes: list[str] = field(default_factory=list)
+    """Other decisions, in words (e.g. a placeholder first user turn)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-compatible dict."""
+        return asdict(self)

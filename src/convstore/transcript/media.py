@@ -1,0 +1,126 @@
+"""Where each file goes in a render, decided from the capabilities table.
+
+Invariants:
+
+- A file is sent inline only when its bytes are at hand (inline in the message, or fetched by
+  the store before rendering) and the target takes its type where it stands; by URI only when
+  the target fetches that scheme and type. Nothing is downloaded here.
+- Media returned by a tool stays inside the result where the target can see it there
+  (``NATIVE``/``NESTED``); otherwise the result gets a text reference ("See file 3f2a9c.") and
+  the media moves to one user turn after that step's results ("This is file 3f2a9c:" + the
+  file), which is what Chat Completions and Gemini 2.x models can see.
+- A file that cannot be sent at all becomes a text note in place. Every decision is a
+  `MediaNote` in the diagnostics; nothing is dropped silently.
+- Labels are short hashes of the bytes (or of the URI), unique within the render.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+
+from convstore.capabilities import Capabilities, MediaPlacement
+from convstore.model import FilePart
+from convstore.transcript.diagnostics import Diagnostics, MediaNote, MediaPlacementName
+from convstore.transcript.plan import Media, Text
+
+__all__ = ["MediaResolver"]
+
+
+class MediaResolver:
+    """Turns `FilePart`s into `Media` or text for one render."""
+
+    def __init__(
+        self,
+        capabilities: Capabilities,
+        attachments: Mapping[str, bytes],
+        diagnostics: Diagnostics,
+    ) -> None:
+        self._caps = capabilities
+        self._attachments = attachments
+        self._notes = diagnostics.media
+        self._labels: dict[str, str] = {}
+        self._taken: set[str] = set()
+
+    def _label(self, part: FilePart) -> str:
+        key = part.sha256 or hashlib.sha256((part.uri or "").encode()).hexdigest()
+        label = self._labels.get(key)
+        if label is None:
+            size = 6
+            while key[:size] in self._taken and size < len(key):
+                size += 2
+            label = key[:size]
+            self._taken.add(label)
+            self._labels[key] = label
+        return label
+
+    def _media(self, part: FilePart, label: str) -> Media | None:
+        """The part as `Media` with bytes or a URI, or ``None`` when its bytes are not at hand."""
+        data = part.data
+        if data is None and part.attachment is not None:
+            data = self._attachments.get(part.attachment.sha256)
+        if data is not None:
+            return Media(part.media_type, data=data, filename=part.filename, label=label)
+        if part.uri is not None:
+            return Media(part.media_type, uri=part.uri, filename=part.filename, label=label)
+        return None
+
+    def _sendable(self, media: Media, inline_types: frozenset[str]) -> bool:
+        if media.data is not None:
+            return media.media_type in inline_types
+        assert media.uri is not None
+        return self._caps.fetches(media.uri, media.media_type)
+
+    def _note(self, part: FilePart, label: str, seq: int | None, call_id: str | None) -> Text:
+        where = self._caps.target
+        if part.uri is not None and part.data is None and part.attachment is None:
+            reason = f"{where} cannot fetch {part.media_type} from this URI"
+            text = f"[file {label} ({part.media_type}) at {part.uri}]"
+        elif self._caps.inlines(part.media_type) and part.data is None:
+            reason = "its bytes were not available to the render"
+            text = f"[file {label} ({part.media_type}) is not available]"
+        else:
+            reason = f"{where} cannot receive {part.media_type} here"
+            text = f"[file {label} ({part.media_type}) omitted: not supported by {where}]"
+        self._notes.append(MediaNote(seq, part.media_type, "text_note", call_id, label, reason))
+        return Text(text)
+
+    def in_message(self, part: FilePart, seq: int | None, *, assistant: bool) -> Media | Text:
+        """A file in a user (or assistant) message."""
+        label = self._label(part)
+        media = self._media(part, label)
+        types = self._caps.assistant_media if assistant else self._caps.user_media
+        if media is None or not self._sendable(media, types):
+            return self._note(part, label, seq, None)
+        placement: MediaPlacementName = "assistant" if assistant else "user"
+        self._notes.append(MediaNote(seq, part.media_type, placement, None, label))
+        return media
+
+    def in_result(
+        self, part: FilePart, seq: int | None, call_id: str, moved: list[Media | Text]
+    ) -> Media | Text:
+        """A file in a tool result: kept in it, or referenced there and moved.
+
+        Moved media are appended to ``moved``: the parts of the user turn that follows the
+        step's results.
+        """
+        caps = self._caps
+        label = self._label(part)
+        media = self._media(part, label)
+        if media is None:
+            return self._note(part, label, seq, call_id)
+        in_result = self._sendable(media, caps.result_media) and (
+            media.data is not None or caps.result_uris
+        )
+        if in_result:
+            nested = caps.tool_result_media is MediaPlacement.NESTED
+            placement: MediaPlacementName = "nested" if nested else "native"
+            self._notes.append(MediaNote(seq, part.media_type, placement, call_id, label))
+            return media
+        if self._sendable(media, caps.user_media):
+            sibling = caps.tool_result_media is MediaPlacement.SIBLING
+            placement = "sibling" if sibling else "user_message"
+            self._notes.append(MediaNote(seq, part.media_type, placement, call_id, label))
+            moved.extend((Text(f"This is file {label}:"), media))
+            return Text(f"See file {label}.")
+        return self._note(part, label, seq, call_id)

@@ -1,0 +1,418 @@
+"""Planning: any stored history -> a `Plan` every encoder can map without repairs.
+
+This is where history is repaired, once, for every target. The passes, in order:
+
+1. compaction: the summary replaces the compacted range (`convstore.transcript.compaction`);
+2. pairing: each call's first stored result wins wherever it was stored; later results for the
+   same call are duplicates; results whose call is not in the render are orphans (dropped, or
+   turned into user text with ``orphan_results="text"``); calls without a result get a
+   synthetic, neutrally worded error result whose reason comes from the call's lifecycle;
+3. placement: results move right after their call's assistant turn, in call order;
+4. projection: ids and tool names are projected for the target (`IdProjector`);
+5. reasoning policy (`decide_reasoning`) and media placement (`MediaResolver`);
+6. shape: empty text, empty turns and empty results never reach an encoder; an assistant turn
+   that follows one without calls is merged into it (so a call turn always follows a user or
+   tool turn); a target that needs a user turn first gets a neutral one.
+
+Invariants: deterministic (same input, same plan); pure (no I/O: attachment bytes are passed
+in); every change to what the provider sees is in ``plan.diagnostics``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from convstore.capabilities import Capabilities, capabilities_for
+from convstore.model import (
+    Compaction,
+    ContentOutput,
+    ErrorOutput,
+    FilePart,
+    JsonOutput,
+    Message,
+    Role,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolCallPart,
+    ToolCallStatus,
+    ToolOutput,
+    ToolResultPart,
+)
+from convstore.transcript.compaction import apply_compaction
+from convstore.transcript.diagnostics import Diagnostics, DroppedResult, SyntheticResult
+from convstore.transcript.ids import IdProjector
+from convstore.transcript.media import MediaResolver
+from convstore.transcript.plan import (
+    AssistantPart,
+    AssistantTurn,
+    Call,
+    ContentBody,
+    ErrorBody,
+    JsonBody,
+    Media,
+    Plan,
+    Result,
+    ResultBody,
+    Text,
+    ToolTurn,
+    Turn,
+    UserPart,
+    UserTurn,
+)
+from convstore.transcript.reasoning import ReasoningPolicy, decide_reasoning
+
+__all__ = ["OrphanPolicy", "attachments_needed", "plan_messages"]
+
+OrphanPolicy = Literal["drop", "text"]
+
+SyntheticReason = Literal["cancelled", "interrupted", "pending", "missing"]
+
+SYNTHETIC_TEXT: Final[dict[SyntheticReason, str]] = {
+    "cancelled": "The tool call was cancelled before it returned a result.",
+    "interrupted": "The tool call was interrupted before it returned a result.",
+    "pending": "The tool call has not returned a result yet.",
+    "missing": "No result was recorded for this tool call.",
+}
+"""Neutral wording of synthetic results, by reason."""
+
+SUMMARY_PREFIX: Final = "Summary of the earlier conversation:\n"
+CONTINUATION_TEXT: Final = "[The conversation continues.]"
+EMPTY_RESULT_TEXT: Final = "(no output)"
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    seq: int | None
+    part: ToolResultPart
+
+
+class _Pairing:
+    """Which stored result answers each call, found before any turn is built."""
+
+    def __init__(self, messages: Sequence[Message], diagnostics: Diagnostics) -> None:
+        self.results: dict[str, _Stored] = {}
+        self.call_ids: set[str] = set()
+        self.user_after: list[bool] = [False] * len(messages)
+        seen_user = False
+        for index in range(len(messages) - 1, -1, -1):
+            self.user_after[index] = seen_user
+            seen_user = seen_user or messages[index].role is Role.USER
+        for message in messages:
+            for part in message.parts:
+                if isinstance(part, ToolCallPart):
+                    self.call_ids.add(part.id)
+                elif isinstance(part, ToolResultPart):
+                    first = self.results.get(part.call_id)
+                    if first is None:
+                        self.results[part.call_id] = _Stored(message.seq, part)
+                    else:
+                        diagnostics.dropped_results.append(
+                            DroppedResult(
+                                part.call_id, message.seq, "duplicate", "dropped", first.seq
+                            )
+                        )
+
+    def is_first(self, part: ToolResultPart) -> bool:
+        stored = self.results.get(part.call_id)
+        return stored is not None and stored.part is part
+
+
+class _Planner:
+    def __init__(
+        self,
+        *,
+        caps: Capabilities,
+        model: str | None,
+        diagnostics: Diagnostics,
+        attachments: Mapping[str, bytes],
+        reasoning: ReasoningPolicy,
+        orphans: OrphanPolicy,
+        statuses: Mapping[str, ToolCallStatus],
+    ) -> None:
+        self.caps = caps
+        self.model = model
+        self.diagnostics = diagnostics
+        self.reasoning = reasoning
+        self.orphans = orphans
+        self.statuses = statuses
+        self.ids = IdProjector(caps)
+        self.media = MediaResolver(caps, attachments, diagnostics)
+        self.emitted: set[str] = set()
+        self.turns: list[Turn] = []
+
+    def run(self, messages: Sequence[Message], summary: str | None) -> list[str]:
+        system: list[str] = []
+        conversation = [m for m in messages if m.role is not Role.SYSTEM]
+        pairing = _Pairing(conversation, self.diagnostics)
+        if summary:
+            self.turns.append(UserTurn([Text(SUMMARY_PREFIX + summary)]))
+        started = False
+        for message in messages:
+            if message.role is Role.SYSTEM:
+                if started:
+                    self.diagnostics.notes.append(
+                        f"system message (seq {message.seq}) moved to the system prompt"
+                    )
+                system.extend(
+                    p.text for p in message.parts if isinstance(p, TextPart) and p.text.strip()
+                )
+            else:
+                started = True
+        for index, message in enumerate(conversation):
+            match message.role:
+                case Role.USER:
+                    self._user(message)
+                case Role.ASSISTANT:
+                    self._assistant(message, pairing, pairing.user_after[index])
+                case Role.TOOL:
+                    self._tool(message, pairing)
+                case Role.SYSTEM:
+                    raise AssertionError("system messages were set aside above")
+        self._ensure_user_first()
+        return system
+
+    # -- turns --------------------------------------------------------------------------------
+
+    def _user(self, message: Message) -> None:
+        parts: list[UserPart] = []
+        for part in message.parts:
+            if isinstance(part, TextPart):
+                if part.text.strip():
+                    parts.append(Text(part.text, part.provider_details))
+            elif isinstance(part, FilePart):
+                parts.append(self.media.in_message(part, message.seq, assistant=False))
+        if parts:
+            self.turns.append(UserTurn(parts))
+
+    def _assistant(self, message: Message, pairing: _Pairing, user_after: bool) -> None:
+        parts: list[AssistantPart] = []
+        same_provider = message.provider == self.caps.family
+        for part in message.parts:
+            match part:
+                case TextPart():
+                    if part.text.strip():
+                        parts.append(Text(part.text, part.provider_details))
+                case FilePart():
+                    parts.append(self.media.in_message(part, message.seq, assistant=True))
+                case ThinkingPart():
+                    kept, note = decide_reasoning(
+                        part, message.seq, self.caps, self.model, self.reasoning
+                    )
+                    self.diagnostics.reasoning.append(note)
+                    if kept is not None:
+                        parts.append(kept)
+                case ToolCallPart():
+                    if part.id in self.emitted:
+                        self.diagnostics.notes.append(
+                            f"call id {part.id!r} appears twice; its repeat (seq {message.seq}) "
+                            "was left out"
+                        )
+                        continue
+                    parts.append(self._call(part, same_provider))
+                case _:
+                    raise AssertionError(f"{part.kind} parts are not allowed in assistant messages")
+        if not parts:
+            return
+        previous = self.turns[-1] if self.turns else None
+        if isinstance(previous, AssistantTurn) and not previous.calls:
+            # A call turn must follow a user or tool turn (Gemini); text before it joins it.
+            previous.parts.extend(parts)
+        else:
+            self.turns.append(AssistantTurn(parts, message.provider, message.model))
+        calls = [p for p in parts if isinstance(p, Call)]
+        if calls:
+            self._results(calls, pairing, user_after)
+
+    def _call(self, part: ToolCallPart, same_provider: bool) -> Call:
+        self.emitted.add(part.id)
+        wire_name = self.ids.name(part.name)
+        wire_id = self.ids.call_id(part.id, wire_name)
+        self.diagnostics.canonical_call_ids.append(part.id)
+        return Call(
+            call_id=part.id,
+            wire_id=wire_id,
+            name=part.name,
+            wire_name=wire_name,
+            arguments=part.arguments,
+            raw_arguments=part.raw_arguments,
+            provider_id=part.provider_id,
+            provider_details=part.provider_details,
+            same_provider=same_provider,
+        )
+
+    def _results(self, calls: list[Call], pairing: _Pairing, user_after: bool) -> None:
+        results: list[Result] = []
+        moved: list[Media | Text] = []
+        for call in calls:
+            stored = pairing.results.get(call.call_id)
+            if stored is not None:
+                body = self._body(stored.part.output, stored.seq, call.call_id, moved)
+                results.append(Result(call, body, synthetic=stored.part.synthetic))
+                continue
+            reason = self._synthetic_reason(call.call_id, user_after)
+            self.diagnostics.synthetic_results.append(
+                SyntheticResult(call.call_id, call.wire_id, reason)
+            )
+            results.append(Result(call, ErrorBody(SYNTHETIC_TEXT[reason]), synthetic=True))
+        self.turns.append(ToolTurn(results))
+        if moved:
+            self.turns.append(UserTurn(list(moved), injected=True))
+
+    def _synthetic_reason(self, call_id: str, user_after: bool) -> SyntheticReason:
+        match self.statuses.get(call_id):
+            case ToolCallStatus.CANCELLED:
+                return "cancelled"
+            case ToolCallStatus.INTERRUPTED:
+                return "interrupted"
+            case ToolCallStatus.PENDING | None if user_after:
+                return "interrupted"
+            case ToolCallStatus.PENDING:
+                return "pending"
+            case _:
+                return "missing"
+
+    def _body(
+        self, output: ToolOutput, seq: int | None, call_id: str, moved: list[Media | Text]
+    ) -> ResultBody:
+        match output:
+            case JsonOutput(value=value):
+                if value == "":
+                    self.diagnostics.notes.append(
+                        f"empty result of call {call_id!r} sent as {EMPTY_RESULT_TEXT!r}"
+                    )
+                    return JsonBody(EMPTY_RESULT_TEXT)
+                return JsonBody(value)
+            case ErrorOutput(message=message):
+                return ErrorBody(message if message.strip() else "The tool reported an error.")
+            case ContentOutput(parts=content):
+                parts: list[Text | Media] = []
+                for part in content:
+                    if isinstance(part, TextPart):
+                        if part.text.strip():
+                            parts.append(Text(part.text))
+                    else:
+                        parts.append(self.media.in_result(part, seq, call_id, moved))
+                return ContentBody(parts or [Text(EMPTY_RESULT_TEXT)])
+
+    def _tool(self, message: Message, pairing: _Pairing) -> None:
+        for part in message.parts:
+            if not isinstance(part, ToolResultPart) or part.call_id in self.emitted:
+                continue  # answered calls got their results right after the call
+            if part.call_id in pairing.call_ids:
+                continue  # its call comes later; the result moves there
+            if not pairing.is_first(part):
+                continue  # a repeat of an orphan: recorded as a duplicate
+            action = self.orphans
+            self.diagnostics.dropped_results.append(
+                DroppedResult(
+                    part.call_id, message.seq, "orphan", "dropped" if action == "drop" else "text"
+                )
+            )
+            if action == "text":
+                moved: list[Media | Text] = []
+                body = self._body(part.output, message.seq, part.call_id, moved)
+                text = _orphan_text(part, body)
+                self.turns.append(UserTurn([Text(text), *moved]))
+
+    def _ensure_user_first(self) -> None:
+        if self.caps.requires_user_first and not (
+            self.turns and isinstance(self.turns[0], UserTurn)
+        ):
+            self.turns.insert(0, UserTurn([Text(CONTINUATION_TEXT)]))
+            self.diagnostics.notes.append(
+                f"{self.caps.target} needs a user message first: added {CONTINUATION_TEXT!r}"
+            )
+
+
+def _orphan_text(part: ToolResultPart, body: ResultBody) -> str:
+    match body:
+        case JsonBody(value=value):
+            content = value if isinstance(value, str) else repr(value)
+        case ErrorBody(message=message):
+            content = f"error: {message}"
+        case ContentBody(parts=parts):
+            content = "\n".join(p.text for p in parts if isinstance(p, Text))
+    tool = part.name or "call"
+    return f"[Result of tool {tool} {part.call_id!r}, whose call is not shown:]\n{content}"
+
+
+def plan_messages(
+    messages: Sequence[Message],
+    *,
+    target: str,
+    model: str | None = None,
+    tool_calls: Sequence[ToolCall] = (),
+    compaction: Compaction | None = None,
+    attachments: Mapping[str, bytes] | None = None,
+    reasoning: ReasoningPolicy = "drop",
+    orphan_results: OrphanPolicy = "drop",
+) -> Plan:
+    """Plan ``messages`` for ``target``/``model``.
+
+    Args:
+        messages: the history, oldest first.
+        target: a render target (see `convstore.capabilities.TARGETS`).
+        model: the model the request is for; selects the capabilities row and decides which
+            signed reasoning may be replayed.
+        tool_calls: lifecycle records (from a loaded `Conversation`) that word synthetic results.
+        compaction: the compaction record to apply, if any.
+        attachments: bytes of stored attachments by SHA-256 (what the store fetched).
+        reasoning: foreign reasoning is dropped (``"drop"``) or sent as text (``"text"``).
+        orphan_results: results whose call is not rendered are dropped or sent as user text.
+    """
+    caps = capabilities_for(target, model)
+    diagnostics = Diagnostics(target=target, model=model)
+    view = apply_compaction(messages, compaction)
+    diagnostics.compaction = view.note
+    planner = _Planner(
+        caps=caps,
+        model=model,
+        diagnostics=diagnostics,
+        attachments=attachments or {},
+        reasoning=reasoning,
+        orphans=orphan_results,
+        statuses={call.id: call.status for call in tool_calls},
+    )
+    system = planner.run(view.messages, view.summary)
+    diagnostics.id_map = planner.ids.id_map
+    diagnostics.name_map = planner.ids.name_map
+    return Plan(
+        target=target,
+        model=model,
+        capabilities=caps,
+        diagnostics=diagnostics,
+        system=system,
+        turns=planner.turns,
+    )
+
+
+def attachments_needed(
+    messages: Sequence[Message],
+    *,
+    target: str,
+    model: str | None = None,
+    compaction: Compaction | None = None,
+) -> set[str]:
+    """SHA-256 of every stored attachment a render of ``messages`` may send inline.
+
+    The store fetches exactly these (concurrently) before rendering; files the target cannot
+    take, and files compacted away, are not fetched.
+    """
+    caps = capabilities_for(target, model)
+    needed: set[str] = set()
+    for message in apply_compaction(messages, compaction).messages:
+        for part in message.parts:
+            files: list[FilePart] = []
+            if isinstance(part, FilePart):
+                files = [part]
+            elif isinstance(part, ToolResultPart) and isinstance(part.output, ContentOutput):
+                files = part.output.files
+            needed.update(
+                f.attachment.sha256
+                for f in files
+                if f.attachment is not None and caps.inlines(f.media_type)
+            )
+    return needed

@@ -1,0 +1,68 @@
+"""Shared fixtures: the database every store test runs on, and a store per test.
+
+`db_url` is parametrised: SQLite always, PostgreSQL through a throwaway cluster this session
+starts itself. Without PostgreSQL binaries the PostgreSQL cases skip with the reason, except
+under ``CI=true``, where a missing server is a failure (CI must run them).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from convstore import ConversationStore
+from tests.support.postgres import PostgresCluster, find_bindir, running_cluster
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PostgresCluster]:
+    """A PostgreSQL cluster for the whole session (started lazily, on first use)."""
+    if find_bindir() is None:
+        message = "PostgreSQL binaries (initdb, pg_ctl) not found: install the postgresql package"
+        if IN_CI:
+            pytest.fail(f"{message}; under CI=true PostgreSQL tests must run", pytrace=False)
+        pytest.skip(message)
+    with running_cluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def pg_store_url(pg_cluster: PostgresCluster) -> str:
+    """A migrated PostgreSQL database shared by the store tests of this session."""
+    import asyncio
+
+    url = pg_cluster.create_database("convstore_tests")
+
+    async def migrate() -> None:
+        async with ConversationStore(url, blobs="memory://migrate", auto_migrate=True):
+            pass
+
+    asyncio.run(migrate())
+    return url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The database a store test runs on."""
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("pg_store_url")
+        return url
+    return f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('db') / 'convstore.db'}"
+
+
+@pytest.fixture
+def blobs_url() -> str:
+    """A fresh in-memory blob location."""
+    return f"memory://convstore-test-{uuid.uuid4().hex}"
+
+
+@pytest.fixture
+async def store(db_url: str, blobs_url: str) -> AsyncIterator[ConversationStore]:
+    """An open store on `db_url` with in-memory blobs."""
+    async with ConversationStore(db_url, blobs=blobs_url, auto_migrate=True) as opened:
+        yield opened
