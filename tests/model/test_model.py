@@ -142,7 +142,10 @@ class TestOutputs:
         ("output", "kind"),
         [
             (JsonOutput(value={"a": [1, None]}), ResultKind.JSON),
-            (ContentOutput(parts=[TextPart(text="t"), FilePart.from_bytes(PNG)]), ResultKind.CONTENT),
+            (
+                ContentOutput(parts=[TextPart(text="t"), FilePart.from_bytes(PNG)]),
+                ResultKind.CONTENT,
+            ),
             (ErrorOutput(message="boom"), ResultKind.ERROR),
         ],
     )
@@ -183,9 +186,14 @@ class TestSerialisedForm:
         assert document_ref.uri == "https://example.com/doc.pdf"
         thinking, redacted, _text, call = messages[2].parts
         assert isinstance(thinking, ThinkingPart) and thinking.signature == "EqQBCkgIBxABGAIq"
-        assert isinstance(redacted, ThinkingPart) and redacted.redacted_data == "EmwKAhgBEgy3va3pzix"
+        assert (
+            isinstance(redacted, ThinkingPart) and redacted.redacted_data == "EmwKAhgBEgy3va3pzix"
+        )
         assert call == ToolCallPart(
-            id="toolu_01", name="describe_image", arguments={"detail": "high"}, provider_id="toolu_01"
+            id="toolu_01",
+            name="describe_image",
+            arguments={"detail": "high"},
+            provider_id="toolu_01",
         )
         content = messages[3].tool_results[0].output
         assert isinstance(content, ContentOutput)

@@ -127,8 +127,12 @@ class TestAppend:
     async def test_accepts_a_message_a_sequence_or_mappings(self, store: ConversationStore) -> None:
         conv = await store.create_conversation()
         await store.append(conv.id, Message.user("one"))
-        await store.append(conv.id, {"role": "assistant", "parts": [{"kind": "text", "text": "two"}]})
-        await store.append(conv.id, [{"role": "user", "parts": [{"kind": "text", "text": "three"}]}])
+        await store.append(
+            conv.id, {"role": "assistant", "parts": [{"kind": "text", "text": "two"}]}
+        )
+        await store.append(
+            conv.id, [{"role": "user", "parts": [{"kind": "text", "text": "three"}]}]
+        )
         assert [m.text for m in (await store.load(conv.id)).messages] == ["one", "two", "three"]
         assert await store.append(conv.id, []) == []
 
@@ -225,7 +229,7 @@ class TestToolLifecycle:
             ],
         )
         calls = {c.id: c for c in (await store.load(conv.id)).tool_calls}
-        assert [c for c in calls] == ["ok", "bad", "rich", "waiting"]
+        assert list(calls) == ["ok", "bad", "rich", "waiting"]
         assert (calls["ok"].status, calls["ok"].result_kind) == ("complete", "json")
         assert calls["ok"].output == JsonOutput(value={"rows": 3})
         assert (calls["bad"].status, calls["bad"].result_kind) == ("error", "error")
@@ -249,7 +253,9 @@ class TestToolLifecycle:
             "complete", "json", JsonOutput(value={"a": 1, "b": 2}),
         )  # fmt: skip
         # Equal output (key order aside): no-op, no second message.
-        same = await store.complete_tool_call(conv.id, "c1", {"kind": "json", "value": {"b": 2, "a": 1}})
+        same = await store.complete_tool_call(
+            conv.id, "c1", {"kind": "json", "value": {"b": 2, "a": 1}}
+        )
         assert same.status == "complete"
         assert len((await store.load(conv.id)).messages) == 2
         with pytest.raises(ToolCallConflictError):

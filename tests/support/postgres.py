@@ -34,7 +34,11 @@ def find_bindir() -> Path | None:
         out = subprocess.run([which, "--bindir"], capture_output=True, text=True, check=False)
         candidates.insert(0, out.stdout.strip())
     for candidate in candidates:
-        if candidate and (Path(candidate) / "initdb").exists() and (Path(candidate) / "pg_ctl").exists():
+        if (
+            candidate
+            and (Path(candidate) / "initdb").exists()
+            and (Path(candidate) / "pg_ctl").exists()
+        ):
             return Path(candidate)
     return None
 
@@ -82,7 +86,12 @@ def _unprivileged() -> tuple[list[str], int, int, str]:
     for name in ("postgres", "nobody"):
         with contextlib.suppress(KeyError):
             entry = pwd.getpwnam(name)
-            prefix = ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--clear-groups"]
+            prefix = [
+                "setpriv",
+                f"--reuid={entry.pw_uid}",
+                f"--regid={entry.pw_gid}",
+                "--clear-groups",
+            ]
             return prefix, entry.pw_uid, entry.pw_gid, name
     raise RuntimeError("no unprivileged user to run PostgreSQL as")
 

@@ -99,7 +99,8 @@ def list_conversations(tx: Tx, tenant: str | None, limit: int) -> list[Conversat
 def attachment_visible(tx: Tx, sha256: str, tenant: str | None) -> bool:
     """Whether any conversation (of ``tenant``, when given) references the blob."""
     rows = tx.fetch(
-        tx.statements.select_attachment_visible.pick(tenant), {"sha256": sha256, "for_tenant": tenant}
+        tx.statements.select_attachment_visible.pick(tenant),
+        {"sha256": sha256, "for_tenant": tenant},
     )
     return bool(rows)
 
