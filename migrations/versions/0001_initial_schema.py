@@ -99,7 +99,7 @@ def upgrade() -> None:
         sa.Column("parent_idx", sa.Integer(), nullable=True),
         sa.Column("kind", sa.String(length=16), nullable=False),
         sa.Column("text", sa.Text(), nullable=True),
-        sa.Column("call_id", sa.String(length=64), nullable=True),
+        sa.Column("call_id", sa.String(length=255), nullable=True),
         sa.Column("result_kind", sa.String(length=16), nullable=True),
         sa.Column("media_type", sa.String(length=255), nullable=True),
         sa.Column("blob_sha256", sa.String(length=64), nullable=True),
@@ -121,7 +121,7 @@ def upgrade() -> None:
     op.create_table(
         "tool_calls",
         sa.Column("conversation_id", sa.String(length=64), nullable=False),
-        sa.Column("id", sa.String(length=64), nullable=False),
+        sa.Column("id", sa.String(length=255), nullable=False),
         sa.Column("seq", sa.Integer(), nullable=False),
         sa.Column("idx", sa.Integer(), nullable=False),
         sa.Column("name", sa.String(length=255), nullable=False),

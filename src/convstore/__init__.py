@@ -8,6 +8,7 @@ Everything public is re-exported here; modules whose names start with an undersc
 everything not listed in ``__all__``, may change without notice.
 """
 
+from convstore.db import DEFAULT_URL, migrate
 from convstore.errors import (
     AttachmentCorruptedError,
     AttachmentNotFoundError,
@@ -57,6 +58,7 @@ from convstore.store import ConversationStore, ConversationSummary
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_URL",
     "AttachmentCorruptedError",
     "AttachmentNotFoundError",
     "AttachmentRef",
@@ -100,4 +102,5 @@ __all__ = [
     "__version__",
     "dump_messages",
     "load_messages",
+    "migrate",
 ]

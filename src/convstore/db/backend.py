@@ -24,7 +24,7 @@ from convstore.db.statements import Statements
 from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError
 
-__all__ = ["DEFAULT_URL", "Backend", "create_backend", "parse_url", "sqlite_path"]
+__all__ = ["DEFAULT_URL", "Backend", "create_backend", "migrate", "parse_url", "sqlite_path"]
 
 T = TypeVar("T")
 
@@ -42,6 +42,10 @@ class Backend(Protocol):
     @property
     def statements(self) -> Statements:
         """The statements compiled for this dialect."""
+        ...
+
+    async def connect(self) -> None:
+        """Connect without looking at the schema."""
         ...
 
     async def open(self) -> None:
@@ -106,6 +110,20 @@ def create_backend(
             auto_migrate=True if auto_migrate is None else auto_migrate,
         )
     return SqlAlchemyBackend(parsed, auto_migrate=bool(auto_migrate))
+
+
+async def migrate(url: str | URL = DEFAULT_URL, revision: str = "head") -> None:
+    """Upgrade the database at ``url`` to ``revision`` (creating the schema in an empty one).
+
+    This is what ``convstore migrate`` runs; it works on a database behind head, which
+    `ConversationStore` refuses to open.
+    """
+    backend = create_backend(url, auto_migrate=False)
+    await backend.connect()
+    try:
+        await backend.migrate(revision)
+    finally:
+        await backend.close()
 
 
 def sqlite_path(url: str | URL) -> Path | None:

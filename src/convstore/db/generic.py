@@ -29,7 +29,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from convstore.db.errors import is_transient, translate
-from convstore.db.migrate import SchemaState, head_revision, schema_state, upgrade_connection
+from convstore.db.migrations import SchemaState, head_revision, schema_state, upgrade_connection
 from convstore.db.statements import Statements, column_names
 from convstore.db.tx import Codec, PassthroughCodec, Row, Statement, Tx
 from convstore.errors import ClosedError, SchemaError, SchemaOutOfDateError
@@ -110,16 +110,22 @@ class SqlAlchemyBackend:
             raise ClosedError("the store is not open: use `async with ConversationStore(...)`")
         return self._engine
 
+    async def connect(self) -> None:
+        """Create the engine, without looking at the schema (for migrations)."""
+        if self._engine is None:
+            self._engine = create_async_engine(
+                self._url,
+                pool_size=self._pool_size,
+                pool_pre_ping=True,
+                json_serializer=_json_dumps,
+                json_deserializer=from_json,
+            )
+            event.listen(self._engine.sync_engine, "before_cursor_execute", self._trace)
+
     async def open(self) -> None:
         """Create the engine and check the schema."""
-        self._engine = create_async_engine(
-            self._url,
-            pool_size=self._pool_size,
-            pool_pre_ping=True,
-            json_serializer=_json_dumps,
-            json_deserializer=from_json,
-        )
-        event.listen(self._engine.sync_engine, "before_cursor_execute", self._trace)
+        await self.connect()
+        assert self._engine is not None
         try:
             async with self._engine.connect() as conn:
                 await conn.run_sync(self._prepare_schema)

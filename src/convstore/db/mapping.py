@@ -54,6 +54,7 @@ __all__ = [
     "encode_message",
     "encode_parts",
     "encode_tool_call",
+    "text_column",
 ]
 
 THINKING_FIELDS: Final = (
@@ -95,14 +96,25 @@ CallRow = list[Any]
 # model -> rows
 
 
+def text_column(value: str | None) -> str | None:
+    """``value`` for a text column; NUL characters are refused on every database.
+
+    PostgreSQL cannot store NUL in text, so SQLite must not accept it either: a history
+    behaves the same whichever database keeps it. (JSON columns escape NUL and are unaffected.)
+    """
+    if value is not None and "\x00" in value:
+        raise InvalidMessageError("text cannot contain NUL characters (\\x00)")
+    return value
+
+
 def encode_message(cid: str, message: Message, seq: int, now: datetime, codec: Codec) -> Row:
     """The ``messages`` row."""
     return (
         cid,
         seq,
         message.role.value,
-        message.provider,
-        message.model,
+        text_column(message.provider),
+        text_column(message.model),
         codec.dump_time(now),
         codec.dump_json(message.provider_details),
     )
@@ -124,14 +136,16 @@ def _encode_part(cid: str, seq: int, idx: int, parent: int | None, part: Any, co
     match part:
         case TextPart():
             data = {"provider_details": part.provider_details} if part.provider_details else None
-            return (cid, seq, idx, parent, "text", part.text, None, None, None, None,
+            return (cid, seq, idx, parent, "text", text_column(part.text), None, None, None, None,
                     codec.dump_json(data))  # fmt: skip
         case ThinkingPart():
             data = {f: v for f in THINKING_FIELDS if (v := getattr(part, f)) is not None}
-            return (cid, seq, idx, parent, "thinking", part.text, None, None, None, None,
+            text = text_column(part.text)
+            return (cid, seq, idx, parent, "thinking", text, None, None, None, None,
                     codec.dump_json(data or None))  # fmt: skip
         case ToolCallPart():
-            return (cid, seq, idx, parent, "tool_call", None, part.id, None, None, None, None)
+            call_id = text_column(part.id)
+            return (cid, seq, idx, parent, "tool_call", None, call_id, None, None, None, None)
         case ToolResultPart():
             return _encode_result(cid, seq, idx, parent, part, codec)
         case FilePart():
@@ -145,7 +159,8 @@ def _encode_part(cid: str, seq: int, idx: int, parent: int | None, part: Any, co
             if part.attachment is not None:
                 file_data["size"] = part.attachment.size
             sha = part.attachment.sha256 if part.attachment else None
-            return (cid, seq, idx, parent, "file", None, None, None, part.media_type, sha,
+            media_type = text_column(part.media_type)
+            return (cid, seq, idx, parent, "file", None, None, None, media_type, sha,
                     codec.dump_json(file_data or None))  # fmt: skip
     raise InvalidMessageError(f"not a message part: {type(part).__name__}")
 
@@ -164,12 +179,13 @@ def _encode_result(
         case JsonOutput():
             data["value"] = output.value
         case ErrorOutput():
-            text = output.message
+            text = text_column(output.message)
             if output.details is not None:
                 data["details"] = output.details
         case ContentOutput():
             pass  # the content parts are child rows
-    return (cid, seq, idx, parent, "tool_result", text, part.call_id, output.kind, None, None,
+    call_id = text_column(part.call_id)
+    return (cid, seq, idx, parent, "tool_result", text, call_id, output.kind, None, None,
             codec.dump_json(data or None))  # fmt: skip
 
 
@@ -182,10 +198,10 @@ def encode_tool_call(
         part.id,
         seq,
         idx,
-        part.name,
-        part.provider_id,
+        text_column(part.name),
+        text_column(part.provider_id),
         codec.dump_json(part.arguments),
-        part.raw_arguments,
+        text_column(part.raw_arguments),
         ToolCallStatus.PENDING.value,
         None,  # result_kind
         None,  # result_seq

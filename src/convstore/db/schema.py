@@ -63,7 +63,10 @@ NullableJSON = JSON(none_as_null=True)
 """JSON where Python ``None`` is SQL ``NULL`` (not the JSON text ``null``)."""
 
 ID = String(64)
-"""Conversation ids, call ids and other identifiers."""
+"""Conversation ids."""
+
+CALL_ID = String(255)
+"""Tool-call ids (provider ids run long: Responses item ids are over 50 characters)."""
 
 conversations: Final = Table(
     "conversations",
@@ -113,7 +116,7 @@ parts: Final = Table(
     Column("parent_idx", Integer, nullable=True),
     Column("kind", String(16), nullable=False),
     Column("text", Text, nullable=True),
-    Column("call_id", ID, nullable=True),
+    Column("call_id", CALL_ID, nullable=True),
     Column("result_kind", String(16), nullable=True),
     Column("media_type", String(255), nullable=True),
     Column("blob_sha256", String(64), ForeignKey("attachments.sha256"), nullable=True),
@@ -130,7 +133,7 @@ tool_calls: Final = Table(
     "tool_calls",
     metadata,
     Column("conversation_id", ID, primary_key=True),
-    Column("id", ID, primary_key=True),
+    Column("id", CALL_ID, primary_key=True),
     Column("seq", Integer, nullable=False),
     Column("idx", Integer, nullable=False),
     Column("name", String(255), nullable=False),

@@ -37,7 +37,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.pool import StaticPool
 
 from convstore.db.errors import is_transient, translate
-from convstore.db.migrate import (
+from convstore.db.migrations import (
     SchemaState,
     head_revision,
     schema_state,
@@ -230,17 +230,20 @@ class SqliteBackend:
         """The database file, or ``None`` in memory."""
         return self._path
 
-    async def open(self) -> None:
-        """Connect the writer and check (or, for a new database, create) the schema."""
+    async def connect(self) -> None:
+        """Connect the writer, without looking at the schema (for migrations)."""
         if self._path is not None:
             self._path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = await self._connect(reader=False)
+        if self._writer is None:
+            self._writer = await self._connect(reader=False)
+
+    async def open(self) -> None:
+        """Connect and check (or, for a new database, create) the schema."""
+        await self.connect()
         try:
-            await _run_in_driver_thread(self._writer, _prepare_schema, self._auto_migrate)
-        except BaseException as exc:
+            await self._call(self._require_writer(), _prepare_schema, self._auto_migrate)
+        except BaseException:
             await self.close()
-            if isinstance(exc, sqlite3.Error):
-                raise translate(exc) from exc
             raise
 
     async def migrate(self, revision: str = "head") -> None:

@@ -75,7 +75,7 @@ class FilePart(CanonicalModel):
 
     kind: Literal["file"] = "file"
     """Discriminator."""
-    media_type: str = OCTET_STREAM
+    media_type: Annotated[str, Field(max_length=255)] = OCTET_STREAM
     """Normalised media type, e.g. ``image/png``."""
     filename: str | None = None
     """Name to show a model or a person; never used for storage."""

@@ -58,9 +58,9 @@ class Message(CanonicalModel):
     """``system``, ``user``, ``assistant`` or ``tool``."""
     parts: list[Part] = Field(default_factory=list)
     """Ordered parts."""
-    provider: str | None = None
+    provider: Annotated[str, Field(max_length=64)] | None = None
     """Provider that produced it (assistant messages parsed from a provider)."""
-    model: str | None = None
+    model: Annotated[str, Field(max_length=255)] | None = None
     """Model that produced it."""
     seq: Annotated[int, Field(ge=1)] | None = None
     """Position in its conversation, strictly increasing; set by the store."""

@@ -65,15 +65,15 @@ class ToolCallPart(CanonicalModel):
 
     kind: Literal["tool_call"] = "tool_call"
     """Discriminator."""
-    id: Annotated[str, Field(min_length=1)]
+    id: Annotated[str, Field(min_length=1, max_length=255)]
     """Canonical call id, unique within the conversation."""
-    name: Annotated[str, Field(min_length=1)]
+    name: Annotated[str, Field(min_length=1, max_length=255)]
     """Tool name as the model used it (renderers project it for targets that restrict names)."""
     arguments: dict[str, JsonValue] = Field(default_factory=dict)
     """Arguments as a JSON object."""
     raw_arguments: str | None = None
     """The provider's argument text when it was not a JSON object (then ``arguments == {}``)."""
-    provider_id: str | None = None
+    provider_id: Annotated[str, Field(max_length=255)] | None = None
     """The id the provider gave this call, when it differs from ``id`` or must be replayed."""
     provider_details: dict[str, JsonValue] | None = None
     """Opaque provider data (e.g. a Responses ``fc_`` item id)."""
@@ -84,7 +84,7 @@ class ToolResultPart(CanonicalModel):
 
     kind: Literal["tool_result"] = "tool_result"
     """Discriminator."""
-    call_id: Annotated[str, Field(min_length=1)]
+    call_id: Annotated[str, Field(min_length=1, max_length=255)]
     """Canonical id of the call this answers."""
     output: ToolOutput
     """The typed output."""

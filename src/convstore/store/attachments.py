@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Sequence
 
 from convstore.blobs import BlobStore, StoredBlob
-from convstore.model import AttachmentRef, ContentOutput, FilePart, Message, ToolResultPart
+from convstore.model import AttachmentRef, ContentOutput, FilePart, Message, Part, ToolResultPart
 
 __all__ = ["attachment_rows", "store_files"]
 
@@ -55,7 +55,7 @@ def _swap(message: Message, stored: dict[int, FilePart]) -> Message:
     def swap_file(part: FilePart) -> FilePart:
         return stored.get(id(part), part)
 
-    parts = []
+    parts: list[Part] = []
     for part in message.parts:
         if isinstance(part, FilePart):
             parts.append(swap_file(part))

@@ -24,6 +24,7 @@ from pydantic import JsonValue, TypeAdapter, ValidationError
 from convstore.blobs import BlobStore
 from convstore.db import DEFAULT_URL, create_backend, sqlite_path
 from convstore.db.backend import Backend
+from convstore.db.mapping import text_column
 from convstore.errors import (
     AttachmentNotFoundError,
     ClosedError,
@@ -198,6 +199,8 @@ class ConversationStore:
         cid = id if id is not None else new_id()
         if not cid or len(cid) > 64:
             raise InvalidInputError("a conversation id is 1 to 64 characters")
+        for value in (cid, title, tenant):
+            text_column(value)
         now = _now()
 
         def insert(tx: Any) -> None:

@@ -1,0 +1,208 @@
+"""`BlobStore`: content-addressed attachment bytes in fsspec storage.
+
+Invariants:
+
+- Content addressing: a blob's key is ``<root>/sha256/<2 hex>/<64 hex>`` (`_layout`), computed
+  from the bytes while they stream in. Identical bytes are stored once, whoever stores them.
+- Atomic writes: bytes are staged at ``<root>/tmp/<uuid4>`` and moved onto their key when
+  complete (or sent in one atomic PUT where the backend has one), so a reader never sees a
+  partial blob, and a failed write leaves no blob and, best effort, no staging object.
+- Refusals come before writes: the size limit is enforced as bytes arrive, and the media type
+  is decided from the first bytes before anything is written (`_ingest`).
+- Verified reads: `BlobStore.get` re-hashes what it read; `BlobStore.verify` does so streaming.
+- Typed errors only: backend failures surface as `BlobStorageError` (chained), missing blobs as
+  `AttachmentNotFoundError`, bytes that no longer match their key as `AttachmentCorruptedError`.
+
+Garbage collection, and why every put refreshes the blob's modified time:
+
+The conversation store writes a blob first and commits the rows that reference it afterwards,
+so every blob is unreferenced for a moment after its put. A collector may therefore delete only
+blobs that are unreferenced *and* whose `BlobInfo.modified` is older than a grace period longer
+than any put-to-commit interval. That is safe only if ``modified`` is the time of the *latest*
+put of those bytes: a put of bytes already stored (a dedupe hit) is followed by a commit too,
+and if the object kept its first put's time a collector could delete it in between, leaving the
+new rows pointing at nothing. So every `put` and `put_stream` leaves the object freshly
+modified, dedupe hit or not: backends that can touch do (`os.utime`, an S3 in-place copy),
+others rewrite the bytes, and a streamed put always moves its staging object onto the key.
+
+A collector should re-read an object's modified time just before deleting it (a put may have
+touched it since the listing), and should also delete staging objects under ``tmp/`` older than
+the grace period: a crash between staging and publishing leaves one behind, and `iter_blobs`
+never lists them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
+from typing import Any, Final
+
+from convstore.blobs._adapter import open_backend
+from convstore.blobs._ingest import Ingest, sha256_hex, update_digest
+from convstore.blobs._layout import (
+    blob_path,
+    blobs_dir,
+    digest_at,
+    require_digest,
+    staging_path,
+)
+from convstore.blobs._records import BlobInfo, StoredBlob
+from convstore.blobs._sources import CHUNK_SIZE, BlobSource, iter_chunks
+from convstore.errors import (
+    AttachmentCorruptedError,
+    AttachmentNotFoundError,
+    ClosedError,
+    InvalidInputError,
+)
+
+DEFAULT_MAX_SIZE: Final = 20 * 1024 * 1024
+
+
+class BlobStore:
+    """Content-addressed blob storage at an fsspec URL.
+
+    ``url`` is a local directory (a path or ``file://`` URL; created on first write),
+    ``memory://prefix`` (tests), ``s3://bucket/prefix``, ``gs://bucket/prefix`` or any other
+    fsspec URL; ``storage_options`` go to the filesystem (credentials, ``client_kwargs``, ...).
+    A store on an asynchronous filesystem such as S3 must be used from one event loop and closed
+    with `close` there.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_size: int = DEFAULT_MAX_SIZE,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if max_size < 0:
+            raise InvalidInputError(f"max_size must not be negative, got {max_size}")
+        self._url = url
+        self._max_size = max_size
+        self._backend, self._root = open_backend(url, storage_options or {})
+        self._closed = False
+
+    @property
+    def url(self) -> str:
+        """The storage URL the store was opened with."""
+        return self._url
+
+    @property
+    def max_size(self) -> int:
+        """The largest blob, in bytes, that a put accepts."""
+        return self._max_size
+
+    def key(self, sha256: str) -> str:
+        """The full URL of the object that holds the blob with that digest."""
+        return self._backend.url(self._path(sha256))
+
+    async def put(self, data: bytes, *, media_type: str | None = None) -> StoredBlob:
+        """Store ``data`` (once, whoever stores it) and return its address.
+
+        Raises:
+            AttachmentTooLargeError: ``data`` is longer than `max_size`; nothing was written.
+            MediaTypeMismatchError: the bytes contradict ``media_type``; nothing was written.
+            BlobStorageError: the backend failed; no blob was written.
+        """
+        self._require_open()
+        ingest = Ingest(max_size=self._max_size, declared_media_type=media_type)
+        await ingest.feed(data)
+        stored = ingest.result()
+        path = blob_path(self._root, stored.sha256)
+        # A dedupe hit still needs a fresh modified time (see the module docstring): touch
+        # where the backend can, otherwise write the bytes again.
+        if not await self._backend.touch(path):
+            await self._backend.write(path, data, staging=staging_path(self._root))
+        return stored
+
+    async def put_stream(self, source: BlobSource, *, media_type: str | None = None) -> StoredBlob:
+        """Store the bytes of ``source`` without holding them in memory, and return the address.
+
+        ``source`` is a `~pathlib.Path` (read here), a binary file object (read from its current
+        position, left open) or an async iterable of ``bytes`` (closed if it is a generator and
+        the put stops early; its own exceptions propagate unchanged).
+
+        Raises:
+            AttachmentTooLargeError: the stream crossed `max_size`; reading stopped there and
+                nothing was kept.
+            MediaTypeMismatchError: the first bytes contradict ``media_type``; nothing was
+                written.
+            InvalidInputError: a path or file object that cannot be read.
+            BlobStorageError: the backend failed; no blob was written.
+        """
+        self._require_open()
+        ingest = Ingest(max_size=self._max_size, declared_media_type=media_type)
+        staging = staging_path(self._root)
+        async with aclosing(iter_chunks(source, CHUNK_SIZE)) as chunks:
+            head = await ingest.head(chunks)
+            async with aclosing(ingest.rest(head, chunks)) as body:
+                await self._backend.stage(staging, body)
+        stored = ingest.result()
+        await self._backend.publish(staging, blob_path(self._root, stored.sha256))
+        return stored
+
+    async def get(self, sha256: str) -> bytes:
+        """The bytes of a blob, checked against their digest.
+
+        Raises:
+            AttachmentNotFoundError: no blob with that digest is stored.
+            AttachmentCorruptedError: the stored bytes no longer hash to ``sha256``.
+            BlobStorageError: the backend failed.
+        """
+        self._require_open()
+        path = self._path(sha256)
+        data = await self._backend.read(path)
+        actual = await sha256_hex(data)
+        if actual != sha256:
+            raise AttachmentCorruptedError(self._backend.url(path), actual)
+        return data
+
+    async def exists(self, sha256: str) -> bool:
+        """Whether a blob with that digest is stored (its bytes are not checked)."""
+        self._require_open()
+        return await self._backend.info(self._path(sha256)) is not None
+
+    async def delete(self, sha256: str) -> None:
+        """Delete the blob with that digest; deleting a missing blob is not an error."""
+        self._require_open()
+        await self._backend.remove(self._path(sha256))
+
+    async def iter_blobs(self) -> AsyncIterator[BlobInfo]:
+        """Every stored blob (never staging objects), shard by shard, in digest order."""
+        self._require_open()
+        shards = await self._backend.listdir(blobs_dir(self._root))
+        for shard in sorted(shards.dirs):
+            listing = await self._backend.listdir(shard)
+            for stat in sorted(listing.files, key=lambda stat: stat.path):
+                sha256 = digest_at(stat.path)
+                if sha256 is not None:
+                    yield BlobInfo(sha256=sha256, size=stat.size, modified=stat.modified)
+
+    async def verify(self, sha256: str) -> bool:
+        """Whether the blob is stored and its bytes hash to ``sha256``; reads it in chunks."""
+        self._require_open()
+        digest = hashlib.sha256()
+        try:
+            async with aclosing(
+                self._backend.read_chunks(self._path(sha256), CHUNK_SIZE)
+            ) as chunks:
+                async for chunk in chunks:
+                    await update_digest(digest, chunk)
+        except AttachmentNotFoundError:
+            return False
+        return digest.hexdigest() == sha256
+
+    async def close(self) -> None:
+        """Release the backend's connections; the store cannot be used afterwards."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._backend.close()
+
+    def _path(self, sha256: str) -> str:
+        return blob_path(self._root, require_digest(sha256))
+
+    def _require_open(self) -> None:
+        if self._closed:
+            raise ClosedError(f"the blob store at {self._url} is closed")

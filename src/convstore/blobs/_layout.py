@@ -1,0 +1,57 @@
+"""Where blobs live under a store's root: the one definition of the key layout.
+
+Invariants:
+
+- A blob is stored at ``<root>/sha256/<first two hex digits>/<all 64 hex digits>``. The path
+  derives from the bytes alone (filenames and media types never enter it), so identical bytes
+  land on one object whoever stores them. The algorithm names the directory, so another one can
+  be added beside it without moving anything; the two-digit shard keeps directories small.
+- Only lower-case hex digests are accepted as addresses, so no caller-supplied string can reach
+  outside the layout (no ``..``, no ``/``).
+- Writes are staged at ``<root>/tmp/<uuid4>`` before they are moved onto their key. Staging
+  objects are never blobs: listings skip them.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import uuid
+from typing import Final
+
+from convstore.errors import InvalidInputError
+
+ALGORITHM: Final = "sha256"
+STAGING_DIR: Final = "tmp"
+
+_DIGEST: Final = re.compile(r"[0-9a-f]{64}")
+
+
+def require_digest(sha256: str) -> str:
+    """``sha256`` itself if it is a lower-case hex SHA-256 digest, else `InvalidInputError`."""
+    if not _DIGEST.fullmatch(sha256):
+        raise InvalidInputError(f"not a lower-case hex SHA-256 digest: {sha256!r}")
+    return sha256
+
+
+def blobs_dir(root: str) -> str:
+    """The directory that holds every shard of blobs."""
+    return f"{root}/{ALGORITHM}"
+
+
+def blob_path(root: str, sha256: str) -> str:
+    """The path of the blob with that (already validated) digest."""
+    return f"{blobs_dir(root)}/{sha256[:2]}/{sha256}"
+
+
+def staging_path(root: str) -> str:
+    """A fresh, unique path to stage one write at."""
+    return f"{root}/{STAGING_DIR}/{uuid.uuid4().hex}"
+
+
+def digest_at(path: str) -> str | None:
+    """The digest a listed object is stored under, or ``None`` if it is not a blob's path."""
+    shard_dir, name = posixpath.split(path.rstrip("/"))
+    if _DIGEST.fullmatch(name) and posixpath.basename(shard_dir) == name[:2]:
+        return name
+    return None

@@ -1,0 +1,5 @@
+"""The ``convstore`` command line."""
+
+from convstore.cli.main import main
+
+__all__ = ["main"]

@@ -1,0 +1,89 @@
+"""The ``convstore`` command: thin commands over the public API.
+
+Invariants:
+
+- Every command takes ``--url`` and ``--blobs`` (defaults: ``CONVSTORE_URL`` /
+  ``CONVSTORE_BLOBS``, then the embedded SQLite default) and has ``--help``.
+- No logic of its own: each command calls the library and formats what comes back.
+- A `ConvstoreError` becomes one line on stderr and exit status 1; usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+from convstore.cli import commands
+from convstore.db import DEFAULT_URL
+from convstore.errors import ConvstoreError
+
+__all__ = ["main"]
+
+
+def _connection_options() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(add_help=False)
+    group = options.add_argument_group("storage")
+    group.add_argument(
+        "--url",
+        default=os.environ.get("CONVSTORE_URL", DEFAULT_URL),
+        help="database URL (env CONVSTORE_URL; default %(default)s)",
+    )
+    group.add_argument(
+        "--blobs",
+        default=os.environ.get("CONVSTORE_BLOBS"),
+        help="blob storage URL or directory (env CONVSTORE_BLOBS; default: a "
+        "'convstore-blobs' directory beside the SQLite file)",
+    )
+    return options
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every command."""
+    shared = _connection_options()
+    parser = argparse.ArgumentParser(
+        prog="convstore",
+        description="A provider-neutral conversation store: inspect, migrate, import, render.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[shared], help=help_text, description=help_text)
+
+    command("demo", "store a sample conversation on the embedded default and show it")
+    migrate = command("migrate", "upgrade the database schema (creates it in an empty database)")
+    migrate.add_argument("--revision", default="head", help="target revision (default: head)")
+    listing = command("list", "list conversations, most recently updated first")
+    listing.add_argument("--tenant", help="only this tenant's conversations")
+    listing.add_argument("--limit", type=int, default=50, help="how many (default 50)")
+    show = command("show", "show one conversation: messages, parts, tool calls, attachments")
+    show.add_argument("id", help="conversation id")
+    show.add_argument("--tenant", help="the conversation's tenant")
+    show.add_argument("--json", action="store_true", help="print the versioned JSON form")
+    return parser
+
+
+Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+
+_HANDLERS: dict[str, Handler] = {
+    "demo": commands.demo,
+    "migrate": commands.migrate,
+    "list": commands.list_conversations,
+    "show": commands.show,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    handler = _HANDLERS[args.command]
+    try:
+        return asyncio.run(handler(args))
+    except ConvstoreError as exc:
+        print(f"convstore: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
