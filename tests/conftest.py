@@ -15,6 +15,7 @@ import pytest
 
 from convstore import ConversationStore
 from tests.support.postgres import PostgresCluster, find_bindir, running_cluster
+from tests.support.storage import S3Server, running_s3_server
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -29,6 +30,13 @@ def pg_cluster() -> Iterator[PostgresCluster]:
         pytest.skip(message)
     with running_cluster() as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """A local S3-compatible server (moto) on 127.0.0.1 with one bucket, for the session."""
+    with running_s3_server() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

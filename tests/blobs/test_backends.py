@@ -12,8 +12,7 @@ from convstore.blobs._backend import modified_time
 from convstore.blobs._object_store import ObjectStoreBackend, S3Backend
 from convstore.blobs._threaded import LocalBackend, ThreadedBackend
 from convstore.errors import AttachmentNotFoundError, BlobStorageError
-
-from .conftest import BUCKET, S3Server, s3_options
+from tests.support.storage import BUCKET, S3Server, s3_options
 
 
 async def _collect(backend: ObjectStoreBackend, path: str) -> bytes:

@@ -16,8 +16,8 @@ from convstore.errors import (
     ClosedError,
     InvalidInputError,
 )
-
-from .conftest import BackendCase, MakeStore, RawStorage
+from tests.blobs.conftest import MakeStore
+from tests.support.storage import BackendCase, RawStorage
 
 
 def blob_key(data: bytes) -> str:

@@ -11,8 +11,8 @@ from s3fs import S3FileSystem
 
 from convstore.blobs import BlobStore
 from convstore.errors import BlobStorageError
-
-from .conftest import BackendCase, MakeStore, MiB, RawStorage
+from tests.blobs.conftest import MakeStore
+from tests.support.storage import BackendCase, MiB, RawStorage
 
 DATA = bytes(range(256)) * (12 * 4096)  # 12 MiB: S3 uploads one 5 MiB part before failing
 

@@ -8,8 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from convstore.blobs import BlobInfo, BlobStore
-
-from .conftest import RawStorage
+from tests.support.storage import RawStorage
 
 DATA = b"referenced again by a later message"
 

@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 
 from convstore.blobs import BlobStore, StoredBlob
 from convstore.errors import MediaTypeMismatchError
-
-from .conftest import BackendCase, backend_case
+from tests.support.storage import BackendCase, backend_case
 
 # One store serves every example; examples only add blobs, which is what the properties are about.
 _SETTINGS = settings(

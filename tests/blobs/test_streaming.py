@@ -12,8 +12,8 @@ import pytest
 from convstore.blobs import BlobStore
 from convstore.errors import AttachmentTooLargeError, InvalidInputError, MediaTypeMismatchError
 from convstore.media import SNIFF_PREFIX_BYTES
-
-from .conftest import MakeStore, MiB, RawStorage
+from tests.blobs.conftest import MakeStore
+from tests.support.storage import MiB, RawStorage
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 2000
 PDF = b"%PDF-1.7\n" + b"x" * 3000

@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
+from datetime import datetime
 from typing import Any, Final
 
 from convstore.blobs._adapter import open_backend
@@ -45,6 +46,7 @@ from convstore.blobs._layout import (
     blobs_dir,
     digest_at,
     require_digest,
+    staging_dir,
     staging_path,
 )
 from convstore.blobs._records import BlobInfo, StoredBlob
@@ -162,6 +164,28 @@ class BlobStore:
         """Whether a blob with that digest is stored (its bytes are not checked)."""
         self._require_open()
         return await self._backend.info(self._path(sha256)) is not None
+
+    async def info(self, sha256: str) -> BlobInfo | None:
+        """The blob's size and modified time as stored right now, or ``None`` if absent."""
+        self._require_open()
+        stat = await self._backend.info(self._path(sha256))
+        if stat is None:
+            return None
+        return BlobInfo(sha256=sha256, size=stat.size, modified=stat.modified)
+
+    async def sweep_staging(self, *, older_than: datetime, dry_run: bool = False) -> int:
+        """Delete staging objects older than ``older_than``; how many there were.
+
+        A process killed between staging a write and publishing it leaves its staging object
+        behind, and `iter_blobs` never lists those; garbage collection sweeps them here.
+        """
+        self._require_open()
+        stale = [s for s in (await self._backend.listdir(staging_dir(self._root))).files
+                 if s.modified < older_than]  # fmt: skip
+        if not dry_run:
+            for stat in stale:
+                await self._backend.remove(stat.path)
+        return len(stale)
 
     async def delete(self, sha256: str) -> None:
         """Delete the blob with that digest; deleting a missing blob is not an error."""

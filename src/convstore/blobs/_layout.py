@@ -44,9 +44,14 @@ def blob_path(root: str, sha256: str) -> str:
     return f"{blobs_dir(root)}/{sha256[:2]}/{sha256}"
 
 
+def staging_dir(root: str) -> str:
+    """The directory writes are staged in."""
+    return f"{root}/{STAGING_DIR}"
+
+
 def staging_path(root: str) -> str:
     """A fresh, unique path to stage one write at."""
-    return f"{root}/{STAGING_DIR}/{uuid.uuid4().hex}"
+    return f"{staging_dir(root)}/{uuid.uuid4().hex}"
 
 
 def digest_at(path: str) -> str | None:

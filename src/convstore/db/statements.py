@@ -177,6 +177,7 @@ class Statements:
     select_append_key: Select[Any]
     # attachments, across conversations (gc, fsck, tenancy checks)
     select_referenced_blobs: Select[Any]
+    delete_unreferenced_attachment: Delete
     select_attachment_visible: Scoped[Select[Any]]
 
     @classmethod
@@ -270,5 +271,12 @@ class Statements:
             select_referenced_blobs=select(parts.c.blob_sha256)
             .where(parts.c.blob_sha256.is_not(None))
             .distinct(),
+            delete_unreferenced_attachment=delete(attachments)
+            .where(attachments.c.sha256 == bindparam("sha256"))
+            .where(
+                ~select(parts.c.blob_sha256)
+                .where(parts.c.blob_sha256 == bindparam("sha256"))
+                .exists()
+            ),
             select_attachment_visible=_scoped(_attachment_visible),
         )

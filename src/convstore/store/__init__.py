@@ -5,6 +5,15 @@ the tool-call state machine; ``attachments`` the blobs-before-rows step.
 """
 
 from convstore.store.conversation_store import DEFAULT_MAX_ATTACHMENT_SIZE, ConversationStore
+from convstore.store.maintenance import FsckReport, GarbageReport, collect_garbage, fsck
 from convstore.store.reads import ConversationSummary
 
-__all__ = ["DEFAULT_MAX_ATTACHMENT_SIZE", "ConversationStore", "ConversationSummary"]
+__all__ = [
+    "DEFAULT_MAX_ATTACHMENT_SIZE",
+    "ConversationStore",
+    "ConversationSummary",
+    "FsckReport",
+    "GarbageReport",
+    "collect_garbage",
+    "fsck",
+]
