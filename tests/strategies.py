@@ -7,6 +7,7 @@ signed reasoning, files inline, by reference and by URI inside messages and tool
 
 from __future__ import annotations
 
+import base64
 import string
 from typing import Any
 
@@ -81,23 +82,25 @@ PROVIDERS = [
 
 
 @st.composite
-def thinking(draw: st.DrawFn, provider: str | None, model: str | None) -> ThinkingPart:
+def thinking(draw: st.DrawFn, provider: str | None, model: str | None, index: int) -> ThinkingPart:
     """Reasoning with the artefacts its provider hands out."""
     text = draw(TEXT)
+    # Unique by construction and base64 like real signatures, so a leak names its part.
+    secret = base64.b64encode(f"{provider}|{model}|{index}".encode()).decode()
     match provider:
         case "anthropic":
             if draw(st.booleans()):
                 return ThinkingPart(
                     text=text, provider=provider, model=model, signature="sig" + text[:4]
                 )
-            return ThinkingPart(provider=provider, model=model, redacted_data="redacted")
+            return ThinkingPart(provider=provider, model=model, redacted_data=secret)
         case "openai":
             return ThinkingPart(
-                text=text, provider=provider, model=model, reasoning_id="rs_1",
-                encrypted_content="enc", summary=[text],
+                text=text, provider=provider, model=model, reasoning_id=f"rs_{secret[:8]}",
+                encrypted_content=secret, summary=[text],
             )  # fmt: skip
         case "gemini":
-            return ThinkingPart(text=text, provider=provider, model=model, signature="c2ln")
+            return ThinkingPart(text=text, provider=provider, model=model, signature=secret)
         case _:
             return ThinkingPart(text=text, provider=provider, model=model)
 
@@ -121,7 +124,7 @@ def histories(draw: st.DrawFn, max_turns: int = 6) -> list[Message]:
         provider, model = draw(st.sampled_from(PROVIDERS))
         parts: list[Any] = []
         if draw(st.booleans()):
-            parts.append(draw(thinking(provider, model)))
+            parts.append(draw(thinking(provider, model, len(messages))))
         if draw(st.booleans()):
             parts.append(TextPart(text=draw(TEXT)))
         calls = []

@@ -8,6 +8,7 @@ Everything public is re-exported here; modules whose names start with an undersc
 everything not listed in ``__all__``, may change without notice.
 """
 
+from convstore.capabilities import TARGETS, Capabilities, capabilities_for
 from convstore.db import DEFAULT_URL, migrate
 from convstore.errors import (
     AttachmentCorruptedError,
@@ -53,17 +54,28 @@ from convstore.model import (
     dump_messages,
     load_messages,
 )
-from convstore.store import ConversationStore, ConversationSummary
+from convstore.parsing import parse, parse_response
+from convstore.rendering import Rendered, render
+from convstore.store import (
+    ConversationStore,
+    ConversationSummary,
+    FsckReport,
+    GarbageReport,
+    collect_garbage,
+    fsck,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_URL",
+    "TARGETS",
     "AttachmentCorruptedError",
     "AttachmentNotFoundError",
     "AttachmentRef",
     "AttachmentTooLargeError",
     "BlobStorageError",
+    "Capabilities",
     "ClosedError",
     "Compaction",
     "ConflictError",
@@ -76,6 +88,8 @@ __all__ = [
     "DatabaseError",
     "ErrorOutput",
     "FilePart",
+    "FsckReport",
+    "GarbageReport",
     "InvalidInputError",
     "InvalidMessageError",
     "JsonOutput",
@@ -84,6 +98,7 @@ __all__ = [
     "Message",
     "NotFoundError",
     "Part",
+    "Rendered",
     "ResultKind",
     "Role",
     "SchemaError",
@@ -100,7 +115,13 @@ __all__ = [
     "ToolResultPart",
     "UnsupportedFormatError",
     "__version__",
+    "capabilities_for",
+    "collect_garbage",
     "dump_messages",
+    "fsck",
     "load_messages",
     "migrate",
+    "parse",
+    "parse_response",
+    "render",
 ]

@@ -15,6 +15,7 @@ Invariants:
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
@@ -138,6 +139,17 @@ class Capabilities:
     """Whether the first non-system message must be a user message."""
     dummy_thought_signature: str | None = None
     """Gemini 3: the documented placeholder signature for calls whose real one is unknown."""
+    model_version_suffix: str | None = None
+    """Regex of the version suffix that distinguishes a dated snapshot from its alias (removed
+    from both names before a same-model comparison)."""
+
+    def same_model(self, a: str | None, b: str | None) -> bool:
+        """Whether two model names denote the same model for this target."""
+        if a is None or b is None:
+            return False
+        if self.model_version_suffix is None:
+            return a == b
+        return re.sub(self.model_version_suffix, "", a) == re.sub(self.model_version_suffix, "", b)
 
     def inlines(self, media_type: str) -> bool:
         """Whether the target takes bytes of this type anywhere (so a render fetches them)."""
@@ -192,7 +204,8 @@ CAPABILITIES: Final[tuple[Capabilities, ...]] = (
         result_uris=True,
         user_media=_IMAGES | _PDF,
         uri_media=_IMAGES | _PDF,
-        uri_schemes=frozenset({"https", "http"}),
+        # "openai": Files API references, which the parser keeps as openai://files/<id>.
+        uri_schemes=frozenset({"https", "http", "openai"}),
         id_style=IdStyle.FREE,
         id_max_length=64,
         id_charset=_OPENAI_CHARS,
@@ -226,6 +239,9 @@ CAPABILITIES: Final[tuple[Capabilities, ...]] = (
         reasoning_requires_signature=True,
         assistant_media=frozenset(),
         requires_user_first=True,
+        # A request names "claude-sonnet-4-0", the response "claude-sonnet-4-20250514": the
+        # same model (Anthropic models overview: aliases point to dated snapshots).
+        model_version_suffix=r"-(\d{8}|0|latest)$",
     ),
     Capabilities(
         target="gemini",
@@ -251,6 +267,8 @@ CAPABILITIES: Final[tuple[Capabilities, ...]] = (
         assistant_media=_GEMINI_MEDIA,
         requires_user_first=True,
         dummy_thought_signature=_GEMINI_DUMMY_SIGNATURE,
+        # "gemini-2.5-flash-001" is a stable version of "gemini-2.5-flash" (Gemini models page).
+        model_version_suffix=r"-(\d{3}|latest)$",
     ),
     Capabilities(
         target="gemini",
@@ -273,6 +291,8 @@ CAPABILITIES: Final[tuple[Capabilities, ...]] = (
         reasoning_requires_signature=False,
         assistant_media=_GEMINI_MEDIA,
         requires_user_first=True,
+        # "gemini-2.5-flash-001" is a stable version of "gemini-2.5-flash" (Gemini models page).
+        model_version_suffix=r"-(\d{3}|latest)$",
     ),
     Capabilities(
         target="mistral",
@@ -291,7 +311,8 @@ CAPABILITIES: Final[tuple[Capabilities, ...]] = (
         name_max_length=64,
         name_must_start_alpha=False,
         reasoning_replay=ReasoningReplay.SAME_PROVIDER,
-        replays_reasoning=False,
+        # Magistral's "thinking" content chunks go back in assistant messages (mistral-common).
+        replays_reasoning=True,
         reasoning_requires_signature=False,
         assistant_media=frozenset(),
         requires_user_first=False,

@@ -2,13 +2,16 @@
 
 Stores one conversation with completed, failed and pending tool calls and a tool result that
 returns an image and a PDF, then shows what was stored: the conversation, the blobs (each
-stored once, however often referenced), and the typed result read back.
+stored once, however often referenced), the typed result read back, and the conversation
+rendered for every provider target.
 """
 
 from __future__ import annotations
 
+import json
 import struct
 import zlib
+from typing import Any
 
 from convstore.cli.views import conversation_view
 from convstore.model import (
@@ -22,6 +25,7 @@ from convstore.model import (
     ToolCallPart,
     ToolResultPart,
 )
+from convstore.rendering import Rendered
 from convstore.store import ConversationStore
 
 __all__ = ["run_demo"]
@@ -157,3 +161,44 @@ async def run_demo(store: ConversationStore) -> None:
         print(f"  {part.filename}: {part.media_type}, {len(data):,} bytes, hash verified")
     print(f"  complete_tool_call returned status={completed.status.value}")
     assert isinstance(loaded.get_tool_call("call_weather").output, JsonOutput)
+
+    _heading("the same conversation rendered for every target")
+    for target, model in _DEMO_TARGETS:
+        rendered = await store.render(conversation.id, target, model=model)
+        print(f"  {target:<17} {model:<22} {_render_summary(rendered)}")
+    chat = await store.render(conversation.id, "openai-chat", model="gpt-5")
+    print("\n  openai-chat payload (base64 shortened):")
+    for line in json.dumps(_shorten(chat.payload), indent=2, ensure_ascii=False).splitlines():
+        print("    " + line)
+
+
+_DEMO_TARGETS = (
+    ("openai-chat", "gpt-5"),
+    ("openai-responses", "gpt-5"),
+    ("anthropic", "claude-sonnet-4-5"),
+    ("gemini", "gemini-3-pro-preview"),
+    ("gemini", "gemini-2.5-flash"),
+    ("mistral", "mistral-medium-latest"),
+    ("kimi", "kimi-k2-thinking"),
+)
+
+
+def _render_summary(rendered: Rendered) -> str:
+    diagnostics = rendered.diagnostics
+    items = next(iter(rendered.payload.values()))
+    placements = sorted({m.placement for m in diagnostics.media})
+    synthetic = ", ".join(f"{s.wire_id} ({s.reason})" for s in diagnostics.synthetic_results)
+    return (
+        f"{len(items)} items; media: {'/'.join(placements) or '-'}; synthetic: {synthetic or '-'}"
+    )
+
+
+def _shorten(value: Any) -> Any:
+    """``value`` with long base64 strings cut, for printing."""
+    if isinstance(value, dict):
+        return {k: _shorten(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shorten(v) for v in value]
+    if isinstance(value, str) and len(value) > 80 and " " not in value:
+        return f"{value[:40]}...({len(value):,} chars)"
+    return value

@@ -17,9 +17,11 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
+from convstore.capabilities import TARGETS
 from convstore.cli import commands
 from convstore.db import DEFAULT_URL
 from convstore.errors import ConvstoreError
+from convstore.providers import SOURCES
 
 __all__ = ["main"]
 
@@ -63,6 +65,40 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("id", help="conversation id")
     show.add_argument("--tenant", help="the conversation's tenant")
     show.add_argument("--json", action="store_true", help="print the versioned JSON form")
+    importing = command("import", "import a provider request payload as a new conversation")
+    importing.add_argument("file", help="JSON file holding the payload ('-' for stdin)")
+    importing.add_argument(
+        "--format", required=True, choices=sorted(SOURCES), help="the payload's wire format"
+    )
+    importing.add_argument("--title", help="title of the new conversation")
+    importing.add_argument("--tenant", help="tenant of the new conversation")
+    rendering = command("render", "render a stored conversation as a provider request")
+    rendering.add_argument("id", help="conversation id")
+    rendering.add_argument("--to", required=True, choices=list(TARGETS), help="render target")
+    rendering.add_argument("--model", help="the model the request is for")
+    rendering.add_argument("--tenant", help="the conversation's tenant")
+    rendering.add_argument(
+        "--reasoning",
+        choices=["drop", "text"],
+        default="drop",
+        help="reasoning the target cannot accept back: drop it or send it as text",
+    )
+    rendering.add_argument(
+        "--diagnostics",
+        action="store_true",
+        help="print the diagnostics record (every repair and projection) instead",
+    )
+    gc = command("gc", "delete blobs no conversation references (older than a grace period)")
+    gc.add_argument("--dry-run", action="store_true", help="list what would be deleted")
+    gc.add_argument(
+        "--grace",
+        type=float,
+        default=3600,
+        metavar="SECONDS",
+        help="keep unreferenced blobs younger than this (default 3600: in-flight appends "
+        "store blobs before their rows)",
+    )
+    command("fsck", "check every referenced blob exists and matches its hash (exit 1 if not)")
     return parser
 
 
@@ -73,6 +109,10 @@ _HANDLERS: dict[str, Handler] = {
     "migrate": commands.migrate,
     "list": commands.list_conversations,
     "show": commands.show,
+    "import": commands.import_payload,
+    "render": commands.render,
+    "gc": commands.gc,
+    "fsck": commands.fsck_command,
 }
 
 

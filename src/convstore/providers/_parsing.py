@@ -27,9 +27,24 @@ from urllib.parse import unquote_to_bytes
 
 from pydantic import JsonValue
 
-from convstore.errors import MalformedPayloadError
+from convstore.errors import MalformedPayloadError, MediaTypeMismatchError
+from convstore.media import (
+    SNIFF_PREFIX_BYTES,
+    contradicts,
+    guess_from_name,
+    normalize_media_type,
+    sniff,
+)
+from convstore.model import FilePart
 
-__all__ = ["CallIds", "Json", "decode_base64", "parse_arguments", "parse_data_url"]
+__all__ = [
+    "CallIds",
+    "Json",
+    "decode_base64",
+    "inline_file",
+    "parse_arguments",
+    "parse_data_url",
+]
 
 _DATA_URL: Final = re.compile(
     r"^data:(?P<type>[^;,]*)(?P<params>(;[^;,]*)*?)(;base64)?,", re.IGNORECASE
@@ -144,6 +159,31 @@ def parse_data_url(url: str, node: Json) -> tuple[str | None, bytes] | None:
     if url[: match.end()].lower().endswith(";base64,"):
         return media_type, decode_base64(payload, node)
     return media_type, unquote_to_bytes(payload)
+
+
+def inline_file(data: bytes, declared: str | None, filename: str | None, node: Json) -> FilePart:
+    """Inline bytes as a `FilePart`, typed by what they are.
+
+    One policy for every parser:
+
+    - a declared type contradicted by a signature the bytes carry gives way to the bytes (the
+      provider sniffs them too, and a history stored under a wrong label must still import);
+    - a declared type whose mandatory signature the bytes lack is malformed (no provider
+      accepted those bytes as that type);
+    - without a declared type, the file name's type is used unless the bytes contradict it.
+    """
+    sniffed = sniff(data[:SNIFF_PREFIX_BYTES])
+    media_type = normalize_media_type(declared) if declared else None
+    if media_type is None:
+        guessed = guess_from_name(filename) if filename else None
+        if guessed is not None and not contradicts(guessed, sniffed):
+            media_type = guessed
+    elif sniffed is not None and contradicts(media_type, sniffed):
+        media_type = sniffed
+    try:
+        return FilePart.from_bytes(data, media_type=media_type, filename=filename)
+    except MediaTypeMismatchError as exc:
+        raise node.fail(str(exc)) from exc
 
 
 def parse_arguments(value: Any, node: Json) -> tuple[dict[str, JsonValue], str | None]:

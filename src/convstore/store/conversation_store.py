@@ -13,6 +13,7 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,8 +27,10 @@ from convstore.db import DEFAULT_URL, create_backend, sqlite_path
 from convstore.db.backend import Backend
 from convstore.db.mapping import text_column
 from convstore.errors import (
+    AttachmentCorruptedError,
     AttachmentNotFoundError,
     ClosedError,
+    ConvstoreError,
     InvalidInputError,
     InvalidMessageError,
 )
@@ -45,15 +48,19 @@ from convstore.model import (
     ToolResultPart,
 )
 from convstore.model._base import describe_validation_error
+from convstore.rendering import Rendered, render
 from convstore.store import reads, writes
 from convstore.store.attachments import attachment_rows, store_files
 from convstore.store.ids import new_id
 from convstore.store.reads import ConversationSummary
 from convstore.store.writes import AppendPlan, NoChange, OnConflict
+from convstore.transcript.planner import OrphanPolicy, attachments_needed
+from convstore.transcript.reasoning import ReasoningPolicy
 
 __all__ = ["DEFAULT_MAX_ATTACHMENT_SIZE", "ConversationStore"]
 
 DEFAULT_MAX_ATTACHMENT_SIZE = 20 * 1024 * 1024
+_FETCH_CONCURRENCY = 16
 
 _MESSAGE = TypeAdapter(Message)
 _OUTPUT: TypeAdapter[ToolOutput] = TypeAdapter(ToolOutput)
@@ -352,6 +359,65 @@ class ConversationStore:
         return await self._backend.write(
             lambda tx: writes.compact(tx, conversation_id, tenant, through_seq, summary, now)
         )
+
+    # -- rendering ------------------------------------------------------------------------------
+
+    async def render(
+        self,
+        conversation_id: str,
+        target: str,
+        *,
+        model: str | None = None,
+        tenant: str | None = None,
+        reasoning: ReasoningPolicy = "drop",
+        orphan_results: OrphanPolicy = "drop",
+        missing_attachments: Literal["error", "placeholder"] = "error",
+    ) -> Rendered:
+        """Load a conversation and render it for ``target`` (see `convstore.render`).
+
+        Only the attachments the target will receive inline are fetched, concurrently, and
+        hash-verified. A missing or corrupted one raises (`AttachmentNotFoundError`,
+        `AttachmentCorruptedError`), or with ``missing_attachments="placeholder"`` is rendered
+        as a text note, listed in the diagnostics.
+        """
+        conversation = await self.load(conversation_id, tenant=tenant)
+        needed = attachments_needed(
+            conversation.messages,
+            target=target,
+            model=model,
+            compaction=conversation.compaction,
+        )
+        fetched = await self._fetch_attachments(needed, missing_attachments)
+        return render(
+            conversation,
+            target,
+            model=model,
+            reasoning=reasoning,
+            orphan_results=orphan_results,
+            attachments=fetched,
+        )
+
+    async def _fetch_attachments(
+        self, hashes: set[str], missing: Literal["error", "placeholder"]
+    ) -> dict[str, bytes]:
+        blobs = self._require_open()
+        limit = asyncio.Semaphore(_FETCH_CONCURRENCY)
+
+        async def fetch(sha: str) -> bytes | None:
+            async with limit:
+                try:
+                    return await blobs.get(sha)
+                except (AttachmentNotFoundError, AttachmentCorruptedError):
+                    if missing == "error":
+                        raise
+                    return None
+
+        ordered = sorted(hashes)
+        try:
+            results = await asyncio.gather(*(fetch(sha) for sha in ordered))
+        except* ConvstoreError as group:
+            raise group.exceptions[0] from None
+        return {sha: data for sha, data in zip(ordered, results, strict=True) if data is not None}
 
     # -- attachments ----------------------------------------------------------------------------
 

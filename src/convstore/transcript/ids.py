@@ -7,7 +7,8 @@ Invariants (within one render):
   never share a wire name. A collision is resolved by a suffix, never by reusing.
 - A call and its result always use the same projection (the result looks its call up).
 - An id or name that already satisfies the target is kept as it is, so same-provider replays
-  send the provider's own ids back.
+  send the provider's own ids back: such ids are reserved before any other is fitted, so a
+  fitted id never takes one that was valid as it stood.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 import string
+from collections.abc import Iterable
 from functools import cache
 
 from convstore.capabilities import Capabilities, IdStyle
@@ -64,6 +66,24 @@ class IdProjector:
         self._id_owner: dict[str, str] = {}
         self._names: dict[str, str] = {}
         self._name_owner: dict[str, str] = {}
+
+    def reserve(self, call_ids: Iterable[str], names: Iterable[str]) -> None:
+        """Claim every id and name that is valid for the target as it stands."""
+        caps = self._caps
+        if caps.id_style is not IdStyle.KIMI:
+            for call_id in call_ids:
+                if self._valid_id(call_id):
+                    self._id_owner.setdefault(call_id, call_id)
+        for name in names:
+            fitted = _fit(name, caps.name_charset, caps.name_max_length, caps.name_must_start_alpha)
+            if fitted == name:
+                self._name_owner.setdefault(name, name)
+
+    def _valid_id(self, call_id: str) -> bool:
+        caps = self._caps
+        if caps.id_style is IdStyle.MISTRAL:
+            return len(call_id) == 9 and call_id.isascii() and call_id.isalnum()
+        return _fit(call_id, caps.id_charset, caps.id_max_length, False) == call_id
 
     @property
     def id_map(self) -> dict[str, str]:

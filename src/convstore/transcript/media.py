@@ -118,8 +118,10 @@ class MediaResolver:
             self._notes.append(MediaNote(seq, part.media_type, placement, call_id, label))
             return media
         if self._sendable(media, caps.user_media):
-            sibling = caps.tool_result_media is MediaPlacement.SIBLING
-            placement = "sibling" if sibling else "user_message"
+            # Gemini carries moved media as standalone parts after the responses; the others as
+            # a user message after the step's tool messages.
+            gemini_like = caps.tool_result_media in (MediaPlacement.SIBLING, MediaPlacement.NESTED)
+            placement = "sibling" if gemini_like else "user_message"
             self._notes.append(MediaNote(seq, part.media_type, placement, call_id, label))
             moved.extend((Text(f"This is file {label}:"), media))
             return Text(f"See file {label}.")

@@ -95,6 +95,7 @@ class _Pairing:
     def __init__(self, messages: Sequence[Message], diagnostics: Diagnostics) -> None:
         self.results: dict[str, _Stored] = {}
         self.call_ids: set[str] = set()
+        self.names: set[str] = set()
         self.user_after: list[bool] = [False] * len(messages)
         seen_user = False
         for index in range(len(messages) - 1, -1, -1):
@@ -104,6 +105,7 @@ class _Pairing:
             for part in message.parts:
                 if isinstance(part, ToolCallPart):
                     self.call_ids.add(part.id)
+                    self.names.add(part.name)
                 elif isinstance(part, ToolResultPart):
                     first = self.results.get(part.call_id)
                     if first is None:
@@ -147,6 +149,7 @@ class _Planner:
         system: list[str] = []
         conversation = [m for m in messages if m.role is not Role.SYSTEM]
         pairing = _Pairing(conversation, self.diagnostics)
+        self.ids.reserve(sorted(pairing.call_ids), sorted(pairing.names))
         if summary:
             self.turns.append(UserTurn([Text(SUMMARY_PREFIX + summary)]))
         started = False

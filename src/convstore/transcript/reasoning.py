@@ -30,7 +30,7 @@ def _replayable(part: ThinkingPart, caps: Capabilities, model: str | None) -> tu
         return False, f"produced by {part.provider or 'an unknown provider'}, not {caps.family}"
     if caps.reasoning_requires_signature and not part.signed:
         return False, f"unsigned; {caps.target} only accepts signed reasoning back"
-    same_model = part.model is not None and part.model == model
+    same_model = caps.same_model(part.model, model)
     if caps.reasoning_replay is ReasoningReplay.SAME_MODEL and part.signed and not same_model:
         return False, (
             f"signed by model {part.model!r}; {caps.target} accepts it only from the same model"

@@ -1,0 +1,657 @@
+"""Gemini ``generateContent`` (REST JSON), both model generations: parse and encode.
+
+Wire shape: ``{"contents": [Content...], "systemInstruction": Content}``; a ``Content`` is
+``{"role": "user" | "model", "parts": [Part...]}`` and a ``Part`` holds exactly one of ``text``,
+``inlineData``, ``fileData``, ``functionCall``, ``functionResponse`` (plus ``executableCode`` /
+``codeExecutionResult`` from the code-execution tool), optionally ``thought: true`` and a
+``thoughtSignature``. Sources for every rule are in ``docs/providers/gemini.md``.
+
+Invariants of `parse` / `parse_response`:
+
+- Keys are read in lowerCamelCase or snake_case at every depth (the API's JSON mapping accepts
+  both), and a role is matched without regard to case; a content without a role is the
+  model's when it holds a call or a thought, the user's otherwise.
+- Nothing is dropped. A thought part becomes a `ThinkingPart`; a ``thoughtSignature`` on any
+  other part becomes a signature-only `ThinkingPart` whose ``rides_on`` names the carrier's
+  kind, placed immediately before the carrier. Signatures are kept verbatim (the API hands
+  them out in standard base64 and SDKs send them back URL-safe; both decode to the same bytes).
+- A user content holding function responses becomes a ``tool`` message (results in order)
+  followed by a ``user`` message with the rest of that content, if any.
+- ``functionResponse.response`` maps to an output as follows: exactly ``{"error": "<text>"}``
+  is an `ErrorOutput`; exactly ``{"output": <non-object>}`` is that value (the API documents
+  ``output``/``error`` as the keys it reads); nested media (``parts``) make a `ContentOutput`
+  of the response's text (``output`` text, or the whole object as JSON text) and the files;
+  anything else is kept whole as a `JsonOutput` object.
+- Base64 media in either alphabet become inline `FilePart` parts. When the declared type is
+  contradicted by a signature the bytes carry, the bytes win (the API answered for the bytes it
+  got); a declared type whose mandatory signature is missing is refused.
+- Malformed input raises `MalformedPayloadError` naming the JSON path.
+
+Invariants of `encode`:
+
+- Output is REST JSON in camelCase; one content per plan turn, except that a user turn after a
+  plain user content joins it and an assistant turn left with no part is left out (both
+  noted). A `ToolTurn` is one user content holding exactly its ``functionResponse`` parts, in
+  call order; media moved out of results (Gemini 2.x) arrive as the plan's injected
+  `UserTurn`, a separate user content after the function responses, as the accepted corpus
+  sends them.
+- ``functionResponse.response`` is always an object: a JSON object result as it is, any other
+  value as ``{"output": value}``, an error as ``{"error": message}``, content as
+  ``{"output": text}`` (``{}`` when it is media only) with its media nested in ``parts`` as
+  inline data (Gemini 3). A JSON result holding a ``$ref`` key is sent as JSON text, because
+  Gemini resolves ``$ref`` in a response against nested parts' display names and rejects it.
+- A reasoning part riding on a part sends its signature on the next part of that kind in the
+  same turn; a thought part is a ``thought: true`` text part with its own signature. With
+  ``capabilities.dummy_thought_signature`` set (Gemini 3), the first ``functionCall`` of every
+  model content in the current turn that has no signature gets the documented dummy one.
+- Every decision the planner did not record is added to ``plan.diagnostics.notes``.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping
+from functools import cache
+from typing import Any, Final, Literal, assert_never
+
+from pydantic import JsonValue
+
+from convstore.model import (
+    ContentOutput,
+    ErrorOutput,
+    FilePart,
+    JsonOutput,
+    Message,
+    Role,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolOutput,
+    ToolResultPart,
+)
+from convstore.providers._encoding import json_text
+from convstore.providers._parsing import (
+    CallIds,
+    Json,
+    decode_base64,
+    inline_file,
+    parse_arguments,
+)
+from convstore.transcript.plan import (
+    AssistantTurn,
+    Call,
+    ContentBody,
+    ErrorBody,
+    JsonBody,
+    Media,
+    Plan,
+    Reasoning,
+    Result,
+    ResultBody,
+    Text,
+    ToolTurn,
+    UserTurn,
+)
+
+__all__ = ["TARGET", "encode", "parse", "parse_response"]
+
+TARGET: Final = "gemini"
+"""Render target and parse source name; also the provider family recorded on messages."""
+
+Wire = dict[str, Any]
+"""A JSON object as sent on the wire."""
+
+Carrier = Literal["text", "tool_call", "file"]
+"""The kinds of part a thought signature can ride on (`ThinkingPart.rides_on`)."""
+
+_DATA_KEYS: Final = (
+    "text",
+    "inlineData",
+    "fileData",
+    "functionCall",
+    "functionResponse",
+    "executableCode",
+    "codeExecutionResult",
+)
+"""The ``data`` oneof of a Part: exactly one is set."""
+
+_CALL_ID_PREFIX: Final = "gemini_call"
+
+
+# -- parsing ---------------------------------------------------------------------------------
+
+
+def parse(payload: Mapping[str, Any]) -> list[Message]:
+    """Canonical messages from a ``generateContent`` request body (or a stored history).
+
+    ``systemInstruction`` becomes a system message; ``model`` (optional) is recorded as the
+    producing model of the model contents; other request keys are ignored.
+    """
+    root = Json(dict(payload) if isinstance(payload, Mapping) else payload, TARGET)
+    root.object()
+    model = _model_name(root.str_or_none("model"))
+    messages: list[Message] = []
+    system = _field(root, "systemInstruction")
+    if system is not None:
+        messages.extend(_system_message(system))
+    ids = CallIds(_CALL_ID_PREFIX)
+    for content in root.require("contents").items():
+        messages.extend(_content_messages(content, ids, model))
+    return messages
+
+
+def parse_response(body: Mapping[str, Any]) -> Message:
+    """The assistant message of a ``generateContent`` response (its first candidate).
+
+    A response without candidates (a blocked prompt, which carries ``promptFeedback``) gives an
+    empty assistant message whose ``provider_details`` say why.
+    """
+    root = Json(dict(body) if isinstance(body, Mapping) else body, TARGET)
+    root.object()
+    model = _model_name(_text(root, "modelVersion"))
+    response_id = _text(root, "responseId")
+    details: dict[str, JsonValue] = {}
+    if response_id is not None:
+        details["response_id"] = response_id
+    candidates = _field(root, "candidates")
+    first = next(candidates.items(), None) if candidates is not None else None
+    if first is None:
+        feedback = _field(root, "promptFeedback")
+        if feedback is None:
+            raise root.fail("missing 'candidates'")
+        block_reason = _text(feedback, "blockReason")
+        details["block_reason"] = block_reason or "unspecified"
+        return _assistant([], model, details)
+    first.object()
+    finish_reason = _text(first, "finishReason")
+    if finish_reason is not None:
+        details["finish_reason"] = finish_reason
+    content = _field(first, "content")
+    parts: list[Json] = []
+    if content is not None:
+        role = _role_of(content)
+        if role not in (None, "model"):
+            raise content.fail(f"a response candidate's role must be 'model', got {role!r}")
+        parts = _parts_of(content)
+    # Responses carry no call ids (the Gemini API leaves them out); the response id keeps the
+    # positional ids of different responses apart.
+    ids = CallIds(f"gemini_{response_id or uuid.uuid4().hex[:12]}")
+    return _assistant(_model_parts(parts, ids, model), model, details)
+
+
+def _assistant(
+    parts: list[TextPart | FilePart | ThinkingPart | ToolCallPart],
+    model: str | None,
+    details: dict[str, JsonValue],
+) -> Message:
+    return Message(
+        role=Role.ASSISTANT,
+        parts=list(parts),
+        provider=TARGET,
+        model=model,
+        provider_details=details or None,
+    )
+
+
+@cache
+def _spellings(name: str) -> tuple[str, ...]:
+    """``name`` (lowerCamelCase) and its snake_case form."""
+    snake = re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), name)
+    return (name,) if snake == name else (name, snake)
+
+
+def _field(node: Json, name: str) -> Json | None:
+    """The field ``name`` of an object, spelt in camelCase or snake_case."""
+    return node.get(*_spellings(name))
+
+
+def _text(node: Json, name: str) -> str | None:
+    """The optional string field ``name``, spelt in camelCase or snake_case."""
+    return node.str_or_none(*_spellings(name))
+
+
+def _model_name(name: str | None) -> str | None:
+    """A model name without its resource path (``models/gemini-3-pro`` -> ``gemini-3-pro``)."""
+    if not name:
+        return None
+    return name.rsplit("/", 1)[-1] or None
+
+
+def _system_message(node: Json) -> list[Message]:
+    if isinstance(node.value, str):  # SDKs accept a bare string as the system instruction
+        return [Message.system(node.value)] if node.value else []
+    texts: list[TextPart] = []
+    for part in _parts_of(node):
+        kind = _data_kind(part)
+        if kind != "text":
+            raise part.fail(f"a system instruction holds text only, got {kind or 'no data'}")
+        texts.append(TextPart(text=part.require("text").string()))
+    return [Message(role=Role.SYSTEM, parts=list(texts))] if texts else []
+
+
+def _parts_of(content: Json) -> list[Json]:
+    parts = _field(content, "parts")
+    if parts is None:
+        return []
+    checked = list(parts.items())
+    for part in checked:
+        part.object()
+    return checked
+
+
+def _role_of(content: Json) -> str | None:
+    role = content.str_or_none("role")
+    return role.lower() if role else None
+
+
+def _content_messages(content: Json, ids: CallIds, model: str | None) -> list[Message]:
+    content.object()
+    parts = _parts_of(content)
+    if not parts:
+        return []  # an empty content says nothing (the API refuses them in requests)
+    role = _role_of(content)
+    if role is None:
+        # The API reads an unset role as the user's; a content with a call or a thought can only
+        # be the model's, so those are read as such.
+        model_only = any(_data_kind(p) == "functionCall" or _is_thought(p) for p in parts)
+        role = "model" if model_only else "user"
+    match role:
+        case "model":
+            return [_assistant(_model_parts(parts, ids, model), model, {})]
+        case "user" | "function":  # "function" is the role early Gemini API versions used
+            return _user_messages(parts, ids)
+        case _:
+            raise content.fail(f"unknown role {role!r}; expected 'user' or 'model'")
+
+
+def _data_kind(part: Json) -> str | None:
+    """Which member of the Part ``data`` oneof is set (``None`` for a signature-only part)."""
+    present = [key for key in _DATA_KEYS if _field(part, key) is not None]
+    if len(present) > 1:
+        raise part.fail(f"a part holds exactly one of its data fields, got {', '.join(present)}")
+    if present:
+        return present[0]
+    obj = part.object()
+    known = {"thought", "thoughtSignature", "thought_signature"}
+    if not any(obj.get(k) is not None for k in known):
+        keys = ", ".join(sorted(obj)) or "none"
+        raise part.fail(f"unsupported part (keys: {keys})")
+    return None
+
+
+def _is_thought(part: Json) -> bool:
+    thought = part.get("thought")
+    return thought is not None and thought.boolean()
+
+
+def _signature(part: Json) -> str | None:
+    return _text(part, "thoughtSignature")
+
+
+def _model_parts(
+    parts: list[Json], ids: CallIds, model: str | None
+) -> list[TextPart | FilePart | ThinkingPart | ToolCallPart]:
+    out: list[TextPart | FilePart | ThinkingPart | ToolCallPart] = []
+    for part in parts:
+        kind = _data_kind(part)
+        signature = _signature(part)
+        if _is_thought(part) or kind is None:
+            text = part.require("text").string() if kind == "text" else ""
+            if kind not in ("text", None):
+                raise part.fail(f"a thought part holds text, got {kind}")
+            out.append(_thinking(model, text=text, signature=signature))
+            continue
+        carried, carrier = _model_data(part, kind, ids)
+        if signature is not None:
+            out.append(_thinking(model, signature=signature, rides_on=carrier))
+        out.append(carried)
+    return out
+
+
+def _thinking(
+    model: str | None,
+    *,
+    text: str = "",
+    signature: str | None = None,
+    rides_on: Carrier | None = None,
+) -> ThinkingPart:
+    return ThinkingPart(
+        text=text, provider=TARGET, model=model, signature=signature, rides_on=rides_on
+    )
+
+
+def _model_data(
+    part: Json, kind: str, ids: CallIds
+) -> tuple[TextPart | FilePart | ToolCallPart, Carrier]:
+    match kind:
+        case "text":
+            return TextPart(text=part.require("text").string()), "text"
+        case "functionCall":
+            return _call(part.require(*_spellings("functionCall")), ids), "tool_call"
+        case "inlineData" | "fileData":
+            return _file(part, kind), "file"
+        case "executableCode" | "codeExecutionResult":
+            return _code_text(part, kind), "text"
+        case _:
+            raise part.fail(f"a model content cannot hold {kind}")
+
+
+def _call(node: Json, ids: CallIds) -> ToolCallPart:
+    name = node.require("name").string()
+    provider_id = node.str_or_none("id")
+    args = node.get("args")
+    arguments, raw = parse_arguments(None if args is None else args.value, args or node)
+    return ToolCallPart(
+        id=ids.call(provider_id, name),
+        name=name,
+        arguments=arguments,
+        raw_arguments=raw,
+        provider_id=provider_id,
+    )
+
+
+def _file(part: Json, kind: str) -> FilePart:
+    node = part.require(*_spellings(kind))
+    node.object()
+    media_type = _text(node, "mimeType")
+    filename = _text(node, "displayName")
+    if kind == "fileData":
+        uri = node.require(*_spellings("fileUri")).string()
+        return FilePart.from_uri(uri, media_type=media_type, filename=filename)
+    data_node = node.require("data")
+    data = decode_base64(data_node.string(), data_node)
+    return inline_file(data, media_type, filename, data_node)
+
+
+def _code_text(part: Json, kind: str) -> TextPart:
+    """Code-execution parts as readable text, the original part kept for fidelity."""
+    node = part.require(*_spellings(kind))
+    obj = node.object()
+    if kind == "executableCode":
+        language = (node.str_or_none("language") or "").lower()
+        language = "" if language == "language_unspecified" else language
+        text = f"```{language}\n{node.require('code').string()}\n```"
+    else:
+        text = node.str_or_none("output") or ""
+    return TextPart(text=text, provider_details={"gemini_part": {kind: obj}})
+
+
+def _user_messages(parts: list[Json], ids: CallIds) -> list[Message]:
+    results: list[ToolResultPart] = []
+    others: list[TextPart | FilePart] = []
+    for part in parts:
+        kind = _data_kind(part)
+        match kind:
+            case "functionResponse":
+                results.append(_result(part.require(*_spellings(kind)), ids))
+            case "text":
+                others.append(TextPart(text=part.require("text").string()))
+            case "inlineData" | "fileData":
+                others.append(_file(part, kind))
+            case "executableCode" | "codeExecutionResult":
+                others.append(_code_text(part, kind))
+            case "functionCall":
+                raise part.fail("a user content cannot hold a functionCall")
+            case _:
+                continue  # a stray signature on a user part: the API never sends one
+    messages: list[Message] = []
+    if results:
+        messages.append(Message(role=Role.TOOL, parts=list(results)))
+    if others:
+        messages.append(Message(role=Role.USER, parts=list(others)))
+    return messages
+
+
+def _result(node: Json, ids: CallIds) -> ToolResultPart:
+    name = node.require("name").string()
+    provider_id = node.str_or_none("id")
+    response = node.require("response").object()
+    nested = _field(node, "parts")
+    files = [_nested_file(p) for p in nested.items()] if nested is not None else []
+    return ToolResultPart(
+        call_id=ids.result(provider_id, name),
+        output=_result_output(response, files),
+        name=name,
+    )
+
+
+def _nested_file(part: Json) -> FilePart:
+    part.object()
+    kind = next((k for k in ("inlineData", "fileData") if _field(part, k) is not None), None)
+    if kind is None:
+        raise part.fail("a function response part holds inlineData or fileData")
+    return _file(part, kind)
+
+
+def _result_output(response: dict[str, Any], files: list[FilePart]) -> ToolOutput:
+    if files:
+        text = _response_text(response)
+        content: list[TextPart | FilePart] = [TextPart(text=text)] if text else []
+        return ContentOutput(parts=[*content, *files])
+    if len(response) == 1:
+        [(key, value)] = response.items()
+        if key == "error" and isinstance(value, str):
+            return ErrorOutput(message=value)
+        if key == "output" and not isinstance(value, dict):
+            return JsonOutput(value=value)
+    return JsonOutput(value=response)
+
+
+def _response_text(response: dict[str, Any]) -> str | None:
+    """The text that accompanies nested media: ``output`` text, else the object as JSON."""
+    if not response:
+        return None
+    output = response.get("output")
+    if len(response) == 1 and isinstance(output, str):
+        return output
+    return json_text(response)
+
+
+# -- encoding --------------------------------------------------------------------------------
+
+
+def encode(plan: Plan) -> dict[str, Any]:
+    """The ``contents`` (and ``systemInstruction``) of a request for ``plan``."""
+    return _Encoder(plan).payload()
+
+
+class _Encoder:
+    """One render: contents in plan order, then the current turn's calls signed."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.notes = plan.diagnostics.notes
+        self.contents: list[Wire] = []
+        self.turn_start = 0
+        """Index of the content that opens the current turn (the last real user message)."""
+
+    def payload(self) -> dict[str, Any]:
+        for index, turn in enumerate(self.plan.turns):
+            match turn:
+                case UserTurn(parts=parts, injected=injected):
+                    opened = self._user([_user_part(p) for p in parts], index)
+                    if not injected:
+                        # Injected media turns continue the step they belong to, so they do not
+                        # open a turn: signing from the last real user message covers both
+                        # readings of where the current turn starts.
+                        self.turn_start = opened
+                case AssistantTurn():
+                    parts_out = _ModelTurn(index, self.notes).encode(turn)
+                    if parts_out:
+                        self.contents.append({"role": "model", "parts": parts_out})
+                    else:
+                        self.notes.append(
+                            f"turn {index}: assistant turn had nothing Gemini can carry; left out"
+                        )
+                case ToolTurn(results=results):
+                    self.contents.append(
+                        {"role": "user", "parts": [self._response(r) for r in results]}
+                    )
+                case _:
+                    assert_never(turn)
+        self._sign_current_turn()
+        payload: dict[str, Any] = {"contents": self.contents}
+        if self.plan.system:
+            payload["systemInstruction"] = {
+                "role": "user",
+                "parts": [{"text": text} for text in self.plan.system],
+            }
+        return payload
+
+    def _user(self, parts: list[Wire], index: int) -> int:
+        """Append a user content, or extend the previous one; the index of the content used.
+
+        Two user contents in a row are proven only after function responses (the accepted
+        Gemini 2.5 requests send the tool's media that way), and some Gemini versions refuse
+        other same-role runs, so a user turn after a plain user content joins it.
+        """
+        previous = self.contents[-1] if self.contents else None
+        if (
+            previous is not None
+            and previous["role"] == "user"
+            and not any("functionResponse" in p for p in previous["parts"])
+        ):
+            previous["parts"].extend(parts)
+            self.notes.append(f"turn {index}: sent in the same user content as the turn before")
+            return len(self.contents) - 1
+        self.contents.append({"role": "user", "parts": parts})
+        return len(self.contents) - 1
+
+    def _response(self, result: Result) -> Wire:
+        call = result.call
+        response, nested = self._response_body(result.body, call)
+        function_response: Wire = {"id": call.wire_id, "name": call.wire_name, "response": response}
+        if nested:
+            function_response["parts"] = nested
+        return {"functionResponse": function_response}
+
+    def _response_body(self, body: ResultBody, call: Call) -> tuple[Wire, list[Wire]]:
+        match body:
+            case JsonBody(value=value):
+                if _has_ref_key(value):
+                    self.notes.append(
+                        f"result of call {call.call_id!r} holds a '$ref' key, which Gemini reads "
+                        "as a reference to a nested part: sent as JSON text in 'output'"
+                    )
+                    return {"output": json_text(value)}, []
+                if isinstance(value, dict):
+                    return value, []
+                return {"output": value}, []
+            case ErrorBody(message=message):
+                return {"error": message}, []
+            case ContentBody(parts=parts):
+                texts = [p.text for p in parts if isinstance(p, Text)]
+                nested = [_media_part(p) for p in parts if isinstance(p, Media)]
+                return ({"output": "\n".join(texts)} if texts else {}), nested
+            case _:
+                assert_never(body)
+
+    def _sign_current_turn(self) -> None:
+        dummy = self.plan.capabilities.dummy_thought_signature
+        if dummy is None:
+            return
+        for content in self.contents[self.turn_start :]:
+            if content["role"] != "model":
+                continue
+            first_call = next((p for p in content["parts"] if "functionCall" in p), None)
+            if first_call is None or "thoughtSignature" in first_call:
+                continue
+            first_call["thoughtSignature"] = dummy
+            self.notes.append(
+                f"call {first_call['functionCall']['id']!r} opens a step of the current turn "
+                "without a thought signature: sent Gemini's documented dummy signature"
+            )
+
+
+class _ModelTurn:
+    """The parts of one model content, with thought signatures placed on their carriers."""
+
+    def __init__(self, index: int, notes: list[str]) -> None:
+        self.index = index
+        self.notes = notes
+        self.pending: dict[Carrier | None, str] = {}
+        """Signatures waiting for the next part of a kind (``None``: of any kind)."""
+
+    def encode(self, turn: AssistantTurn) -> list[Wire]:
+        parts: list[Wire] = []
+        for part in turn.parts:
+            match part:
+                case Reasoning(part=thinking):
+                    parts.extend(self._reasoning(thinking))
+                case Text(text=text):
+                    parts.append(self._carry({"text": text}, "text"))
+                case Media():
+                    parts.append(self._carry(_media_part(part), "file"))
+                case Call():
+                    parts.append(self._carry(self._call(part), "tool_call"))
+                case _:
+                    assert_never(part)
+        for carrier in self.pending:
+            self.notes.append(
+                f"turn {self.index}: a thought signature had no following "
+                f"{carrier or 'part'} to ride on; not sent"
+            )
+        return parts
+
+    def _reasoning(self, thinking: ThinkingPart) -> list[Wire]:
+        out: list[Wire] = []
+        if thinking.text:
+            thought: Wire = {"text": thinking.text, "thought": True}
+            if thinking.signature and thinking.rides_on is None:
+                thought["thoughtSignature"] = thinking.signature
+            out.append(thought)
+        if thinking.signature and (thinking.rides_on is not None or not thinking.text):
+            if thinking.rides_on in self.pending:
+                self.notes.append(
+                    f"turn {self.index}: two thought signatures wait for the same "
+                    f"{thinking.rides_on or 'part'}; the earlier one was not sent"
+                )
+            self.pending[thinking.rides_on] = thinking.signature
+        return out
+
+    def _carry(self, part: Wire, kind: Carrier) -> Wire:
+        signature = self.pending.pop(kind, None)
+        if signature is None:
+            signature = self.pending.pop(None, None)
+        if signature is not None:
+            part["thoughtSignature"] = signature
+        return part
+
+    def _call(self, call: Call) -> Wire:
+        if call.raw_arguments is not None and not call.arguments:
+            self.notes.append(
+                f"call {call.call_id!r}: its arguments were not a JSON object; Gemini takes an "
+                "object, so it was sent with {}"
+            )
+        return {
+            "functionCall": {"id": call.wire_id, "name": call.wire_name, "args": call.arguments}
+        }
+
+
+def _user_part(part: Text | Media) -> Wire:
+    match part:
+        case Text(text=text):
+            return {"text": text}
+        case Media():
+            return _media_part(part)
+        case _:
+            assert_never(part)
+
+
+def _media_part(media: Media) -> Wire:
+    """``inlineData`` for bytes, ``fileData`` for a URI.
+
+    Never with a ``displayName``: the Gemini API refuses it on these parts.
+    """
+    if media.uri is not None:
+        return {"fileData": {"mimeType": media.media_type, "fileUri": media.uri}}
+    return {"inlineData": {"mimeType": media.media_type, "data": media.base64}}
+
+
+def _has_ref_key(value: JsonValue) -> bool:
+    if isinstance(value, dict):
+        return "$ref" in value or any(_has_ref_key(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_ref_key(v) for v in value)
+    return False

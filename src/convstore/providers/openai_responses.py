@@ -1,0 +1,691 @@
+"""OpenAI Responses API (``POST /v1/responses``): ``input`` items <-> canonical messages.
+
+Parsing reads a request body (``input`` plus ``instructions``) or a response body (its
+``output``); encoding maps a `Plan` to ``{"input": [...], "instructions": "..."}``. The rules
+and their public sources are in ``docs/providers/openai-responses.md``.
+
+Invariants:
+
+- Items, not messages: one assistant turn is a run of ``reasoning``, assistant ``message`` and
+  ``function_call`` items. Parsing folds each such run (between user, system and tool items)
+  into ONE assistant `Message`, in item order; consecutive ``function_call_output`` items
+  become one ``tool`` message. Encoding unfolds an assistant turn back into items, in order.
+- Every opaque artefact survives a parse: reasoning ids, ``encrypted_content``, summaries and
+  raw reasoning text (`ThinkingPart`), ``call_id`` (`ToolCallPart.provider_id`), ``fc_`` and
+  ``msg_`` item ids, message ``phase`` and output-text annotations (``provider_details``).
+- A reasoning item is replayed only together with the item it preceded, sent right after it
+  with its original item id; and an original item id is sent only right after its replayed
+  reasoning (or after a sibling item that was). The API refuses either half on its own
+  ("Item 'rs_...' of type 'reasoning' was provided without its required following item",
+  "Item 'fc_...' of type 'function_call' was provided without its required 'reasoning'
+  item"). Reasoning that cannot be replayed so is dropped and recorded in the diagnostics.
+- Base64 media become inline `FilePart`s whose media type is what the bytes prove when they
+  carry a known signature, else what the payload declared (the provider accepted the bytes,
+  so they are the better witness); URLs stay URIs; Files API ids become
+  ``openai://files/{id}`` URIs.
+- Malformed input raises `MalformedPayloadError` (through `Json`), never a bare
+  ``KeyError``/``TypeError``/``ValueError``. Item types convstore cannot represent (hosted
+  tools, ``item_reference``) are refused the same way rather than silently dropped.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Final, assert_never
+
+from pydantic import JsonValue
+
+from convstore.model import (
+    ContentOutput,
+    FilePart,
+    JsonOutput,
+    Message,
+    Part,
+    Role,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolOutput,
+    ToolResultPart,
+)
+from convstore.providers._encoding import arguments_text, result_text
+from convstore.providers._openai import AUDIO_FORMATS, FILE_ID_PREFIX
+from convstore.providers._parsing import (
+    CallIds,
+    Json,
+    decode_base64,
+    inline_file,
+    parse_arguments,
+    parse_data_url,
+)
+from convstore.transcript.diagnostics import MediaNote, ReasoningNote
+from convstore.transcript.plan import (
+    AssistantTurn,
+    Call,
+    ContentBody,
+    Media,
+    Plan,
+    Reasoning,
+    Result,
+    ResultBody,
+    Text,
+    ToolTurn,
+    UserTurn,
+)
+
+__all__ = ["TARGET", "encode", "parse", "parse_response"]
+
+TARGET: Final = "openai-responses"
+"""Render target and parse source name."""
+
+PROVIDER: Final = "openai"
+"""Provider family recorded on parsed assistant messages and reasoning."""
+
+
+_PHASES: Final = frozenset({"commentary", "final_answer"})
+
+
+# -- parse ------------------------------------------------------------------------------------
+
+
+def parse(payload: Mapping[str, Any]) -> list[Message]:
+    """Canonical messages from a Responses request body (``input`` and ``instructions``).
+
+    Histories are accepted as stored: calls without outputs, outputs without calls, repeated
+    outputs and an assistant-first history all parse. ``model`` is kept as provenance.
+    """
+    root = Json(payload, TARGET)
+    root.object()
+    history = _History(root.str_or_none("model"))
+    # A string is shorthand for one message; a response object echoes prompt-template
+    # instructions as a list of input items, so both keys take both forms.
+    for key, role in (("instructions", Role.SYSTEM), ("input", Role.USER)):
+        node = root.get(key)
+        if node is None:
+            continue
+        if isinstance(node.value, str):
+            if node.value:
+                history.add_message(Message(role=role, parts=[TextPart(text=node.value)]))
+            continue
+        for item in node.items():
+            history.add_item(item)
+    return history.finish()
+
+
+def parse_response(body: Mapping[str, Any]) -> Message:
+    """The assistant `Message` of a Responses response body: its ``output`` items, in order."""
+    root = Json(body, TARGET)
+    root.object()
+    model = root.str_or_none("model")
+    reader = _ItemReader(model, CallIds("call"))
+    parts: list[Part] = []
+    for item in root.require("output").items():
+        part_list = reader.assistant_parts(item)
+        if part_list is None:
+            raise item.fail(f"unexpected output item of type {_item_type(item)!r}")
+        parts.extend(part_list)
+    return Message(
+        role=Role.ASSISTANT,
+        parts=parts,
+        provider=PROVIDER,
+        model=model,
+        provider_details=_response_details(root),
+    )
+
+
+def _response_details(root: Json) -> dict[str, JsonValue] | None:
+    """What a response says about itself that a later reader may want (id, status, why cut)."""
+    details: dict[str, JsonValue] = {}
+    response_id = root.str_or_none("id")
+    if response_id is not None:
+        details["response_id"] = response_id
+    status = root.str_or_none("status")
+    if status is not None:
+        details["status"] = status
+    incomplete = root.get("incomplete_details")
+    reason = None if incomplete is None else incomplete.str_or_none("reason")
+    if reason is not None:
+        details["incomplete_reason"] = reason
+    return details or None
+
+
+class _History:
+    """Folds a flat item list into canonical messages (see the module invariants)."""
+
+    def __init__(self, model: str | None) -> None:
+        self._model = model
+        self._reader = _ItemReader(model, CallIds("call"))
+        self._messages: list[Message] = []
+        self._assistant: list[Part] = []
+        self._results: list[Part] = []
+
+    def add_item(self, item: Json) -> None:
+        parts = self._reader.assistant_parts(item)
+        if parts is not None:
+            self._flush_results()
+            self._assistant.extend(parts)
+            return
+        result = self._reader.result_part(item)
+        if result is not None:
+            self._flush_assistant()
+            self._results.append(result)
+            return
+        self.add_message(self._reader.input_message(item))
+
+    def add_message(self, message: Message) -> None:
+        self._flush_assistant()
+        self._flush_results()
+        self._messages.append(message)
+
+    def finish(self) -> list[Message]:
+        self._flush_assistant()
+        self._flush_results()
+        return self._messages
+
+    def _flush_assistant(self) -> None:
+        if self._assistant:
+            self._messages.append(
+                Message(
+                    role=Role.ASSISTANT,
+                    parts=self._assistant,
+                    provider=PROVIDER,
+                    model=self._model,
+                )
+            )
+            self._assistant = []
+
+    def _flush_results(self) -> None:
+        if self._results:
+            self._messages.append(Message(role=Role.TOOL, parts=self._results))
+            self._results = []
+
+
+def _item_type(item: Json) -> str | None:
+    item.object()
+    return item.str_or_none("type")
+
+
+def _is_message(item: Json) -> bool:
+    # ``type`` is optional on input messages (EasyInputMessage); a ``role`` makes one.
+    kind = _item_type(item)
+    return kind == "message" or (kind is None and item.has("role"))
+
+
+class _ItemReader:
+    """Reads single items; owns the canonical call ids and tool names of one parse."""
+
+    def __init__(self, model: str | None, ids: CallIds) -> None:
+        self._model = model
+        self._ids = ids
+        self._names: dict[str, str] = {}
+
+    def assistant_parts(self, item: Json) -> list[Part] | None:
+        """The parts of an assistant-side item, or ``None`` when the item is not one."""
+        match _item_type(item):
+            case "reasoning":
+                return [self._reasoning(item)]
+            case "function_call":
+                return [self._function_call(item)]
+            case _ if _is_message(item) and item.require("role").string() == "assistant":
+                return list(_assistant_content(item))
+            case _:
+                return None
+
+    def result_part(self, item: Json) -> ToolResultPart | None:
+        """The result of a ``function_call_output`` item, or ``None`` for other items."""
+        if _item_type(item) != "function_call_output":
+            return None
+        provider_id = _non_empty(item.require("call_id"))
+        canonical = self._ids.result(provider_id)
+        return ToolResultPart(
+            call_id=canonical,
+            output=_tool_output(item.require("output")),
+            name=self._names.get(canonical),
+        )
+
+    def input_message(self, item: Json) -> Message:
+        """A user or system message item (assistant items are read by `assistant_parts`)."""
+        if not _is_message(item):
+            raise item.fail(f"unsupported input item type {_item_type(item)!r}")
+        role = item.require("role")
+        match role.string():
+            case "user":
+                return Message(role=Role.USER, parts=list(_content_parts(item.require("content"))))
+            case "system" | "developer" as wire_role:
+                return Message(
+                    role=Role.SYSTEM,
+                    parts=list(_system_content(item.require("content"))),
+                    provider_details={"role": wire_role} if wire_role == "developer" else None,
+                )
+            case other:
+                raise role.fail(f"unknown role {other!r}")
+
+    def _reasoning(self, item: Json) -> ThinkingPart:
+        summary = _texts(item.get("summary"))
+        raw = _texts(item.get("content"))
+        return ThinkingPart(
+            text="\n\n".join(summary or raw or []),
+            provider=PROVIDER,
+            model=self._model,
+            reasoning_id=_non_empty(item.require("id")),
+            encrypted_content=item.str_or_none("encrypted_content"),
+            summary=summary,
+            provider_details={"content": list(raw)} if raw else None,
+        )
+
+    def _function_call(self, item: Json) -> ToolCallPart:
+        call_id = _non_empty(item.require("call_id"))
+        name = _non_empty(item.require("name"))
+        arguments_node = item.get("arguments")
+        arguments, raw = (
+            ({}, None)
+            if arguments_node is None
+            else parse_arguments(arguments_node.value, arguments_node)
+        )
+        item_id = item.str_or_none("id")
+        canonical = self._ids.call(call_id, name)
+        self._names[canonical] = name
+        return ToolCallPart(
+            id=canonical,
+            name=name,
+            arguments=arguments,
+            raw_arguments=raw,
+            provider_id=call_id,
+            provider_details={"item_id": item_id} if item_id else None,
+        )
+
+
+def _non_empty(node: Json) -> str:
+    text = node.string()
+    if not text:
+        raise node.fail("must not be empty")
+    return text
+
+
+def _texts(node: Json | None) -> list[str] | None:
+    """The ``text`` of each entry of a summary / reasoning-content list."""
+    if node is None:
+        return None
+    return [entry.require("text").string() for entry in node.items()]
+
+
+def _assistant_content(item: Json) -> Iterator[TextPart | FilePart]:
+    """An assistant message's parts; text keeps the item id, phase and annotations."""
+    item_details: dict[str, JsonValue] = {}
+    item_id = item.str_or_none("id")
+    if item_id:
+        item_details["item_id"] = item_id
+    phase = item.str_or_none("phase")
+    if phase is not None:
+        item_details["phase"] = phase
+    content = item.require("content")
+    if isinstance(content.value, str):
+        yield TextPart(text=content.value, provider_details=item_details or None)
+        return
+    for entry in content.items():
+        part = _content_part(entry)
+        if isinstance(part, FilePart):
+            yield part
+            continue
+        details = dict(item_details)
+        if _item_type(entry) == "refusal":
+            details["refusal"] = True
+        annotations = entry.get("annotations")
+        if annotations is not None and annotations.array():
+            details["annotations"] = annotations.array()
+        yield TextPart(text=part.text, provider_details=details or None)
+
+
+def _system_content(content: Json) -> Iterator[TextPart]:
+    for part in _content_parts(content):
+        if isinstance(part, FilePart):
+            raise content.fail("a system or developer message can only hold text")
+        yield part
+
+
+def _content_parts(content: Json) -> Iterator[TextPart | FilePart]:
+    """A message's ``content``: a string, or a list of content parts."""
+    if isinstance(content.value, str):
+        yield TextPart(text=content.value)
+        return
+    for entry in content.items():
+        yield _content_part(entry)
+
+
+def _content_part(entry: Json) -> TextPart | FilePart:
+    match _item_type(entry):
+        case "input_text" | "output_text":
+            return TextPart(text=entry.require("text").string())
+        case "refusal":
+            return TextPart(text=entry.require("refusal").string())
+        case "input_image":
+            return _input_image(entry)
+        case "input_file":
+            return _input_file(entry)
+        case "input_audio":
+            return _input_audio(entry.require("input_audio"))
+        case other:
+            raise entry.fail(f"unsupported content part type {other!r}")
+
+
+def _input_image(entry: Json) -> FilePart:
+    url = entry.get("image_url")
+    if url is not None:
+        return _file_from_url(url, filename=None)
+    file_id = entry.get("file_id")
+    if file_id is not None:
+        return FilePart.from_uri(FILE_ID_PREFIX + _non_empty(file_id))
+    raise entry.fail("input_image needs an image_url or a file_id")
+
+
+def _input_file(entry: Json) -> FilePart:
+    filename = entry.str_or_none("filename")
+    data = entry.get("file_data")
+    if data is not None:
+        text = data.string()
+        if text[:5].lower() == "data:":
+            return _file_from_url(data, filename=filename)
+        return inline_file(decode_base64(text, data), None, filename, data)
+    url = entry.get("file_url")
+    if url is not None:
+        return FilePart.from_uri(_non_empty(url), filename=filename)
+    file_id = entry.get("file_id")
+    if file_id is not None:
+        return FilePart.from_uri(FILE_ID_PREFIX + _non_empty(file_id), filename=filename)
+    raise entry.fail("input_file needs file_data, a file_url or a file_id")
+
+
+def _input_audio(audio: Json) -> FilePart:
+    data = audio.require("data")
+    audio_format = audio.require("format")
+    media_type = AUDIO_FORMATS.get(audio_format.string())
+    if media_type is None:
+        raise audio_format.fail(f"unknown audio format {audio_format.value!r}")
+    return inline_file(decode_base64(data.string(), data), media_type, None, data)
+
+
+def _file_from_url(node: Json, *, filename: str | None) -> FilePart:
+    url = _non_empty(node)
+    decoded = parse_data_url(url, node)
+    if decoded is None:
+        return FilePart.from_uri(url, filename=filename)
+    declared, data = decoded
+    return inline_file(data, declared, filename, node)
+
+
+def _tool_output(output: Json) -> ToolOutput:
+    """A ``function_call_output.output``: a string, or a list of text / image / file parts."""
+    if isinstance(output.value, str):
+        return JsonOutput(value=output.value)
+    parts = [_content_part(entry) for entry in output.items()]
+    if not parts:
+        return JsonOutput(value="")
+    if len(parts) == 1 and isinstance(parts[0], TextPart):
+        return JsonOutput(value=parts[0].text)
+    return ContentOutput(parts=parts)
+
+
+# -- encode -----------------------------------------------------------------------------------
+
+
+def encode(plan: Plan) -> dict[str, Any]:
+    """The request fragment for ``plan``: ``input``, plus ``instructions`` for a system prompt.
+
+    Several system prompts (the planner hoists them all, in order) are joined with blank lines
+    into the one ``instructions`` text, and the join is noted in the diagnostics.
+    """
+    encoder = _Encoder(plan)
+    payload: dict[str, Any] = {"input": encoder.input_items()}
+    if plan.system:
+        if len(plan.system) > 1:
+            plan.diagnostics.notes.append(
+                f"{len(plan.system)} system prompts joined, in order, into one instructions text"
+            )
+        payload["instructions"] = "\n\n".join(plan.system)
+    return payload
+
+
+class _Encoder:
+    def __init__(self, plan: Plan) -> None:
+        self._plan = plan
+
+    def input_items(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        for turn in self._plan.turns:
+            match turn:
+                case UserTurn(parts=parts):
+                    items.append({"role": "user", "content": _user_content(parts)})
+                case AssistantTurn():
+                    items.extend(self._assistant_items(turn))
+                case ToolTurn(results=results):
+                    items.extend(_call_output(result) for result in results)
+                case _:
+                    assert_never(turn)
+        return items
+
+    def _assistant_items(self, turn: AssistantTurn) -> Iterator[dict[str, Any]]:
+        """The items of one assistant turn, replaying reasoning only with its following item.
+
+        ``chained`` says whether the previous item went out with its original id; an item
+        may keep its id only right after its replayed reasoning or after such a sibling.
+        """
+        same_provider = turn.provider == self._plan.capabilities.family
+        pending: list[Reasoning] = []
+        chained = False
+        for part in turn.parts:
+            match part:
+                case Reasoning():
+                    pending.append(part)
+                    continue
+                case Text():
+                    item_id = _item_id(part.provider_details) if same_provider else None
+                case Call():
+                    item_id = _original_call_item_id(part)
+                case Media():
+                    item_id = None
+                case _:
+                    assert_never(part)
+            if pending:
+                keep_id = item_id is not None and all(_replayable(r.part) for r in pending)
+                yield from self._settle_reasoning(pending, follower_kept=keep_id)
+                pending = []
+            else:
+                keep_id = item_id is not None and chained
+            chained = keep_id
+            match part:
+                case Text():
+                    yield _assistant_message(part, item_id if keep_id else None, same_provider)
+                case Call():
+                    yield _function_call(part, item_id if keep_id else None)
+                case Media():
+                    yield self._assistant_media_note(part)
+        yield from self._settle_reasoning(pending, follower_kept=False)
+
+    def _settle_reasoning(
+        self, run: list[Reasoning], *, follower_kept: bool
+    ) -> Iterator[dict[str, Any]]:
+        """Emit a run of reasoning items before their follower, or record why it is dropped."""
+        if follower_kept:
+            yield from (_reasoning_item(r.part) for r in run)
+            return
+        for reasoning in run:
+            part = reasoning.part
+            if not part.reasoning_id:
+                why = "it has no Responses reasoning item id"
+            elif not part.encrypted_content:
+                why = "it has no encrypted_content, which a stateless (store=false) request needs"
+            else:
+                why = "the item it preceded is not replayed right after it with its original id"
+            self._plan.diagnostics.reasoning.append(
+                ReasoningNote(
+                    seq=None,
+                    provider=part.provider,
+                    model=part.model,
+                    action="dropped",
+                    reason=f"{TARGET} encoder: {why}",
+                )
+            )
+
+    def _assistant_media_note(self, media: Media) -> dict[str, Any]:
+        # Assistant message content takes only output_text and refusal parts.
+        label = media.label or media.media_type
+        self._plan.diagnostics.media.append(
+            MediaNote(
+                seq=None,
+                media_type=media.media_type,
+                placement="text_note",
+                label=media.label or None,
+                reason=f"{TARGET} assistant messages carry text only",
+            )
+        )
+        return {"role": "assistant", "content": f"[file {label} ({media.media_type})]"}
+
+
+def _replayable(part: ThinkingPart) -> bool:
+    """Whether a reasoning part can stand as a stateless ``reasoning`` input item."""
+    return bool(part.reasoning_id and part.encrypted_content)
+
+
+def _item_id(details: Mapping[str, JsonValue] | None) -> str | None:
+    value = (details or {}).get("item_id")
+    return value if isinstance(value, str) and value else None
+
+
+def _original_call_item_id(call: Call) -> str | None:
+    """The ``fc_`` item id to replay, when the call is still the item the provider produced."""
+    if not call.same_provider:
+        return None
+    # A projected id or name makes it a different item than the one stored under that id.
+    if call.provider_id is not None and call.wire_id != call.provider_id:
+        return None
+    if call.wire_name != call.name:
+        return None
+    return _item_id(call.provider_details)
+
+
+def _user_content(parts: list[Text | Media]) -> str | list[dict[str, Any]]:
+    if len(parts) == 1 and isinstance(parts[0], Text):
+        return parts[0].text
+    return [_input_part(part) for part in parts]
+
+
+def _input_part(part: Text | Media) -> dict[str, Any]:
+    match part:
+        case Text(text=text):
+            return {"type": "input_text", "text": text}
+        case Media():
+            return _media_part(part)
+        case _:
+            assert_never(part)
+
+
+def _media_part(media: Media) -> dict[str, Any]:
+    """``input_image`` for images, ``input_file`` for everything else (PDFs)."""
+    file_id = _file_id(media)
+    if media.media_type.startswith("image/"):
+        image: dict[str, Any] = {"type": "input_image", "detail": "auto"}
+        if file_id is not None:
+            image["file_id"] = file_id
+        else:
+            image["image_url"] = media.data_url
+        return image
+    document: dict[str, Any] = {"type": "input_file"}
+    if file_id is not None:
+        document["file_id"] = file_id
+    elif media.uri is not None:
+        document["file_url"] = media.uri
+    else:
+        # The API requires a filename with inline file data.
+        document["file_data"] = media.data_url
+        document["filename"] = media.filename or _made_up_filename(media)
+        return document
+    if media.filename:
+        document["filename"] = media.filename
+    return document
+
+
+def _file_id(media: Media) -> str | None:
+    if media.uri is not None and media.uri.startswith(FILE_ID_PREFIX):
+        return media.uri.removeprefix(FILE_ID_PREFIX) or None
+    return None
+
+
+def _made_up_filename(media: Media) -> str:
+    extension = mimetypes.guess_extension(media.media_type, strict=False) or ""
+    return f"file-{media.label}{extension}" if media.label else f"file{extension}"
+
+
+def _assistant_message(text: Text, item_id: str | None, same_provider: bool) -> dict[str, Any]:
+    details = text.provider_details or {}
+    phase = details.get("phase") if same_provider else None
+    if item_id is None:
+        message: dict[str, Any] = {"role": "assistant", "content": text.text}
+    else:
+        content: dict[str, Any]
+        if details.get("refusal") is True:
+            content = {"type": "refusal", "refusal": text.text}
+        else:
+            annotations = details.get("annotations")
+            content = {
+                "type": "output_text",
+                "text": text.text,
+                "annotations": annotations if isinstance(annotations, list) else [],
+            }
+        message = {
+            "type": "message",
+            "role": "assistant",
+            "id": item_id,
+            "status": "completed",
+            "content": [content],
+        }
+    if phase in _PHASES:
+        message["phase"] = phase
+    return message
+
+
+def _function_call(call: Call, item_id: str | None) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "type": "function_call",
+        "call_id": call.wire_id,
+        "name": call.wire_name,
+        "arguments": arguments_text(call),
+    }
+    if item_id is not None:
+        item["id"] = item_id
+    return item
+
+
+def _reasoning_item(part: ThinkingPart) -> dict[str, Any]:
+    summaries: Iterable[str] = (
+        part.summary if part.summary is not None else ([part.text] if part.text else [])
+    )
+    item: dict[str, Any] = {
+        "type": "reasoning",
+        "id": part.reasoning_id,
+        "summary": [{"type": "summary_text", "text": text} for text in summaries],
+        "encrypted_content": part.encrypted_content,
+    }
+    raw = (part.provider_details or {}).get("content")
+    if isinstance(raw, list) and raw and all(isinstance(text, str) for text in raw):
+        item["content"] = [{"type": "reasoning_text", "text": text} for text in raw]
+    return item
+
+
+def _call_output(result: Result) -> dict[str, Any]:
+    return {
+        "type": "function_call_output",
+        "call_id": result.call.wire_id,
+        "output": _output(result.body),
+    }
+
+
+def _output(body: ResultBody) -> str | list[dict[str, Any]]:
+    """A string for text-only results; a list of input parts when the result carries media.
+
+    Responses has no error flag on an output: an error result is its message text, as peers
+    send it.
+    """
+    if isinstance(body, ContentBody) and any(isinstance(p, Media) for p in body.parts):
+        return [_input_part(part) for part in body.parts]
+    return result_text(body)

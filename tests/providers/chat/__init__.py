@@ -1,0 +1,1 @@
+"""Shared helpers and fixtures for the Chat Completions family tests."""
