@@ -53,10 +53,10 @@ async def test_load_runs_the_same_statements_for_10_and_1000_messages(
         assert len((await store.load(small)).messages) == 12
     with recorded(store) as for_large:
         assert len((await store.load(large)).messages) == 1000
-    assert len(_queries(for_small)) == len(_queries(for_large)) == 5
+    assert len(_queries(for_small)) == len(_queries(for_large)) == 4
     with recorded(store) as windowed:
         assert len((await store.load(large, last=50)).messages) == 50
-    assert len(_queries(windowed)) == 5
+    assert len(_queries(windowed)) == 4
 
 
 async def test_append_is_one_transaction(store: ConversationStore) -> None:

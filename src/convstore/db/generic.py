@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from pydantic_core import from_json, to_json
@@ -71,6 +71,9 @@ class GenericTx:
 
     def fetch(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> list[Row]:
         return [tuple(row) for row in self._conn.execute(stmt, self._names.only(stmt, params))]
+
+    def stream(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> Iterable[Row]:
+        return self.fetch(stmt, params)  # the server sends every row anyway
 
     def execute(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> int:
         result = self._conn.execute(stmt, self._names.only(stmt, params))

@@ -16,7 +16,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any, Final
 
@@ -259,13 +259,13 @@ def decode_compactions(rows: Iterable[Row], codec: Codec) -> list[Compaction]:
 
 
 def decode_messages(
-    message_rows: Iterable[Row], part_rows: Iterable[Row], call_rows: Iterable[Row], codec: Codec
+    message_part_rows: Iterable[Row], call_rows: Iterable[Row], codec: Codec
 ) -> tuple[list[Message], list[ToolCall]]:
-    """Messages and tool calls from ``select_messages``/``select_parts``/``select_tool_calls``.
+    """Messages and tool calls from ``select_message_parts`` and ``select_tool_calls`` rows.
 
-    Part rows must come ordered by (seq, idx), as the selects order them. This is the load hot
-    path (thousands of rows per conversation): common kinds are decoded inline, with the codec's
-    functions bound to locals.
+    This is the load hot path (thousands of rows per conversation; see PERFORMANCE-NOTES.md):
+    rows are consumed as they are read, each message is built when its last part has been
+    seen, and the codec's functions are bound to locals.
     """
     load_json = codec.load_json
     load_time = codec.load_time
@@ -286,90 +286,116 @@ def decode_messages(
             }
         )
     outputs: dict[tuple[int, int], ToolOutput] = {}
-    parts_by_seq = _decode_parts(part_rows, call_parts, outputs, codec)
-    messages = [
-        _new_message(
-            {
-                "role": _ROLES[role],
-                "parts": parts_by_seq.get(seq, []),
-                "provider": provider,
-                "model": model,
-                "seq": seq,
-                "created_at": load_time(created_at),
-                "provider_details": None if details is None else load_json(details),
-            }
-        )
-        for seq, role, provider, model, created_at, details in message_rows
-    ]
-    tool_calls = [decode_tool_call(row, arguments[row[0]], outputs, codec) for row in call_rows]
-    return messages, tool_calls
-
-
-def decode_result(part_rows: Iterable[Row], idx: int, codec: Codec) -> ToolResultPart:
-    """The tool result at ``idx`` of one message, from its ``select_parts_of_message`` rows."""
-    for parts in _decode_parts(part_rows, {}, {}, codec).values():
-        if idx < len(parts) and isinstance(parts[idx], ToolResultPart):
-            result: ToolResultPart = parts[idx]
-            return result
-    raise DatabaseError(f"no stored tool result at part {idx}")
-
-
-def _decode_parts(
-    part_rows: Iterable[Row],
-    call_parts: dict[str, ToolCallPart],
-    outputs: dict[tuple[int, int], ToolOutput],
-    codec: Codec,
-) -> dict[int, list[Any]]:
-    """Parts by message seq; fills ``outputs`` with each result's output by (seq, idx)."""
-    load_json = codec.load_json
-    parts_by_seq: dict[int, list[Any]] = {}
-    children: dict[tuple[int, int], list[TextPart | FilePart]] = {}
-    contents: list[tuple[int, int, Row]] = []  # content results wait for their child rows
-    last_seq, bucket = -1, []
-    for row in part_rows:
-        seq, idx, parent, kind, text, call_id, result_kind, _media, _sha, data = row
-        if parent is not None:
-            children.setdefault((seq, parent), []).append(_decode_content_part(row, codec))
+    messages: list[Message] = []
+    head: Row | None = None  # the current message's columns
+    parts: list[Any] = []
+    pending: _PendingContent | None = None  # content results waiting for their child rows
+    last_time_text: Any = None
+    created_at: datetime | None = None
+    for row in message_part_rows:
+        seq = row[0]
+        if head is None or seq != head[0]:
+            if head is not None:
+                messages.append(_message(head, parts, created_at, pending, outputs, load_json))
+            head, parts, pending = row, [], None
+            if row[4] != last_time_text:  # an append writes all its rows with one timestamp
+                last_time_text, created_at = row[4], load_time(row[4])
+        kind = row[8]
+        if kind is None:
+            continue  # a message without parts
+        if row[7] is not None:  # a child of a ContentOutput result
+            if pending is None:
+                pending = _PendingContent()
+            pending.add_child(row[7], _decode_content_part(row, load_json))
             continue
-        if seq != last_seq:
-            last_seq, bucket = seq, parts_by_seq.setdefault(seq, [])
+        data = row[14]
         extra = None if data is None else load_json(data)
         if kind == "text":
             details = None if extra is None else extra.get("provider_details")
-            bucket.append(
-                _new_textpart({"kind": "text", "text": text, "provider_details": details})
+            parts.append(
+                _new_textpart({"kind": "text", "text": row[9], "provider_details": details})
             )
         elif kind == "tool_call":
-            part = call_parts.get(call_id)
+            part = call_parts.get(row[10])
             if part is None:
-                raise DatabaseError(f"tool-call part {call_id!r} has no tool_calls row")
-            bucket.append(part)
+                raise DatabaseError(f"tool-call part {row[10]!r} has no tool_calls row")
+            parts.append(part)
         elif kind == "tool_result":
-            if result_kind == "content":
-                bucket.append(None)  # placeholder until its children are read
-                contents.append((seq, idx, row))
+            if row[11] == "content":
+                if pending is None:
+                    pending = _PendingContent()
+                pending.add_result(len(parts), row, extra or {})
+                parts.append(None)  # filled in once its child rows are read
                 continue
-            result = _decode_result(call_id, result_kind, text, extra or {}, [])
-            outputs[(seq, idx)] = result.output
-            bucket.append(result)
+            result = _decode_result(row[10], row[11], row[9], extra or {}, [])
+            outputs[(seq, row[6])] = result.output
+            parts.append(result)
         elif kind == "file":
-            bucket.append(_decode_content_part(row, codec))
+            parts.append(_decode_content_part(row, load_json))
         elif kind == "thinking":
             fields = dict.fromkeys(THINKING_FIELDS)
             fields.update(extra or {})
             fields["kind"] = "thinking"
-            fields["text"] = text or ""
-            bucket.append(_new_thinkingpart(fields))
+            fields["text"] = row[9] or ""
+            parts.append(_new_thinkingpart(fields))
         else:
             raise DatabaseError(f"unknown part kind {kind!r} in conversation rows")
+    if head is not None:
+        messages.append(_message(head, parts, created_at, pending, outputs, load_json))
+    tool_calls = [decode_tool_call(row, arguments[row[0]], outputs, codec) for row in call_rows]
+    return messages, tool_calls
 
-    for seq, idx, row in contents:
-        extra = load_json(row[9]) if row[9] is not None else {}
-        children_of = children.get((seq, idx), [])
-        result = _decode_result(row[5], "content", row[4], extra, children_of)
-        outputs[(seq, idx)] = result.output
-        parts_by_seq[seq][idx] = result
-    return parts_by_seq
+
+class _PendingContent:
+    """`ContentOutput` results of one message, completed once their child rows are read."""
+
+    def __init__(self) -> None:
+        self.results: list[tuple[int, Row, dict[str, Any]]] = []
+        self.children: dict[int, list[TextPart | FilePart]] = {}
+
+    def add_result(self, position: int, row: Row, extra: dict[str, Any]) -> None:
+        self.results.append((position, row, extra))
+
+    def add_child(self, parent_idx: int, part: TextPart | FilePart) -> None:
+        self.children.setdefault(parent_idx, []).append(part)
+
+
+def _message(
+    head: Row,
+    parts: list[Any],
+    created_at: datetime | None,
+    pending: _PendingContent | None,
+    outputs: dict[tuple[int, int], ToolOutput],
+    load_json: Callable[[Any], Any],
+) -> Message:
+    seq, role, provider, model, _time, details = head[:6]
+    if pending is not None:
+        for position, row, extra in pending.results:
+            children = pending.children.get(row[6], [])
+            result = _decode_result(row[10], "content", row[9], extra, children)
+            outputs[(seq, row[6])] = result.output
+            parts[position] = result
+    return _new_message(
+        {
+            "role": _ROLES[role],
+            "parts": parts,
+            "provider": provider,
+            "model": model,
+            "seq": seq,
+            "created_at": created_at,
+            "provider_details": None if details is None else load_json(details),
+        }
+    )
+
+
+def decode_result(message_part_rows: Iterable[Row], idx: int, codec: Codec) -> ToolResultPart:
+    """The tool result at ``idx`` of the one message ``message_part_rows`` hold."""
+    messages, _ = decode_messages(message_part_rows, [], codec)
+    for message in messages:
+        part = message.parts[idx] if idx < len(message.parts) else None
+        if isinstance(part, ToolResultPart):
+            return part
+    raise DatabaseError(f"no stored tool result at part {idx}")
 
 
 def decode_tool_call(
@@ -398,9 +424,9 @@ def decode_tool_call(
     )
 
 
-def _decode_content_part(row: Row, codec: Codec) -> TextPart | FilePart:
-    kind, text, media_type, sha, data = row[3], row[4], row[7], row[8], row[9]
-    extra = codec.load_json(data) or {}
+def _decode_content_part(row: Row, load_json: Callable[[Any], Any]) -> TextPart | FilePart:
+    kind, text, media_type, sha, data = row[8], row[9], row[12], row[13], row[14]
+    extra = (None if data is None else load_json(data)) or {}
     if kind == "text":
         return _new_textpart(
             {"kind": "text", "text": text, "provider_details": extra.get("provider_details")},

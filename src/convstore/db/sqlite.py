@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import random
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
@@ -101,6 +101,11 @@ class SqliteTx:
     def fetch(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> list[Row]:
         compiled = self._cache.get(stmt)
         return self._raw.execute(compiled.sql, compiled.bind(params)).fetchall()
+
+    def stream(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> Iterable[Row]:
+        compiled = self._cache.get(stmt)
+        cursor: Iterable[Row] = self._raw.execute(compiled.sql, compiled.bind(params))
+        return cursor
 
     def execute(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> int:
         compiled = self._cache.get(stmt)

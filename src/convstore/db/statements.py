@@ -96,7 +96,6 @@ _CONVERSATION_COLUMNS = (
 
 
 _PART_COLUMNS = (
-    parts.c.seq,
     parts.c.idx,
     parts.c.parent_idx,
     parts.c.kind,
@@ -107,7 +106,7 @@ _PART_COLUMNS = (
     parts.c.blob_sha256,
     parts.c.data,
 )
-"""The columns a part is rebuilt from, in the order `convstore.db.mapping` reads them."""
+"""A part's columns after its message's, in the order `convstore.db.mapping` reads them."""
 
 _TOOL_CALL_COLUMNS = (
     tool_calls.c.id,
@@ -160,9 +159,9 @@ class Statements:
     insert_message: Insert
     insert_part: Insert
     insert_attachment: Insert
-    select_messages: Select[Any]
-    select_parts: Select[Any]
-    select_parts_of_message: Select[Any]
+    select_message_parts: Select[Any]
+    """Messages with their parts, one row per part (a message without parts: one row of
+    NULL part columns), ordered by (seq, idx): one query, and a row fewer per part."""
     # tool calls
     insert_tool_call: Insert
     select_tool_call: Select[Any]
@@ -203,25 +202,25 @@ class Statements:
             insert_message=insert(messages),
             insert_part=insert(parts),
             insert_attachment=_upsert_ignore(dialect_name, attachments),
-            select_messages=select(
+            select_message_parts=select(
                 messages.c.seq,
                 messages.c.role,
                 messages.c.provider,
                 messages.c.model,
                 messages.c.created_at,
                 messages.c.details,
+                *_PART_COLUMNS,
+            )
+            .select_from(
+                messages.outerjoin(
+                    parts,
+                    (parts.c.conversation_id == messages.c.conversation_id)
+                    & (parts.c.seq == messages.c.seq),
+                )
             )
             .where(messages.c.conversation_id == bindparam("cid"))
             .where(messages.c.seq.between(bindparam("first"), bindparam("last")))
-            .order_by(messages.c.seq),
-            select_parts=select(*_PART_COLUMNS)
-            .where(parts.c.conversation_id == bindparam("cid"))
-            .where(parts.c.seq.between(bindparam("first"), bindparam("last")))
-            .order_by(parts.c.seq, parts.c.idx),
-            select_parts_of_message=select(*_PART_COLUMNS)
-            .where(parts.c.conversation_id == bindparam("cid"))
-            .where(parts.c.seq == bindparam("seq"))
-            .order_by(parts.c.idx),
+            .order_by(messages.c.seq, parts.c.idx),
             insert_tool_call=insert(tool_calls),
             select_tool_call=select(*_TOOL_CALL_COLUMNS)
             .where(call.conversation_id == bindparam("cid"))

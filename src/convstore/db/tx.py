@@ -16,7 +16,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -62,6 +62,10 @@ class Tx(Protocol):
 
     def fetch(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> list[Row]:
         """Run a statement that returns rows (``SELECT``, ``... RETURNING``)."""
+        ...
+
+    def stream(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> Iterable[Row]:
+        """Run a statement that returns rows, yielding them one at a time (large reads)."""
         ...
 
     def execute(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> int:

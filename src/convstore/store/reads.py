@@ -3,8 +3,9 @@
 Invariants:
 
 - Loading a conversation runs a fixed number of statements whatever its length: the
-  conversation row, then its messages, parts, tool calls and compactions, each in one
-  ``SELECT`` over a contiguous ``seq`` range (sequence numbers have no gaps).
+  conversation row, its tool calls, its messages joined with their parts, and its
+  compactions, each one ``SELECT`` over a contiguous ``seq`` range (sequence numbers have no
+  gaps).
 - Tool calls come with the messages that made or answered them, so a ``last=N`` window still
   knows the lifecycle of every result in it.
 - Nothing here reads blob bytes.
@@ -54,8 +55,7 @@ def load_conversation(tx: Tx, cid: str, tenant: str | None, last: int | None) ->
     first = 1 if last is None else max(1, last_seq - last + 1)
     window = {"cid": cid, "first": first, "last": last_seq}
     messages, tool_calls = decode_messages(
-        tx.fetch(st.select_messages, window),
-        tx.fetch(st.select_parts, window),
+        tx.stream(st.select_message_parts, window),
         tx.fetch(st.select_tool_calls, window),
         tx.codec,
     )
@@ -68,8 +68,7 @@ def messages_between(tx: Tx, cid: str, first: int, last: int) -> list[Message]:
     window = {"cid": cid, "first": first, "last": last}
     st = tx.statements
     messages, _ = decode_messages(
-        tx.fetch(st.select_messages, window),
-        tx.fetch(st.select_parts, window),
+        tx.stream(st.select_message_parts, window),
         tx.fetch(st.select_tool_calls, window),
         tx.codec,
     )

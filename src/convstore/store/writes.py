@@ -235,8 +235,8 @@ class _Batch:
             return self.outputs[db_call.result_at]
         seq, idx = db_call.result_at
         rows = self.tx.fetch(
-            self.tx.statements.select_parts_of_message,
-            {"cid": self.plan.conversation_id, "seq": seq},
+            self.tx.statements.select_message_parts,
+            {"cid": self.plan.conversation_id, "first": seq, "last": seq},
         )
         return decode_result(rows, idx, self.tx.codec).output
 
