@@ -10,8 +10,9 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from pydantic_core import to_json
 
 from convstore.transcript.plan import (
     Call,
@@ -27,8 +28,12 @@ __all__ = ["arguments_text", "json_text", "result_text"]
 
 
 def json_text(value: Any) -> str:
-    """Compact JSON text."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON text, non-ASCII kept as is.
+
+    The text ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` gives, from the
+    Rust serializer pydantic already ships (several times faster on the render path).
+    """
+    return to_json(value).decode()
 
 
 def arguments_text(call: Call) -> str:

@@ -47,7 +47,12 @@ def _invalid(charset: str) -> re.Pattern[str]:
 
 def _fit(text: str, charset: str, max_length: int, must_start_alpha: bool) -> str:
     """``text`` with invalid characters replaced, shortened with a hash suffix if too long."""
-    cleaned = _invalid(charset).sub("_", text) or "_"
+    invalid = _invalid(charset)
+    if len(text) <= max_length and text and not invalid.search(text):
+        first = text[0]
+        if not must_start_alpha or first == "_" or (first.isascii() and first.isalpha()):
+            return text  # already valid: the common case, without building a new string
+    cleaned = invalid.sub("_", text) or "_"
     first = cleaned[0]
     if must_start_alpha and not (first == "_" or (first.isascii() and first.isalpha())):
         cleaned = "_" + cleaned
@@ -64,6 +69,7 @@ class IdProjector:
         self._caps = capabilities
         self._ids: dict[str, str] = {}
         self._id_owner: dict[str, str] = {}
+        self._fitted: dict[str, str] = {}  # canonical id -> fitted form, computed once
         self._names: dict[str, str] = {}
         self._name_owner: dict[str, str] = {}
 
@@ -80,10 +86,18 @@ class IdProjector:
                 self._name_owner.setdefault(name, name)
 
     def _valid_id(self, call_id: str) -> bool:
-        caps = self._caps
-        if caps.id_style is IdStyle.MISTRAL:
+        if self._caps.id_style is IdStyle.MISTRAL:
             return len(call_id) == 9 and call_id.isascii() and call_id.isalnum()
-        return _fit(call_id, caps.id_charset, caps.id_max_length, False) == call_id
+        return self._fit_id(call_id) == call_id
+
+    def _fit_id(self, call_id: str) -> str:
+        fitted = self._fitted.get(call_id)
+        if fitted is None:
+            caps = self._caps
+            fitted = self._fitted[call_id] = _fit(
+                call_id, caps.id_charset, caps.id_max_length, False
+            )
+        return fitted
 
     @property
     def id_map(self) -> dict[str, str]:
@@ -114,7 +128,7 @@ class IdProjector:
         caps = self._caps
         match caps.id_style:
             case IdStyle.FREE:
-                base = _fit(canonical, caps.id_charset, caps.id_max_length, False)
+                base = self._fit_id(canonical)
                 wire = self._unique(base, canonical, self._id_owner, caps.id_max_length)
             case IdStyle.MISTRAL:
                 wire = self._mistral(canonical)

@@ -17,6 +17,10 @@ Invariants a `Plan` guarantees to every encoder:
 - `Reasoning` appears only where the target may replay it (same provider, or same model,
   per the capabilities table); reasoning converted by policy is plain `Text`.
 - System prompts are collected in ``system``, in order.
+
+Plan values are read-only by convention (encoders never change a plan); they are plain
+slotted dataclasses rather than frozen ones because a render builds thousands of them and a
+frozen dataclass costs several times more to construct.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Text:
     """Non-empty text."""
 
@@ -59,7 +63,7 @@ class Text:
     """Opaque data of the source part (e.g. a Responses message id), for same-provider replay."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Media:
     """A file the target receives: inline bytes or an external URI (exactly one)."""
 
@@ -85,14 +89,14 @@ class Media:
         return f"data:{self.media_type};base64,{self.base64}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Reasoning:
     """Reasoning replayed to the provider that produced it, with its artefacts."""
 
     part: ThinkingPart
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Call:
     """A tool call, projected for the target."""
 
@@ -116,21 +120,21 @@ class Call:
     ``provider_details`` may be replayed)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JsonBody:
     """A JSON result."""
 
     value: JsonValue
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ErrorBody:
     """A failed call (``is_error`` where the target has it)."""
 
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ContentBody:
     """Ordered text and media (never empty)."""
 
@@ -140,7 +144,7 @@ class ContentBody:
 ResultBody = JsonBody | ErrorBody | ContentBody
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Result:
     """The one result emitted for a `Call`."""
 

@@ -89,6 +89,11 @@ class _Stored:
     part: ToolResultPart
 
 
+def _blank(text: str) -> bool:
+    """Whether ``text`` is empty or whitespace (without copying it, as ``strip`` would)."""
+    return not text or text.isspace()
+
+
 class _Pairing:
     """Which stored result answers each call, found before any turn is built."""
 
@@ -96,17 +101,19 @@ class _Pairing:
         self.results: dict[str, _Stored] = {}
         self.call_ids: set[str] = set()
         self.names: set[str] = set()
-        self.user_after: list[bool] = [False] * len(messages)
-        seen_user = False
-        for index in range(len(messages) - 1, -1, -1):
-            self.user_after[index] = seen_user
-            seen_user = seen_user or messages[index].role is Role.USER
-        for message in messages:
+        self.last_user = -1
+        """Index of the last user message: a call before it was followed by a user turn."""
+        for index, message in enumerate(messages):
+            if message.role is Role.USER:
+                self.last_user = index
             for part in message.parts:
-                if isinstance(part, ToolCallPart):
+                kind = part.kind
+                if kind == "tool_call":
+                    assert isinstance(part, ToolCallPart)
                     self.call_ids.add(part.id)
                     self.names.add(part.name)
-                elif isinstance(part, ToolResultPart):
+                elif kind == "tool_result":
+                    assert isinstance(part, ToolResultPart)
                     first = self.results.get(part.call_id)
                     if first is None:
                         self.results[part.call_id] = _Stored(message.seq, part)
@@ -160,7 +167,7 @@ class _Planner:
                         f"system message (seq {message.seq}) moved to the system prompt"
                     )
                 system.extend(
-                    p.text for p in message.parts if isinstance(p, TextPart) and p.text.strip()
+                    p.text for p in message.parts if isinstance(p, TextPart) and not _blank(p.text)
                 )
             else:
                 started = True
@@ -169,7 +176,7 @@ class _Planner:
                 case Role.USER:
                     self._user(message)
                 case Role.ASSISTANT:
-                    self._assistant(message, pairing, pairing.user_after[index])
+                    self._assistant(message, pairing, index < pairing.last_user)
                 case Role.TOOL:
                     self._tool(message, pairing)
                 case Role.SYSTEM:
@@ -183,7 +190,7 @@ class _Planner:
         parts: list[UserPart] = []
         for part in message.parts:
             if isinstance(part, TextPart):
-                if part.text.strip():
+                if not _blank(part.text):
                     parts.append(Text(part.text, part.provider_details))
             elif isinstance(part, FilePart):
                 parts.append(self.media.in_message(part, message.seq, assistant=False))
@@ -192,40 +199,50 @@ class _Planner:
 
     def _assistant(self, message: Message, pairing: _Pairing, user_after: bool) -> None:
         parts: list[AssistantPart] = []
+        calls: list[Call] = []
         same_provider = message.provider == self.caps.family
+        # Dispatch on the kind string: a class-pattern `match` costs an isinstance per case,
+        # for every part of every message of a render.
         for part in message.parts:
-            match part:
-                case TextPart():
-                    if part.text.strip():
-                        parts.append(Text(part.text, part.provider_details))
-                case FilePart():
-                    parts.append(self.media.in_message(part, message.seq, assistant=True))
-                case ThinkingPart():
-                    kept, note = decide_reasoning(
-                        part, message.seq, self.caps, self.model, self.reasoning
+            kind = part.kind
+            if kind == "tool_call":
+                assert isinstance(part, ToolCallPart)
+                if part.id in self.emitted:
+                    self.diagnostics.notes.append(
+                        f"call id {part.id!r} appears twice; its repeat (seq {message.seq}) "
+                        "was left out"
                     )
-                    self.diagnostics.reasoning.append(note)
-                    if kept is not None:
-                        parts.append(kept)
-                case ToolCallPart():
-                    if part.id in self.emitted:
-                        self.diagnostics.notes.append(
-                            f"call id {part.id!r} appears twice; its repeat (seq {message.seq}) "
-                            "was left out"
-                        )
-                        continue
-                    parts.append(self._call(part, same_provider))
-                case _:
-                    raise AssertionError(f"{part.kind} parts are not allowed in assistant messages")
+                    continue
+                call = self._call(part, same_provider)
+                parts.append(call)
+                calls.append(call)
+            elif kind == "text":
+                assert isinstance(part, TextPart)
+                if not _blank(part.text):
+                    parts.append(Text(part.text, part.provider_details))
+            elif kind == "thinking":
+                assert isinstance(part, ThinkingPart)
+                kept, note = decide_reasoning(
+                    part, message.seq, self.caps, self.model, self.reasoning
+                )
+                self.diagnostics.reasoning.append(note)
+                if kept is not None:
+                    parts.append(kept)
+            elif kind == "file":
+                assert isinstance(part, FilePart)
+                parts.append(self.media.in_message(part, message.seq, assistant=True))
+            else:
+                raise AssertionError(f"{kind} parts are not allowed in assistant messages")
         if not parts:
             return
         previous = self.turns[-1] if self.turns else None
-        if isinstance(previous, AssistantTurn) and not previous.calls:
+        if isinstance(previous, AssistantTurn) and not any(
+            isinstance(p, Call) for p in previous.parts
+        ):
             # A call turn must follow a user or tool turn (Gemini); text before it joins it.
             previous.parts.extend(parts)
         else:
             self.turns.append(AssistantTurn(parts, message.provider, message.model))
-        calls = [p for p in parts if isinstance(p, Call)]
         if calls:
             self._results(calls, pairing, user_after)
 
@@ -280,25 +297,28 @@ class _Planner:
     def _body(
         self, output: ToolOutput, seq: int | None, call_id: str, moved: list[Media | Text]
     ) -> ResultBody:
-        match output:
-            case JsonOutput(value=value):
-                if value == "":
-                    self.diagnostics.notes.append(
-                        f"empty result of call {call_id!r} sent as {EMPTY_RESULT_TEXT!r}"
-                    )
-                    return JsonBody(EMPTY_RESULT_TEXT)
-                return JsonBody(value)
-            case ErrorOutput(message=message):
-                return ErrorBody(message if message.strip() else "The tool reported an error.")
-            case ContentOutput(parts=content):
-                parts: list[Text | Media] = []
-                for part in content:
-                    if isinstance(part, TextPart):
-                        if part.text.strip():
-                            parts.append(Text(part.text))
-                    else:
-                        parts.append(self.media.in_result(part, seq, call_id, moved))
-                return ContentBody(parts or [Text(EMPTY_RESULT_TEXT)])
+        kind = output.kind
+        if kind == "json":
+            assert isinstance(output, JsonOutput)
+            if output.value == "":
+                self.diagnostics.notes.append(
+                    f"empty result of call {call_id!r} sent as {EMPTY_RESULT_TEXT!r}"
+                )
+                return JsonBody(EMPTY_RESULT_TEXT)
+            return JsonBody(output.value)
+        if kind == "error":
+            assert isinstance(output, ErrorOutput)
+            message = output.message
+            return ErrorBody(message if not _blank(message) else "The tool reported an error.")
+        assert isinstance(output, ContentOutput)
+        parts: list[Text | Media] = []
+        for part in output.parts:
+            if isinstance(part, TextPart):
+                if not _blank(part.text):
+                    parts.append(Text(part.text))
+            else:
+                parts.append(self.media.in_result(part, seq, call_id, moved))
+        return ContentBody(parts or [Text(EMPTY_RESULT_TEXT)])
 
     def _tool(self, message: Message, pairing: _Pairing) -> None:
         for part in message.parts:
