@@ -90,6 +90,10 @@ async def import_payload(args: argparse.Namespace) -> int:
         else:
             text = await asyncio.to_thread(Path(args.file).read_text, encoding="utf-8")
         payload = json.loads(text)
+    except RecursionError as exc:
+        raise InvalidInputError(
+            f"cannot read a JSON payload from {args.file}: it nests too deeply to decode"
+        ) from exc
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InvalidInputError(f"cannot read a JSON payload from {args.file}: {exc}") from exc
     messages = parse(payload, args.format)

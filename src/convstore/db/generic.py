@@ -12,18 +12,22 @@ Invariants:
   deadlocks are retried as whole transactions, a bounded number of times.
 - Reads run in a ``REPEATABLE READ`` transaction: one snapshot across their statements.
 - The schema is never created implicitly on a server database unless asked (``auto_migrate``):
-  several application workers starting at once must not race to run DDL.
+  several application workers starting at once must not race to run DDL. When asked, or on
+  `migrate`, the migrator holds a transaction-level advisory lock, so concurrent workers wait
+  for the first one and then find the schema current; within one process, one migration runs
+  at a time on an event loop (Alembic's context is global, see `convstore.db.migrations`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from pydantic_core import from_json, to_json
-from sqlalchemy import Connection, Insert, event
+from sqlalchemy import Connection, Insert, event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -39,6 +43,29 @@ __all__ = ["SqlAlchemyBackend"]
 T = TypeVar("T")
 
 _MAX_ATTEMPTS: Final = 8
+_MIGRATION_LOCK_KEY: Final = 0x636F6E7673746F72  # "convstor"
+_LOOP_MIGRATION_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _loop_migration_lock() -> asyncio.Lock:
+    """This event loop's migration lock.
+
+    Migrations run as greenlets on the loop's thread, where the thread lock in
+    `convstore.db.migrations` would block the loop instead of waiting.
+    """
+    loop = asyncio.get_running_loop()
+    lock = _LOOP_MIGRATION_LOCKS.get(loop)
+    if lock is None:
+        lock = _LOOP_MIGRATION_LOCKS[loop] = asyncio.Lock()
+    return lock
+
+
+def _lock_migrations(conn: Connection) -> None:
+    """Wait for any other process migrating this database; released when the transaction ends."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK_KEY})
 
 
 class _BindNames:
@@ -130,7 +157,7 @@ class SqlAlchemyBackend:
         await self.connect()
         assert self._engine is not None
         try:
-            async with self._engine.connect() as conn:
+            async with _loop_migration_lock(), self._engine.connect() as conn:
                 await conn.run_sync(self._prepare_schema)
                 await conn.commit()
         except BaseException as exc:
@@ -140,6 +167,9 @@ class SqlAlchemyBackend:
             raise
 
     def _prepare_schema(self, conn: Connection) -> None:
+        if self._auto_migrate:
+            # Checked under the lock: a worker that waited finds the schema current.
+            _lock_migrations(conn)
         state, revision = schema_state(conn)
         match state:
             case SchemaState.CURRENT:
@@ -157,7 +187,8 @@ class SqlAlchemyBackend:
     async def migrate(self, revision: str = "head") -> None:
         """Upgrade the schema to ``revision`` in one transaction."""
         try:
-            async with self.engine.begin() as conn:
+            async with _loop_migration_lock(), self.engine.begin() as conn:
+                await conn.run_sync(_lock_migrations)
                 await conn.run_sync(upgrade_connection, revision)
         except sa_exc.SQLAlchemyError as exc:
             raise translate(exc) from exc

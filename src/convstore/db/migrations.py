@@ -8,6 +8,9 @@ Invariants:
 - Migrations run on a synchronous SQLAlchemy connection handed to Alembic's ``env.py`` (through
   ``config.attributes["connection"]``), so they can share the connection and transaction of
   whoever calls them: the SQLite backend runs them in its driver thread on its own connection.
+- One migration at a time per process: Alembic keeps its running context in module globals,
+  so two stores migrating at once (threads, or greenlets on one event loop) would trample each
+  other. Backends serialise across processes with the database's own lock.
 - `schema_state` tells apart an empty database (safe to migrate), one at head, one behind head
   (`SchemaOutOfDateError`, naming the command to run) and one this code does not know.
 """
@@ -15,8 +18,10 @@ Invariants:
 from __future__ import annotations
 
 import enum
+import threading
 from functools import cache
 from pathlib import Path
+from typing import Final
 
 from alembic import command
 from alembic.config import Config
@@ -97,11 +102,17 @@ def schema_state(connection: Connection) -> tuple[SchemaState, str | None]:
     return (SchemaState.BEHIND if revision in known else SchemaState.UNKNOWN), revision
 
 
+_ALEMBIC: Final = threading.Lock()
+"""Held while Alembic's global context is in use (see the module invariants)."""
+
+
 def upgrade_connection(connection: Connection, revision: str = "head") -> None:
     """Upgrade the database behind ``connection`` (inside the caller's transaction)."""
-    command.upgrade(alembic_config(connection), revision)
+    with _ALEMBIC:
+        command.upgrade(alembic_config(connection), revision)
 
 
 def downgrade_connection(connection: Connection, revision: str) -> None:
     """Downgrade the database behind ``connection`` (inside the caller's transaction)."""
-    command.downgrade(alembic_config(connection), revision)
+    with _ALEMBIC:
+        command.downgrade(alembic_config(connection), revision)

@@ -34,6 +34,7 @@ from convstore.errors import (
     InvalidInputError,
     InvalidMessageError,
 )
+from convstore.limits import check_messages
 from convstore.model import (
     Compaction,
     ContentOutput,
@@ -265,6 +266,8 @@ class ConversationStore:
         batch = _as_messages(messages)
         if not batch:
             return []
+        # Before any blob is written: a batch over a documented limit leaves nothing behind.
+        check_messages(batch, max_attachment_size=self.blob_store.max_size)
         stored_messages, blobs = await store_files(self.blob_store, batch)
         plan = AppendPlan(
             conversation_id=conversation_id,
@@ -315,6 +318,7 @@ class ConversationStore:
             except ValidationError as exc:
                 raise InvalidMessageError(describe_validation_error(exc)) from exc
         result = Message(role=Role.TOOL, parts=[ToolResultPart(call_id=call_id, output=output)])
+        check_messages([result], max_attachment_size=self.blob_store.max_size)
         (stored,), blobs = await store_files(self.blob_store, [result])
         plan = AppendPlan(
             conversation_id=conversation_id,

@@ -36,6 +36,7 @@ from convstore.db.mapping import (
 )
 from convstore.db.tx import Row, Tx
 from convstore.errors import (
+    AttachmentNotFoundError,
     ConversationNotFoundError,
     InvalidInputError,
     ToolCallConflictError,
@@ -43,6 +44,8 @@ from convstore.errors import (
 )
 from convstore.model import (
     Compaction,
+    ContentOutput,
+    FilePart,
     Message,
     Role,
     ToolCall,
@@ -263,14 +266,19 @@ class _Batch:
 def append_messages(tx: Tx, plan: AppendPlan) -> tuple[list[Message], ToolCall | None]:
     """Store ``plan.messages``; the stored copies (with ``seq``) and, for a completion, the call."""
     st, cid = tx.statements, plan.conversation_id
+    count = len(plan.messages)
+    # Lock the conversation (reserving the batch's numbers) before looking the key up: a
+    # concurrent append with the same key has then either committed, and is replayed here, or
+    # not begun. Looked up first, a twin still in flight is missed, and its commit turns this
+    # append into a uniqueness error on PostgreSQL.
+    first_seq = _bump(tx, cid, plan.tenant, count, plan.now) - count + 1
     if plan.idempotency_key is not None:
         previous = tx.fetch(st.select_append_key, {"cid": cid, "key": plan.idempotency_key})
         if previous:
-            _bump(tx, cid, plan.tenant, 0, plan.now)  # visibility check for this caller
-            first, count = previous[0]
-            raise NoChange((messages_between(tx, cid, first, first + count - 1), None))
-    count = len(plan.messages)
-    first_seq = _bump(tx, cid, plan.tenant, count, plan.now) - count + 1
+            first, stored_count = previous[0]
+            # NoChange rolls the transaction back, the reservation with it.
+            raise NoChange((messages_between(tx, cid, first, first + stored_count - 1), None))
+    _check_references(tx, plan)
     batch = _Batch(tx, plan)
     for offset, message in enumerate(plan.messages):
         batch.add(message, first_seq + offset)
@@ -290,6 +298,38 @@ def append_messages(tx: Tx, plan: AppendPlan) -> tuple[list[Message], ToolCall |
         assert isinstance(result, ToolResultPart)
         completed = _call_as_stored(tx, cid, result)
     return stored, completed
+
+
+def _check_references(tx: Tx, plan: AppendPlan) -> None:
+    """Refuse a reference to a blob this batch did not store and the caller cannot see.
+
+    A content hash is not a capability: without this check, a tenant that learned the SHA-256
+    of another tenant's file could reference it and read it back (``read_attachment``,
+    ``render``). A hash no conversation references fails the same way, so the error does not
+    tell whether anyone stored those bytes.
+    """
+    fresh = {sha256 for sha256, _, _ in plan.attachments}
+    for sha256 in sorted(_referenced_blobs(plan.messages) - fresh):
+        visible = tx.fetch(
+            tx.statements.select_attachment_visible.pick(plan.tenant),
+            {"sha256": sha256, "for_tenant": plan.tenant},
+        )
+        if not visible:
+            raise AttachmentNotFoundError(sha256)
+
+
+def _referenced_blobs(messages: list[Message]) -> set[str]:
+    found: set[str] = set()
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, FilePart):
+                files = [part]
+            elif isinstance(part, ToolResultPart) and isinstance(part.output, ContentOutput):
+                files = part.output.files
+            else:
+                continue
+            found.update(f.attachment.sha256 for f in files if f.attachment is not None)
+    return found
 
 
 def _call_as_stored(tx: Tx, cid: str, result: ToolResultPart) -> ToolCall:

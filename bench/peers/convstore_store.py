@@ -1,0 +1,63 @@
+"""convstore's `ConversationStore` with default settings: the reference of every ratio.
+
+A turn is the workload's five canonical messages (`bench.workload.turn_messages`) in one
+``append`` call; the store is opened with its defaults on the given SQLite file (WAL,
+``synchronous=FULL``, attachments in a blob directory beside the file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from bench.peers.runner import Peer, main
+from bench.workload import turn_messages
+
+PEER = Peer(
+    name="convstore_store",
+    label="convstore ConversationStore",
+    packages=("convstore", "sqlalchemy", "aiosqlite", "pydantic"),
+    unit="messages",
+    records_per_turn=5,
+    append_api="1 x append (5 messages)",
+    load_api="load(id)",
+    last_api="load(id, last=50)",
+    shape="canonical Message models: relational rows (messages, parts, tool calls)",
+    durability="WAL + synchronous=FULL (its defaults), busy_timeout 5 s",
+)
+
+
+class _Store:
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def payload(self, turn: int) -> Any:
+        return turn_messages(turn)
+
+    async def new_conversation(self, key: str) -> str:
+        conversation = await self._store.create_conversation(title=key)
+        return str(conversation.id)
+
+    async def append_turn(self, conversation: str, payload: Any) -> None:
+        await self._store.append(conversation, payload)
+
+    async def load_all(self, conversation: str) -> int:
+        return len((await self._store.load(conversation)).messages)
+
+    async def load_last(self, conversation: str, n: int) -> int:
+        return len((await self._store.load(conversation, last=n)).messages)
+
+
+@asynccontextmanager
+async def open_store(path: Path) -> AsyncIterator[_Store]:
+    """A default `ConversationStore` on ``path``."""
+    from convstore import ConversationStore
+
+    async with ConversationStore(f"sqlite+aiosqlite:///{path}") as store:
+        yield _Store(store)
+
+
+if __name__ == "__main__":
+    main(PEER, open_store)
