@@ -5,7 +5,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
-BENCH_STAMP := $(VENV)/.installed-bench
+# The benchmark's peer stores cannot share .venv with the dev extra's SDK oracles (see the
+# bench extra in pyproject.toml), so `make bench` has its own environment.
+BENCH_VENV  := .venv-bench
+BENCH_STAMP := $(BENCH_VENV)/.installed-bench
 
 .PHONY: demo test lint typecheck pytest bench lock clean
 
@@ -30,19 +33,26 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/pytest
 
-$(BENCH_STAMP): $(STAMP) bench/requirements.txt
-	$(BIN)/python -m pip install --quiet -c constraints.txt -r bench/requirements.txt
+$(BENCH_STAMP): pyproject.toml bench/constraints.txt
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -c bench/constraints.txt -e ".[bench]"
 	touch $@
 
+# Every store in its own process, all from .venv-bench; writes docs/performance.md.
 bench: $(BENCH_STAMP)
-	$(BIN)/python -m bench.compare
+	$(BENCH_VENV)/bin/python -m bench.compare
 
 # Re-pin every dependency to what resolves today (run after changing pyproject.toml).
 lock:
 	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
 	.lock-venv/bin/python -m pip install --quiet -e ".[dev]"
 	.lock-venv/bin/python -m pip freeze --exclude-editable | grep -v '^-e' > constraints.txt
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install --quiet -e ".[bench]"
+	{ echo "# Pins for $(BENCH_VENV) (make bench): the project and its [bench] extra. 'make lock'."; \
+	  .lock-venv/bin/python -m pip freeze --exclude-editable | grep -v '^-e'; } > bench/constraints.txt
 	rm -rf .lock-venv
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist convstore.db* convstore-blobs
+	rm -rf $(VENV) $(BENCH_VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist convstore.db* convstore-blobs

@@ -3,7 +3,7 @@
 Run from the repository root::
 
     .venv/bin/python -m bench.compare [--reps 5] [--stores convstore_store,agents_sqlite,...]
-                                      [--peer-python PATH] [--output docs/performance.md]
+                                      [--output docs/performance.md]
 
 Every store in `bench.peers` runs the same deterministic workload (`bench.workload`: one
 conversation of 500 turns, six items a turn, one write call per turn where the store's API
@@ -15,11 +15,10 @@ The medians of the repetitions, with their min-max spread, and each peer's ratio
 go to stdout and, with the versions, the machine and the render benchmark
 (`bench.render_bench`, also in its own subprocess), to ``docs/performance.md``.
 
-``--peer-python`` runs the peer stores (not convstore or the raw sqlite3 floor) with another
-interpreter: for peers whose current versions cannot be installed beside the project's pinned
-dependencies (see ``bench/requirements.txt``). That environment needs convstore installed too
-(``pip install -e .``), since the workload is built from convstore's model. A store that is
-not installed, or lacks the API measured, is reported as n/a with the reason.
+``make bench`` runs it from its own virtual environment (``.venv-bench``: the project with its
+``bench`` extra, pinned by ``bench/constraints.txt``), because two peers' current releases
+cannot be installed beside the dev extra's SDK oracles. A store that is not installed, or lacks
+the API measured, is reported as n/a with the reason.
 
 Nothing here uses the network; `bench.peers.runner` refuses and records any attempt.
 """
@@ -41,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.peers import BASELINE, OWN_INTERPRETER, STORES
+from bench.peers import BASELINE, STORES
 from bench.peers.runner import OFFLINE_ENVIRONMENT, spread, sqlite_default_synchronous
 from bench.render_bench import markdown as render_markdown
 from bench.workload import ITEMS_PER_TURN
@@ -135,10 +134,15 @@ def _run_json(command: Sequence[str], timeout: float) -> tuple[dict[str, Any] | 
 
 
 def _store_command(store: str, args: argparse.Namespace) -> list[str]:
-    python = sys.executable
-    if args.peer_python and store not in OWN_INTERPRETER:
-        python = args.peer_python
-    command = [python, "-m", f"bench.peers.{store}", "--reps", "1", "--journal", args.journal]
+    command = [
+        sys.executable,
+        "-m",
+        f"bench.peers.{store}",
+        "--reps",
+        "1",
+        "--journal",
+        args.journal,
+    ]
     command += ["--turns", str(args.turns)]
     if args.tmpdir:
         command += ["--tmpdir", args.tmpdir]
@@ -241,12 +245,6 @@ def environment(args: argparse.Namespace, started: str, load_before: str) -> dic
         "machine": f"{cores} cores (nproc), {_cpu_model()}, {_memory()} RAM, {platform.machine()}",
         "os": f"{platform.system()} {platform.release()}",
         "python": f"{platform.python_version()} ({sys.executable})",
-        "peer python": (
-            f"{args.peer_python} (a separate venv for the peers whose current releases conflict "
-            "with constraints.txt: see bench/requirements.txt)"
-            if args.peer_python
-            else "same as above"
-        ),
         "sqlite": f"{sqlite3.sqlite_version}; a fresh WAL connection has synchronous = "
         f"{sqlite_default_synchronous()}",
         "database files": f"{tmp}: {_filesystem(tmp)}",
@@ -450,7 +448,6 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=500, help="turns of the one conversation")
     parser.add_argument("--stores", default=",".join(STORES), help="comma-separated subset")
     parser.add_argument("--journal", choices=["wal", "native"], default="wal")
-    parser.add_argument("--peer-python", help="interpreter for the peer stores (see above)")
     parser.add_argument("--render-reps", type=int, default=7, help="render runs per target (7)")
     parser.add_argument("--skip-render", action="store_true", help="no render benchmark")
     parser.add_argument("--tmpdir", help="directory for the fresh databases")

@@ -33,7 +33,3 @@ STORES: Final = (
     "raw_sqlite3",
 )
 """Every store, in the order of the first repetition (later repetitions rotate it)."""
-
-OWN_INTERPRETER: Final = frozenset({"convstore_store", "raw_sqlite3"})
-"""Stores that need no peer package: they run on the project's interpreter even when
-``bench.compare --peer-python`` names another one for the peers."""

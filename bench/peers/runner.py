@@ -400,7 +400,7 @@ async def measure(
     }
     missing = [name for name, version in versions.items() if version is None]
     if missing:
-        reason = f"not installed: {', '.join(missing)} (see bench/requirements.txt)"
+        reason = f"not installed: {', '.join(missing)} (make bench installs it: the bench extra)"
         result.update(available=False, reason=reason)
         return result
     if tmpdir is not None:

@@ -156,6 +156,8 @@ class _Walk:
 
     def field(self, value: Any, path: str) -> None:
         """A field of a model: a scalar, a nested model, or a JSON value."""
+        if value is None:
+            return  # most optional fields: skip the isinstance checks (append hot path)
         if isinstance(value, BaseModel):
             self.model(value, path)
         elif isinstance(value, dict | list):

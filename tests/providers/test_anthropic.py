@@ -57,6 +57,7 @@ from convstore.transcript.plan import (
 )
 from convstore.transcript.planner import plan_messages
 from tests.support.corpus import CORPUS_DIR
+from tests.support.wire_rules import check_payload
 
 from .conversations import CASES, TARGET_MODELS
 
@@ -1248,3 +1249,145 @@ def test_golden(case: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(actual, indent=2, ensure_ascii=False) + "\n")
     assert json.loads(path.read_text()) == json.loads(json.dumps(actual))
+
+
+# --------------------------------------------------------------------------------------------
+# Regressions: fuzzed histories that parsed, then rendered into requests Anthropic refuses
+# ("thinking blocks must come first"). Each render must pass the independent wire rules and
+# the SDK's request types (tests/support/wire_rules.py).
+# --------------------------------------------------------------------------------------------
+
+
+def _assistant_request(*messages: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": "q"}, *messages],
+    }
+
+
+_REDACTED = {"type": "redacted_thinking", "data": "opaque-1"}
+_THINKING = {"type": "thinking", "thinking": "plan", "signature": "sig-1"}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        # the fuzz reproducer: a redacted block repeated after the text (duplicate + reorder)
+        [_REDACTED, {"type": "text", "text": "a"}, _REDACTED],
+        [_THINKING, _THINKING, {"type": "text", "text": "a"}],
+        [_THINKING, {"type": "text", "text": "a"}, _THINKING],
+    ],
+    ids=["redacted-after-text", "thinking-twice", "thinking-after-text"],
+)
+def test_repeated_signed_thinking_is_replayed_once(content: list[dict[str, Any]]) -> None:
+    messages = convstore.parse(
+        _assistant_request({"role": "assistant", "content": content}), "anthropic"
+    )
+    rendered = convstore.render(messages, "anthropic", model=MODEL, reasoning="text")
+    check_payload("anthropic", MODEL, rendered.payload)
+    blocks = rendered.payload["messages"][1]["content"]
+    assert [b["type"] for b in blocks] == [content[0]["type"], "text"]
+    # The repeat is left out whatever the policy (its content is already there), and recorded.
+    assert [n.action for n in rendered.diagnostics.reasoning] == ["kept", "dropped"]
+    assert "repeats reasoning already replayed" in rendered.diagnostics.reasoning[1].reason
+
+
+def _thinking_after_tool_use() -> list[Message]:
+    return convstore.parse(
+        _assistant_request(
+            {
+                "role": "assistant",
+                "content": [
+                    _THINKING,
+                    {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}},
+                    {"type": "thinking", "thinking": "second", "signature": "sig-2"},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "r"}],
+            },
+        ),
+        "anthropic",
+    )
+
+
+def test_thinking_after_content_is_dropped_by_the_drop_policy() -> None:
+    rendered = convstore.render(_thinking_after_tool_use(), "anthropic", model=MODEL)
+    check_payload("anthropic", MODEL, rendered.payload)
+    assert [b["type"] for b in rendered.payload["messages"][1]["content"]] == [
+        "thinking",
+        "tool_use",
+    ]
+    kept, dropped = rendered.diagnostics.reasoning
+    assert (kept.action, dropped.action) == ("kept", "dropped")
+    assert "only at the start of an assistant message" in dropped.reason
+
+
+def test_thinking_after_content_becomes_text_with_the_text_policy() -> None:
+    rendered = convstore.render(
+        _thinking_after_tool_use(), "anthropic", model=MODEL, reasoning="text"
+    )
+    check_payload("anthropic", MODEL, rendered.payload)
+    assert rendered.payload["messages"][1]["content"][1:] == [
+        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}},
+        _text("<thinking>\nsecond\n</thinking>"),
+    ]
+    assert [n.action for n in rendered.diagnostics.reasoning] == ["kept", "text"]
+
+
+def test_thinking_of_a_joined_assistant_message_after_content_is_not_replayed() -> None:
+    # Two assistant messages in a row (the first without calls) become one message: the second
+    # one's thinking would follow the first one's text and thinking.
+    messages = convstore.parse(
+        _assistant_request(
+            {"role": "assistant", "content": [_THINKING, {"type": "text", "text": "a"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "second", "signature": "sig-2"},
+                    {"type": "text", "text": "b"},
+                ],
+            },
+        ),
+        "anthropic",
+    )
+    rendered = convstore.render(messages, "anthropic", model=MODEL)
+    check_payload("anthropic", MODEL, rendered.payload)
+    assert [b["type"] for b in rendered.payload["messages"][1]["content"]] == [
+        "thinking",
+        "text",
+        "text",
+    ]
+
+
+def test_text_before_the_only_thinking_run_still_moves_after_it() -> None:
+    # A text-only turn joined with a thinking turn: the run may lead (nothing is reordered
+    # within it), so it is replayed and the text moves after it.
+    messages = convstore.parse(
+        _assistant_request(
+            {"role": "assistant", "content": [{"type": "text", "text": "a"}]},
+            {"role": "assistant", "content": [_THINKING, {"type": "text", "text": "b"}]},
+        ),
+        "anthropic",
+    )
+    rendered = convstore.render(messages, "anthropic", model=MODEL)
+    check_payload("anthropic", MODEL, rendered.payload)
+    assert [b["type"] for b in rendered.payload["messages"][1]["content"]] == [
+        "thinking",
+        "text",
+        "text",
+    ]
+    assert [n.action for n in rendered.diagnostics.reasoning] == ["kept"]
+
+
+def test_encoder_drops_thinking_after_content_of_a_hand_built_plan() -> None:
+    plan = make_plan(
+        UserTurn([Text("q")]),
+        AssistantTurn([signed("t1", "s1"), Text("a"), signed("t2", "s2"), Text("b")]),
+    )
+    content = encoded(plan)["messages"][1]["content"]
+    check_payload("anthropic", MODEL, {"messages": encoded(plan)["messages"]})
+    assert [b["type"] for b in content] == ["thinking", "text", "text"]
+    assert content[0]["signature"] == "s1"
+    assert [n.action for n in plan.diagnostics.reasoning][-1] == "dropped"

@@ -36,6 +36,7 @@ from convstore.model import (
     TextPart,
     ThinkingPart,
     ToolCallPart,
+    ToolResultPart,
 )
 from convstore.providers import gemini
 from convstore.providers._encoding import json_text
@@ -57,6 +58,7 @@ from convstore.transcript.plan import (
 )
 from convstore.transcript.planner import plan_messages
 from tests.support.corpus import CORPUS_DIR
+from tests.support.wire_rules import check_payload
 
 from .conversations import CASES, TARGET_MODELS
 
@@ -1278,3 +1280,115 @@ def test_golden(case: str, model: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(actual, indent=2, ensure_ascii=False) + "\n")
     assert json.loads(path.read_text()) == json.loads(json.dumps(actual))
+
+
+# --------------------------------------------------------------------------------------------
+# Regressions: fuzzed histories that parsed, then rendered into requests Gemini (and
+# google-genai's request types) refuse. Each render must pass the independent wire rules and the
+# SDK's types (tests/support/wire_rules.py).
+# --------------------------------------------------------------------------------------------
+
+_NOT_BASE64 = {
+    "junk": "not base64!",
+    "percent-encoded": "%59WJj",
+    "whitespace": "YWJj\nZA==",
+    "mixed-alphabets": "Y-/a",
+    "one-char-too-many": "YWJjZ",
+    "excess-padding": "YWJj====",
+    "partial-padding": "YWJjZA=",
+    "unused-bits-set": "YWJjZB==",
+    "bidi-mark": "YWJj\u200fZA==",
+}
+
+
+@pytest.mark.parametrize("signature", _NOT_BASE64.values(), ids=_NOT_BASE64.keys())
+def test_thought_signature_that_is_not_base64_is_malformed(signature: str) -> None:
+    # Was: kept by parse and sent back verbatim; the field is bytes, so genai refuses it.
+    request = {
+        "contents": [user({"text": "q"}), model(call_part("f", "c1", thoughtSignature=signature))]
+    }
+    with pytest.raises(MalformedPayloadError, match=r"thoughtSignature.*not base64"):
+        convstore.parse(request, "gemini", model=GEMINI_3)
+    response = {
+        "candidates": [
+            {"content": model({"text": "t", "thought": True, "thought_signature": signature})}
+        ]
+    }
+    with pytest.raises(MalformedPayloadError, match=r"thought_signature.*not base64"):
+        convstore.parse_response(response, "gemini")
+
+
+@pytest.mark.parametrize("signature", ["YWJjZA==", "YWJjZA", "Y-_a", "Y+/a", DUMMY, ""])
+def test_thought_signature_in_either_base64_alphabet_is_kept_verbatim(signature: str) -> None:
+    request = {
+        "contents": [user({"text": "q"}), model(call_part("f", "c1", thoughtSignature=signature))]
+    }
+    messages = convstore.parse(request, "gemini", model=GEMINI_3)
+    thinking = messages[1].parts[0]
+    assert isinstance(thinking, ThinkingPart)
+    assert thinking.signature == signature
+
+
+@pytest.mark.parametrize("model_name", [GEMINI_3, GEMINI_25])
+def test_hand_built_signature_that_is_not_base64_goes_unsigned(model_name: str) -> None:
+    history = [
+        Message.user("q"),
+        Message(
+            role=Role.ASSISTANT,
+            provider="gemini",
+            model=model_name,
+            parts=[
+                ThinkingPart(
+                    text="plan", signature="not base64!", provider="gemini", model=model_name
+                ),
+                ThinkingPart(
+                    signature="%%", rides_on="tool_call", provider="gemini", model=model_name
+                ),
+                ToolCallPart(id="c1", name="f"),
+            ],
+        ),
+        Message(role=Role.TOOL, parts=[ToolResultPart(call_id="c1", output=JsonOutput(value=1))]),
+    ]
+    rendered = convstore.render(history, "gemini", model=model_name)
+    check_payload("gemini", model_name, rendered.payload)
+    thought, call = rendered.payload["contents"][1]["parts"]
+    assert thought == {"text": "plan", "thought": True}
+    # Unsigned as it is for a call without a signature: Gemini 3 gets the documented dummy.
+    assert call.get("thoughtSignature") == (DUMMY if model_name == GEMINI_3 else None)
+    assert sum("not base64" in n for n in rendered.diagnostics.notes) == 2
+
+
+@pytest.mark.parametrize("model_name", [GEMINI_3, GEMINI_25])
+@pytest.mark.parametrize("blank", ["\r\n", " ", "\t\n "])
+def test_whitespace_only_thought_text_leaves_no_empty_part(model_name: str, blank: str) -> None:
+    # Was: sent as {"text": "\r\n", "thought": true}, a text part Gemini reads as empty.
+    request = {
+        "contents": [
+            user({"text": "q"}),
+            model({"text": blank, "thought": True}, {"text": "answer"}),
+            user({"text": "more"}),
+        ]
+    }
+    rendered = convstore.render(
+        convstore.parse(request, "gemini", model=model_name), "gemini", model=model_name
+    )
+    check_payload("gemini", model_name, rendered.payload)
+    assert rendered.payload["contents"][1] == model({"text": "answer"})
+
+
+def test_signature_of_a_whitespace_only_thought_rides_on_the_next_part() -> None:
+    # As the signature of an empty thought does: the blank text is no part of its own.
+    request = {
+        "contents": [
+            user({"text": "q"}),
+            model(
+                {"text": "\r\n", "thought": True, "thoughtSignature": "YWJj"}, call_part("f", "c1")
+            ),
+            user(response_part("f", {"ok": True}, "c1")),
+        ]
+    }
+    rendered = convstore.render(
+        convstore.parse(request, "gemini", model=GEMINI_3), "gemini", model=GEMINI_3
+    )
+    check_payload("gemini", GEMINI_3, rendered.payload)
+    assert rendered.payload["contents"][1] == model(call_part("f", "c1", thoughtSignature="YWJj"))

@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Final, get_args
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -64,6 +64,7 @@ from convstore.transcript.plan import (
 )
 from convstore.transcript.planner import plan_messages
 from tests.support.corpus import CORPUS_DIR
+from tests.support.wire_rules import check_payload
 
 from .conversations import CASES, TARGET_MODELS
 
@@ -1507,3 +1508,138 @@ def test_golden(case: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(actual, indent=2, ensure_ascii=False) + "\n")
     assert json.loads(path.read_text()) == json.loads(json.dumps(actual))
+
+
+# -- regressions: fuzzed histories that parsed, then rendered into refused requests -----------
+# Each render must pass the independent wire rules and the SDK's request types
+# (tests/support/wire_rules.py).
+
+
+def _reasoning_item(item_id: str = "rs_1") -> dict[str, Any]:
+    return {
+        "type": "reasoning",
+        "id": item_id,
+        "summary": [{"type": "summary_text", "text": "plan"}],
+        "encrypted_content": "gAAA-enc",
+    }
+
+
+def _answer(annotations: JsonValue = None) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "role": "assistant",
+        "id": "msg_1",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "Answer.", "annotations": annotations or []}],
+    }
+
+
+def test_repeated_reasoning_item_is_kept_by_parse_and_replayed_once() -> None:
+    # The fuzz reproducer: a response's reasoning output item repeated.
+    message = parse_response({"model": "gpt-5", "output": [_reasoning_item()] * 2 + [_answer()]})
+    assert [p.kind for p in message.parts] == ["thinking", "thinking", "text"]  # as given
+    rendered = render([Message.user("q"), message], TARGET, model="gpt-5")
+    check_payload(TARGET, "gpt-5", rendered.payload)
+    assert [(i.get("type"), i.get("id")) for i in rendered.payload["input"][1:]] == [
+        ("reasoning", "rs_1"),
+        ("message", "msg_1"),
+    ]
+    first, repeat = rendered.diagnostics.reasoning
+    assert (first.action, repeat.action) == ("kept", "dropped")
+    assert "same reasoning item 'rs_1'" in repeat.reason
+
+
+def test_repeated_reasoning_item_before_a_call_in_a_request_is_replayed_once() -> None:
+    call = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "get_weather",
+        "arguments": "{}",
+    }
+    output = {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}
+    messages = parse(
+        {
+            "model": "gpt-5",
+            "input": [
+                {"role": "user", "content": "q"},
+                _reasoning_item(),
+                _reasoning_item(),
+                call,
+                output,
+            ],
+        }
+    )
+    rendered = render(messages, TARGET, model="gpt-5", reasoning="text")
+    check_payload(TARGET, "gpt-5", rendered.payload)
+    # A repeat is left out even with reasoning="text": its content already reaches the model.
+    assert [i.get("type") for i in rendered.payload["input"][1:]] == [
+        "reasoning",
+        "function_call",
+        "function_call_output",
+    ]
+    assert rendered.payload["input"][2]["id"] == "fc_1"
+
+
+_BAD_ANNOTATIONS: Final[dict[str, JsonValue]] = {
+    "not-an-object": [1],
+    "array-of-arrays": [[[{"type": "file_path", "file_id": "f", "index": 0}]]],
+    "unknown-type": [{"type": "page_citation", "page": 1}],
+    "no-type": [{"url": "https://a.example"}],
+    "missing-field": [{"type": "url_citation", "url": "https://a.example", "title": "A"}],
+    "string-index": [{"type": "file_path", "file_id": "f", "index": "0"}],
+    "boolean-index": [{"type": "file_citation", "file_id": "f", "filename": "a", "index": True}],
+}
+
+
+@pytest.mark.parametrize("annotations", _BAD_ANNOTATIONS.values(), ids=_BAD_ANNOTATIONS.keys())
+def test_annotations_of_an_unexpected_shape_are_malformed(annotations: JsonValue) -> None:
+    # Was: kept, then replayed as they were, which the SDK's input type (and the API) refuse.
+    answer = _answer(annotations)
+    with pytest.raises(MalformedPayloadError, match=r"annotations\[0\]"):
+        parse({"input": [{"role": "user", "content": "q"}, answer]})
+    with pytest.raises(MalformedPayloadError, match=r"annotations\[0\]"):
+        parse_response({"output": [answer]})
+
+
+def test_every_declared_annotation_shape_parses_and_replays() -> None:
+    annotations: list[JsonValue] = [
+        {"type": "file_citation", "file_id": "f", "filename": "a.pdf", "index": 0},
+        {"type": "url_citation", "url": "https://a.example", "title": "A", "start_index": 0,
+         "end_index": 1},
+        {"type": "container_file_citation", "container_id": "c", "file_id": "f",
+         "filename": "a.csv", "start_index": 0, "end_index": 1},
+        {"type": "file_path", "file_id": "f", "index": 0},
+    ]  # fmt: skip
+    answer = _answer(annotations)
+    message = parse_response({"model": "gpt-5", "output": [_reasoning_item(), answer]})
+    rendered = render([Message.user("q"), message], TARGET, model="gpt-5")
+    check_payload(TARGET, "gpt-5", rendered.payload)
+    assert rendered.payload["input"][2]["content"][0]["annotations"] == annotations
+
+
+def test_render_replays_only_annotations_the_input_type_takes() -> None:
+    # provider_details of a hand-built part are not parsed: render must still be valid.
+    good = {"type": "file_path", "file_id": "f", "index": 0}
+    message = Message(
+        role=Role.ASSISTANT,
+        provider="openai",
+        model="gpt-5",
+        parts=[
+            ThinkingPart(
+                provider="openai", model="gpt-5", reasoning_id="rs_1", encrypted_content="e"
+            ),
+            TextPart(
+                text="Answer.",
+                provider_details={
+                    "item_id": "msg_1",
+                    "annotations": [{**good, "extra": 1}, {"type": "bogus"}, "x"],
+                },
+            ),
+        ],
+    )
+    rendered = render([Message.user("q"), message], TARGET, model="gpt-5")
+    check_payload(TARGET, "gpt-5", rendered.payload)
+    assert rendered.payload["input"][2]["content"][0]["annotations"] == [good]
+    left_out = [n for n in rendered.diagnostics.notes if "annotation was left out" in n]
+    assert len(left_out) == 2

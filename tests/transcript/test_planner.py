@@ -277,6 +277,86 @@ class TestReasoning:
         plan = plan_messages([*history, reply], target="anthropic", model=record["model"])
         assert [n.action for n in plan.diagnostics.reasoning] == ["kept"]
 
+    @pytest.mark.parametrize(
+        ("target", "model", "part"),
+        [
+            ("anthropic", "claude-sonnet-4-5", signed),
+            ("gemini", "gemini-3-pro-preview",
+             ThinkingPart(provider="gemini", model="gemini-3-pro-preview", signature="c2ln",
+                          rides_on="text")),
+            ("openai-responses", "gpt-5",
+             ThinkingPart(provider="openai", model="gpt-5", reasoning_id="rs_1",
+                          encrypted_content="e")),
+        ],
+    )  # fmt: skip
+    def test_signed_reasoning_is_replayed_once_per_render(
+        self, target: str, model: str, part: ThinkingPart
+    ) -> None:
+        """A repeat of the same artefact, in the same message or a later one, is left out."""
+        provider = part.provider
+        history = [
+            Message.user("q"),
+            Message(role=Role.ASSISTANT, provider=provider, model=model,
+                    parts=[part, TextPart(text="a"), part]),
+            Message.user("again"),
+            Message(role=Role.ASSISTANT, provider=provider, model=model,
+                    parts=[part, TextPart(text="b")]),
+        ]  # fmt: skip
+        for policy in ("drop", "text"):
+            plan = plan_messages(history, target=target, model=model, reasoning=policy)
+            replayed = [
+                p for t in plan.turns if isinstance(t, AssistantTurn) for p in t.parts
+                if isinstance(p, Reasoning)
+            ]  # fmt: skip
+            assert len(replayed) == 1
+            assert [n.action for n in plan.diagnostics.reasoning] == ["kept", *["dropped"] * 2]
+
+    def test_unsigned_reasoning_is_not_deduplicated(self) -> None:
+        part = ThinkingPart(text="same thought", provider="kimi", model="kimi-k2-thinking")
+        history = [
+            Message.user("q"),
+            Message(role=Role.ASSISTANT, provider="kimi", model="kimi-k2-thinking",
+                    parts=[part, TextPart(text="a")]),
+            Message.user("again"),
+            Message(role=Role.ASSISTANT, provider="kimi", model="kimi-k2-thinking",
+                    parts=[part, TextPart(text="b")]),
+        ]  # fmt: skip
+        plan = plan_messages(history, target="kimi", model="kimi-k2-thinking")
+        assert [n.action for n in plan.diagnostics.reasoning] == ["kept", "kept"]
+
+    @staticmethod
+    def _thinking_text_thinking(provider: str, model: str) -> Message:
+        first = ThinkingPart(text="first", provider=provider, model=model, signature="c2ln")
+        later = first.model_copy(update={"signature": "c2lnMg", "text": "later"})
+        return Message(
+            role=Role.ASSISTANT, provider=provider, model=model,
+            parts=[first, TextPart(text="answer"), later],
+        )  # fmt: skip
+
+    def test_reasoning_after_content_follows_the_policy_where_reasoning_must_lead(self) -> None:
+        message = self._thinking_text_thinking("anthropic", "claude-sonnet-4-5")
+        for policy, last in [
+            ("drop", Text("answer")),
+            ("text", Text("<thinking>\nlater\n</thinking>")),
+        ]:
+            plan = plan_messages(
+                [Message.user("q"), message],
+                target="anthropic",
+                model="claude-sonnet-4-5",
+                reasoning=policy,
+            )  # type: ignore[arg-type]
+            (assistant,) = [t for t in plan.turns if isinstance(t, AssistantTurn)]
+            assert isinstance(assistant.parts[0], Reasoning)
+            assert assistant.parts[-1] == last
+
+    def test_reasoning_after_content_stays_where_reasoning_may_stand_anywhere(self) -> None:
+        message = self._thinking_text_thinking("gemini", "gemini-3-pro-preview")
+        plan = plan_messages(
+            [Message.user("q"), message], target="gemini", model="gemini-3-pro-preview"
+        )
+        (assistant,) = [t for t in plan.turns if isinstance(t, AssistantTurn)]
+        assert [type(p) for p in assistant.parts] == [Reasoning, Text, Reasoning]
+
 
 class TestMedia:
     def _result_with(self, *files: FilePart) -> list[Message]:

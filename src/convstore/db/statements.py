@@ -166,6 +166,9 @@ class Statements:
     insert_tool_call: Insert
     select_tool_call: Select[Any]
     select_tool_calls: Select[Any]
+    """Every call of a conversation."""
+    select_tool_calls_between: Select[Any]
+    """The calls made, or answered by their stored result, in messages ``first..last``."""
     complete_tool_call: Update
     interrupt_pending: Update
     cancel_pending: Update
@@ -227,6 +230,19 @@ class Statements:
             .where(call.id == bindparam("call_id")),
             select_tool_calls=select(*_TOOL_CALL_COLUMNS)
             .where(call.conversation_id == bindparam("cid"))
+            .order_by(call.seq, call.idx),
+            select_tool_calls_between=select(*_TOOL_CALL_COLUMNS)
+            .where(call.conversation_id == bindparam("cid"))
+            .where(
+                # Found through the window's own part rows (primary-key lookups), so a
+                # window's cost does not grow with the conversation.
+                call.id.in_(
+                    select(parts.c.call_id)
+                    .where(parts.c.conversation_id == bindparam("cid"))
+                    .where(parts.c.seq.between(bindparam("first"), bindparam("last")))
+                    .where(parts.c.call_id.is_not(None))
+                )
+            )
             .where(
                 call.seq.between(bindparam("first"), bindparam("last"))
                 | call.result_seq.between(bindparam("first"), bindparam("last"))

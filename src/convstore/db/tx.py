@@ -88,6 +88,8 @@ class SqliteCodec(Codec):
         # One append writes many rows with the same timestamp, and a load reads them back:
         # parsing each distinct text once keeps timestamp decoding off the load profile.
         self._times: dict[str, datetime] = {}
+        # And an append stamps a dozen rows with one `datetime`: format it once.
+        self._last_dumped: tuple[datetime, str] | None = None
 
     @override
     def dump_json(self, value: Any) -> Any:
@@ -99,7 +101,12 @@ class SqliteCodec(Codec):
 
     @override
     def dump_time(self, value: datetime) -> Any:
-        return format_sqlite_datetime(value)
+        last = self._last_dumped
+        if last is not None and last[0] is value:
+            return last[1]
+        text = format_sqlite_datetime(value)
+        self._last_dumped = (value, text)
+        return text
 
     @override
     def load_time(self, raw: Any) -> datetime:

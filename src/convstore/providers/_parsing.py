@@ -9,7 +9,13 @@ Invariants:
   type) raises `MalformedPayloadError` naming the source and the JSON path, never a
   ``KeyError``/``TypeError``/``AttributeError``.
 - Base64 in either alphabet (standard or URL-safe, as Gemini emits), padded or not, decodes;
-  anything else is malformed.
+  anything else is malformed. A bytes field kept as its text (`is_base64`) is held to the
+  proto3 JSON form exactly: one alphabet, padding optional, no whitespace.
+- Strings that are not Unicode (lone surrogates) and numbers that are not JSON (NaN,
+  infinities) are malformed (`check_json_text`): no provider received them as JSON text, and no
+  database can store them.
+- Tool arguments that are not a JSON object the model can hold (broken JSON, JSON nested deeper
+  than `convstore.limits.MAX_JSON_DEPTH`, or too deep for Python to decode) are kept verbatim.
 - `CallIds` gives every call a canonical id unique within one parse: the provider's id when it
   is new, a re-minted ``{id}~{n}`` when a provider reused it across rounds, and a positional
   id when the provider gave none. Results find the latest open call with their provider id.
@@ -20,6 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
 from collections.abc import Iterator
 from typing import Any, Final
@@ -28,6 +35,7 @@ from urllib.parse import unquote_to_bytes
 from pydantic import JsonValue
 
 from convstore.errors import MalformedPayloadError, MediaTypeMismatchError
+from convstore.limits import MAX_JSON_DEPTH, json_depth
 from convstore.media import (
     SNIFF_PREFIX_BYTES,
     contradicts,
@@ -40,12 +48,16 @@ from convstore.model import FilePart
 __all__ = [
     "CallIds",
     "Json",
+    "check_json_text",
     "decode_base64",
     "inline_file",
+    "is_base64",
     "parse_arguments",
     "parse_data_url",
 ]
 
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_BASE64_TEXT: Final = re.compile(r"(?:[A-Za-z0-9+/]*|[A-Za-z0-9_-]*)={0,2}")
 _DATA_URL: Final = re.compile(
     r"^data:(?P<type>[^;,]*)(?P<params>(;[^;,]*)*?)(;base64)?,", re.IGNORECASE
 )
@@ -135,6 +147,31 @@ def _kind(value: Any) -> str:
     )
 
 
+def check_json_text(value: Any, source: str) -> None:
+    """Refuse lone surrogates (in strings and keys) and NaN/infinite numbers anywhere in ``value``.
+
+    Walks iteratively, so a payload nested deeper than Python's recursion limit is safe.
+    """
+    stack: list[tuple[Any, str]] = [(value, "$")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            if not node.isascii() and _SURROGATE.search(node):
+                raise Json(node, source, path).fail("a string holds a lone surrogate (not Unicode)")
+        elif isinstance(node, float):
+            if not math.isfinite(node):
+                raise Json(node, source, path).fail(f"{node} is not a JSON number")
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                if isinstance(key, str) and not key.isascii() and _SURROGATE.search(key):
+                    raise Json(node, source, path).fail(
+                        "a key holds a lone surrogate (not Unicode)"
+                    )
+                stack.append((child, f"{path}.{key}"))
+        elif isinstance(node, list):
+            stack.extend((child, f"{path}[{index}]") for index, child in enumerate(node))
+
+
 def decode_base64(text: str, node: Json) -> bytes:
     """Bytes from standard or URL-safe base64 (padding optional); malformed otherwise."""
     cleaned = "".join(text.split())
@@ -145,6 +182,29 @@ def decode_base64(text: str, node: Json) -> bytes:
         return base64.b64decode(cleaned, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise node.fail("invalid base64 data") from exc
+
+
+def is_base64(text: str) -> bool:
+    """Whether ``text`` is bytes as proto3 JSON writes them, to be sent back as it is.
+
+    Standard or URL-safe base64 (not both at once), with full padding or none, unused bits of
+    the last character zero, and nothing else: what Google's own clients (google-genai's
+    ``bytes`` fields) accept. Unlike `decode_base64`, which reads media, whitespace is not
+    tolerated: the text is resent as it is.
+    """
+    if _BASE64_TEXT.fullmatch(text) is None:
+        return False
+    data = text.rstrip("=")
+    padding = len(text) - len(data)
+    if len(data) % 4 == 1 or (padding and (len(data) + padding) % 4):
+        return False
+    standard = data.replace("-", "+").replace("_", "/")
+    try:
+        decoded = base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    # Encoding again gives the canonical text: it differs exactly when unused bits were set.
+    return base64.b64encode(decoded).decode("ascii").rstrip("=") == standard
 
 
 def parse_data_url(url: str, node: Json) -> tuple[str | None, bytes] | None:
@@ -198,9 +258,12 @@ def parse_arguments(value: Any, node: Json) -> tuple[dict[str, JsonValue], str |
         return {}, None
     try:
         decoded = json.loads(value)
-    except ValueError:
-        return {}, value  # models do emit broken JSON; keep it verbatim
-    if isinstance(decoded, dict):
+    except (ValueError, RecursionError):
+        return (
+            {},
+            value,
+        )  # models do emit broken JSON (or JSON too deep to decode); keep it verbatim
+    if isinstance(decoded, dict) and json_depth(decoded) <= MAX_JSON_DEPTH:
         return decoded, None
     return {}, value
 

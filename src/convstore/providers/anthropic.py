@@ -27,8 +27,11 @@ Invariants of `encode`:
 - Roles alternate: consecutive user turns (a tool turn and the user turns after it included) are
   one ``user`` message whose content starts with every ``tool_result`` in call order;
   consecutive assistant turns are one ``assistant`` message.
-- In an assistant message that carries thinking, a thinking block comes first; an assistant
-  turn made only of thinking is left out (Anthropic rejects a thinking block as the last block).
+- In an assistant message that carries thinking, its one run of thinking blocks comes first,
+  in the order the model produced it (content that came before the run moves after it, noted);
+  the planner replays a signed block once and never after content that followed the run
+  (``Capabilities.reasoning_leads_message``). An assistant turn made only of thinking is left
+  out (Anthropic rejects a thinking block as the last block).
 - No empty text block and no empty ``tool_result`` content is ever emitted; text-only results
   are a string, results with media a list of ``text``/``image``/``document`` blocks.
 - Every change the encoder makes to what the planner handed it is written to the diagnostics.
@@ -523,11 +526,38 @@ class _Encoder:
         }
 
     def thinking_first(self, blocks: list[Block]) -> list[Block]:
-        """Thinking blocks lead an assistant message that has any (stable otherwise)."""
-        if not blocks or _is_thinking(blocks[0]) or not any(_is_thinking(b) for b in blocks):
+        """The message's one run of thinking blocks first, in its own order (stable otherwise).
+
+        Content before the run (a text-only turn the plan merged with a thinking turn) moves
+        after it, which leaves the thinking sequence as the model produced it. A thinking block
+        after content that followed the run cannot stand anywhere valid: the planner already
+        applied the reasoning policy to such reasoning (``reasoning_leads_message``), so one
+        reaching this point (a hand-built plan, turns joined here) is dropped and recorded.
+        """
+        first = next((i for i, b in enumerate(blocks) if _is_thinking(b)), None)
+        if first is None:
             return blocks
-        self.note("thinking blocks were moved to the start of an assistant message")
-        return [b for b in blocks if _is_thinking(b)] + [b for b in blocks if not _is_thinking(b)]
+        end = first
+        while end < len(blocks) and _is_thinking(blocks[end]):
+            end += 1
+        before, run, after = blocks[:first], blocks[first:end], blocks[end:]
+        stray = sum(1 for b in after if _is_thinking(b))
+        if stray:
+            after = [b for b in after if not _is_thinking(b)]
+            self.diagnostics.reasoning.extend(
+                ReasoningNote(
+                    None,
+                    PROVIDER,
+                    None,
+                    "dropped",
+                    f"{TARGET} encoder: a thinking block after other content of its assistant "
+                    "message cannot be replayed",
+                )
+                for _ in range(stray)
+            )
+        if before:
+            self.note("thinking blocks were moved to the start of an assistant message")
+        return run + before + after
 
     def check_open_tool_loop(self, messages: list[Block]) -> None:
         """Warn when the request ends in a tool loop whose call turn has no leading thinking.

@@ -15,13 +15,17 @@ Invariants of `parse` / `parse_response`:
   other part becomes a signature-only `ThinkingPart` whose ``rides_on`` names the carrier's
   kind, placed immediately before the carrier. Signatures are kept verbatim (the API hands
   them out in standard base64 and SDKs send them back URL-safe; both decode to the same bytes).
+  The field is bytes on the wire, so a signature that is not base64 (`is_base64`) is malformed:
+  the API never hands one out and refuses one sent back.
 - A user content holding function responses becomes a ``tool`` message (results in order)
   followed by a ``user`` message with the rest of that content, if any.
 - ``functionResponse.response`` maps to an output as follows: exactly ``{"error": "<text>"}``
   is an `ErrorOutput`; exactly ``{"output": <non-object>}`` is that value (the API documents
   ``output``/``error`` as the keys it reads); nested media (``parts``) make a `ContentOutput`
   of the response's text (``output`` text, or the whole object as JSON text) and the files;
-  anything else is kept whole as a `JsonOutput` object.
+  anything else is kept whole as a `JsonOutput` object. A response nested deeper than
+  `convstore.limits.MAX_JSON_DEPTH` is malformed (no store would keep it, and its JSON text
+  could not be written).
 - Base64 media in either alphabet become inline `FilePart` parts. When the declared type is
   contradicted by a signature the bytes carry, the bytes win (the API answered for the bytes it
   got); a declared type whose mandatory signature is missing is refused.
@@ -44,6 +48,10 @@ Invariants of `encode`:
   same turn; a thought part is a ``thought: true`` text part with its own signature. With
   ``capabilities.dummy_thought_signature`` set (Gemini 3), the first ``functionCall`` of every
   model content in the current turn that has no signature gets the documented dummy one.
+- No text part is empty or whitespace only: thought text that is (`is_blank`, as the planner
+  treats text) is no thought part, and its signature, if any, rides on the next part as an
+  empty thought's does. A signature that is not base64 (a hand-built `ThinkingPart`; parsing
+  refuses one) is not sent: the reasoning goes as unsigned reasoning does, and it is noted.
 - Every decision the planner did not record is added to ``plan.diagnostics.notes``.
 """
 
@@ -57,6 +65,7 @@ from typing import Any, Final, Literal, assert_never
 
 from pydantic import JsonValue
 
+from convstore.limits import MAX_JSON_DEPTH, json_depth
 from convstore.model import (
     ContentOutput,
     ErrorOutput,
@@ -76,6 +85,7 @@ from convstore.providers._parsing import (
     Json,
     decode_base64,
     inline_file,
+    is_base64,
     parse_arguments,
 )
 from convstore.transcript.plan import (
@@ -92,6 +102,7 @@ from convstore.transcript.plan import (
     Text,
     ToolTurn,
     UserTurn,
+    is_blank,
 )
 
 __all__ = ["TARGET", "encode", "parse", "parse_response"]
@@ -286,7 +297,13 @@ def _is_thought(part: Json) -> bool:
 
 
 def _signature(part: Json) -> str | None:
-    return _text(part, "thoughtSignature")
+    node = _field(part, "thoughtSignature")
+    if node is None:
+        return None
+    signature = node.string()
+    if not is_base64(signature):
+        raise node.fail("a thoughtSignature is bytes, sent as base64; this is not base64")
+    return signature
 
 
 def _model_parts(
@@ -406,7 +423,10 @@ def _user_messages(parts: list[Json], ids: CallIds) -> list[Message]:
 def _result(node: Json, ids: CallIds) -> ToolResultPart:
     name = node.require("name").string()
     provider_id = node.str_or_none("id")
-    response = node.require("response").object()
+    response_node = node.require("response")
+    response = response_node.object()
+    if json_depth(response) > MAX_JSON_DEPTH:  # it may be turned into JSON text below
+        raise response_node.fail(f"nests deeper than {MAX_JSON_DEPTH} levels")
     nested = _field(node, "parts")
     files = [_nested_file(p) for p in nested.items()] if nested is not None else []
     return ToolResultPart(
@@ -596,18 +616,26 @@ class _ModelTurn:
 
     def _reasoning(self, thinking: ThinkingPart) -> list[Wire]:
         out: list[Wire] = []
-        if thinking.text:
-            thought: Wire = {"text": thinking.text, "thought": True}
-            if thinking.signature and thinking.rides_on is None:
-                thought["thoughtSignature"] = thinking.signature
+        signature = thinking.signature
+        if signature and not is_base64(signature):
+            self.notes.append(
+                f"turn {self.index}: a thought signature that is not base64 was not sent "
+                "(Gemini reads it as bytes); the reasoning went as unsigned reasoning does"
+            )
+            signature = None
+        text = "" if is_blank(thinking.text) else thinking.text
+        if text:
+            thought: Wire = {"text": text, "thought": True}
+            if signature and thinking.rides_on is None:
+                thought["thoughtSignature"] = signature
             out.append(thought)
-        if thinking.signature and (thinking.rides_on is not None or not thinking.text):
+        if signature and (thinking.rides_on is not None or not text):
             if thinking.rides_on in self.pending:
                 self.notes.append(
                     f"turn {self.index}: two thought signatures wait for the same "
                     f"{thinking.rides_on or 'part'}; the earlier one was not sent"
                 )
-            self.pending[thinking.rides_on] = thinking.signature
+            self.pending[thinking.rides_on] = signature
         return out
 
     def _carry(self, part: Wire, kind: Carrier) -> Wire:

@@ -19,6 +19,15 @@ Invariants:
   ("Item 'rs_...' of type 'reasoning' was provided without its required following item",
   "Item 'fc_...' of type 'function_call' was provided without its required 'reasoning'
   item"). Reasoning that cannot be replayed so is dropped and recorded in the diagnostics.
+- A reasoning item id is sent at most once per request ("Duplicate item found with id rs_...
+  Remove duplicate items from your input and try again"). Parsing keeps a history as given, a
+  repeated ``rs_`` item included; the planner replays signed reasoning once per render
+  (`convstore.transcript.reasoning`): the first occurrence goes with its follower, a repeat is
+  left out and recorded (its content already reaches the model through the first).
+- Output-text annotations are one of the four shapes the API hands out and takes back
+  (``file_citation``, ``url_citation``, ``container_file_citation``, ``file_path``) with
+  their required fields; any other is malformed at parse. Encoding replays each declared
+  shape with its declared keys only, and leaves out (noted) what a hand-built part holds else.
 - Base64 media become inline `FilePart`s whose media type is what the bytes prove when they
   carry a known signature, else what the payload declared (the provider accepted the bytes,
   so they are the better witness); URLs stay URIs; Files API ids become
@@ -84,6 +93,21 @@ PROVIDER: Final = "openai"
 
 
 _PHASES: Final = frozenset({"commentary", "final_answer"})
+
+_ANNOTATION_FIELDS: Final[dict[str, dict[str, type]]] = {
+    # Every field of each ``output_text`` annotation, all required, as the input type declares
+    # them (``ResponseOutputTextParam.annotations``); its output twin has the same four shapes.
+    "file_citation": {"file_id": str, "filename": str, "index": int},
+    "url_citation": {"url": str, "title": str, "start_index": int, "end_index": int},
+    "container_file_citation": {
+        "container_id": str,
+        "file_id": str,
+        "filename": str,
+        "start_index": int,
+        "end_index": int,
+    },
+    "file_path": {"file_id": str, "index": int},
+}
 
 
 # -- parse ------------------------------------------------------------------------------------
@@ -333,8 +357,38 @@ def _assistant_content(item: Json) -> Iterator[TextPart | FilePart]:
             details["refusal"] = True
         annotations = entry.get("annotations")
         if annotations is not None and annotations.array():
-            details["annotations"] = annotations.array()
+            details["annotations"] = _annotations(annotations)
         yield TextPart(text=part.text, provider_details=details or None)
+
+
+def _annotations(node: Json) -> list[JsonValue]:
+    """An ``annotations`` array, each entry checked against its type's declared fields.
+
+    The API hands out only these shapes and refuses any other on replay, so another shape is
+    malformed rather than kept to fail later. Extra keys are kept (a newer API may add some);
+    the encoder sends only the declared ones.
+    """
+    for entry in node.items():
+        problem = _annotation_problem(entry.value)
+        if problem is not None:
+            raise entry.fail(problem)
+    return list(node.array())
+
+
+def _annotation_problem(value: Any) -> str | None:
+    """Why ``value`` is not an annotation the Responses API takes back; ``None`` when it is."""
+    if not isinstance(value, dict):
+        return "an annotation must be an object"
+    kind = value.get("type")
+    fields = _ANNOTATION_FIELDS.get(kind) if isinstance(kind, str) else None
+    if fields is None:
+        return f"unknown annotation type {kind!r}"
+    for name, expected in fields.items():
+        field = value.get(name)
+        if not isinstance(field, expected) or isinstance(field, bool):
+            what = "an integer" if expected is int else "a string"
+            return f"a {kind} annotation needs {name!r} as {what}"
+    return None
 
 
 def _system_content(content: Json) -> Iterator[TextPart]:
@@ -495,7 +549,12 @@ class _Encoder:
             chained = keep_id
             match part:
                 case Text():
-                    yield _assistant_message(part, item_id if keep_id else None, same_provider)
+                    yield _assistant_message(
+                        part,
+                        item_id if keep_id else None,
+                        same_provider,
+                        self._plan.diagnostics.notes,
+                    )
                 case Call():
                     yield _function_call(part, item_id if keep_id else None)
                 case Media():
@@ -616,7 +675,9 @@ def _made_up_filename(media: Media) -> str:
     return f"file-{media.label}{extension}" if media.label else f"file{extension}"
 
 
-def _assistant_message(text: Text, item_id: str | None, same_provider: bool) -> dict[str, Any]:
+def _assistant_message(
+    text: Text, item_id: str | None, same_provider: bool, notes: list[str]
+) -> dict[str, Any]:
     details = text.provider_details or {}
     phase = details.get("phase") if same_provider else None
     if item_id is None:
@@ -626,11 +687,10 @@ def _assistant_message(text: Text, item_id: str | None, same_provider: bool) -> 
         if details.get("refusal") is True:
             content = {"type": "refusal", "refusal": text.text}
         else:
-            annotations = details.get("annotations")
             content = {
                 "type": "output_text",
                 "text": text.text,
-                "annotations": annotations if isinstance(annotations, list) else [],
+                "annotations": _replayed_annotations(details.get("annotations"), notes),
             }
         message = {
             "type": "message",
@@ -642,6 +702,27 @@ def _assistant_message(text: Text, item_id: str | None, same_provider: bool) -> 
     if phase in _PHASES:
         message["phase"] = phase
     return message
+
+
+def _replayed_annotations(value: JsonValue | None, notes: list[str]) -> list[dict[str, Any]]:
+    """The annotations to replay: each declared shape with its declared keys only.
+
+    Parsing refuses other shapes, but ``provider_details`` of a hand-built part are not parsed:
+    what the input type would refuse is left out (noted) rather than failing the request.
+    """
+    if value is None:
+        return []
+    entries = value if isinstance(value, list) else [value]
+    kept: list[dict[str, Any]] = []
+    for entry in entries:
+        problem = _annotation_problem(entry)
+        if problem is not None:
+            notes.append(f"{TARGET}: an output_text annotation was left out: {problem}")
+            continue
+        assert isinstance(entry, dict)
+        declared = _ANNOTATION_FIELDS[str(entry["type"])]
+        kept.append({key: entry[key] for key in ("type", *declared)})
+    return kept
 
 
 def _function_call(call: Call, item_id: str | None) -> dict[str, Any]:

@@ -5,7 +5,8 @@ Invariants:
 - Loading a conversation runs a fixed number of statements whatever its length: the
   conversation row, its tool calls, its messages joined with their parts, and its
   compactions, each one ``SELECT`` over a contiguous ``seq`` range (sequence numbers have no
-  gaps).
+  gaps). A ``last=N`` window reads index ranges and key lookups only, so its cost follows N,
+  not the conversation's length.
 - Tool calls come with the messages that made or answered them, so a ``last=N`` window still
   knows the lifecycle of every result in it.
 - Nothing here reads blob bytes.
@@ -54,10 +55,9 @@ def load_conversation(tx: Tx, cid: str, tenant: str | None, last: int | None) ->
     last_seq: int = rows[0][4]
     first = 1 if last is None else max(1, last_seq - last + 1)
     window = {"cid": cid, "first": first, "last": last_seq}
+    calls = st.select_tool_calls if first == 1 else st.select_tool_calls_between
     messages, tool_calls = decode_messages(
-        tx.stream(st.select_message_parts, window),
-        tx.fetch(st.select_tool_calls, window),
-        tx.codec,
+        tx.stream(st.select_message_parts, window), tx.fetch(calls, window), tx.codec
     )
     compactions = decode_compactions(tx.fetch(st.select_compactions, {"cid": cid}), tx.codec)
     return decode_conversation_row(rows[0], tx.codec, messages, tool_calls, compactions)
@@ -69,7 +69,7 @@ def messages_between(tx: Tx, cid: str, first: int, last: int) -> list[Message]:
     st = tx.statements
     messages, _ = decode_messages(
         tx.stream(st.select_message_parts, window),
-        tx.fetch(st.select_tool_calls, window),
+        tx.fetch(st.select_tool_calls_between, window),
         tx.codec,
     )
     return messages

@@ -11,11 +11,15 @@ Invariants a `Plan` guarantees to every encoder:
   results answer exactly those calls, in the same order, one each.
 - Every `Call` and its `Result` share ``wire_id`` and ``wire_name``: ids and tool names are
   already projected for the target, unique within the plan.
-- No text part is empty, no turn is empty, and a tool result's content is never empty.
+- No text part is empty or whitespace only (`is_blank`; providers refuse such text parts), no
+  turn is empty, and a tool result's content is never empty.
 - `Media` holds either bytes (``data``) or an external ``uri`` the target may fetch; what the
   target cannot carry has already become `Text` (and is listed in the diagnostics).
 - `Reasoning` appears only where the target may replay it (same provider, or same model,
-  per the capabilities table); reasoning converted by policy is plain `Text`.
+  per the capabilities table); reasoning converted by policy is plain `Text`. The same signed
+  reasoning (one reasoning item id, one signature) is replayed at most once per plan; where
+  the target takes reasoning only at the start of an assistant message, an `AssistantTurn`
+  holds at most one run of it (content before that run is the encoder's to move after it).
 - System prompts are collected in ``system``, in order.
 
 Plan values are read-only by convention (encoders never change a plan); they are plain
@@ -51,7 +55,16 @@ __all__ = [
     "Turn",
     "UserPart",
     "UserTurn",
+    "is_blank",
 ]
+
+
+def is_blank(text: str) -> bool:
+    """Whether ``text`` is empty or whitespace only: no provider takes such a text part.
+
+    Checked without copying the text, as ``strip`` would.
+    """
+    return not text or text.isspace()
 
 
 @dataclass(slots=True)

@@ -9,10 +9,11 @@ This is where history is repaired, once, for every target. The passes, in order:
    synthetic, neutrally worded error result whose reason comes from the call's lifecycle;
 3. placement: results move right after their call's assistant turn, in call order;
 4. projection: ids and tool names are projected for the target (`IdProjector`);
-5. reasoning policy (`decide_reasoning`) and media placement (`MediaResolver`);
-6. shape: empty text, empty turns and empty results never reach an encoder; an assistant turn
-   that follows one without calls is merged into it (so a call turn always follows a user or
-   tool turn); a target that needs a user turn first gets a neutral one.
+5. reasoning policy (`ReasoningDecisions`: signed reasoning replayed once, and only where the
+   target takes it in a message) and media placement (`MediaResolver`);
+6. shape: empty or whitespace-only text, empty turns and empty results never reach an encoder;
+   an assistant turn that follows one without calls is merged into it (so a call turn always
+   follows a user or tool turn); a target that needs a user turn first gets a neutral one.
 
 Invariants: deterministic (same input, same plan); pure (no I/O: attachment bytes are passed
 in); every change to what the provider sees is in ``plan.diagnostics``.
@@ -54,6 +55,7 @@ from convstore.transcript.plan import (
     JsonBody,
     Media,
     Plan,
+    Reasoning,
     Result,
     ResultBody,
     Text,
@@ -61,8 +63,9 @@ from convstore.transcript.plan import (
     Turn,
     UserPart,
     UserTurn,
+    is_blank,
 )
-from convstore.transcript.reasoning import ReasoningPolicy, decide_reasoning
+from convstore.transcript.reasoning import ReasoningDecisions, ReasoningPolicy
 
 __all__ = ["OrphanPolicy", "attachments_needed", "plan_messages"]
 
@@ -87,11 +90,6 @@ EMPTY_RESULT_TEXT: Final = "(no output)"
 class _Stored:
     seq: int | None
     part: ToolResultPart
-
-
-def _blank(text: str) -> bool:
-    """Whether ``text`` is empty or whitespace (without copying it, as ``strip`` would)."""
-    return not text or text.isspace()
 
 
 class _Pairing:
@@ -144,7 +142,7 @@ class _Planner:
         self.caps = caps
         self.model = model
         self.diagnostics = diagnostics
-        self.reasoning = reasoning
+        self.reasoning = ReasoningDecisions(caps, model, reasoning, diagnostics.reasoning)
         self.orphans = orphans
         self.statuses = statuses
         self.ids = IdProjector(caps)
@@ -167,7 +165,9 @@ class _Planner:
                         f"system message (seq {message.seq}) moved to the system prompt"
                     )
                 system.extend(
-                    p.text for p in message.parts if isinstance(p, TextPart) and not _blank(p.text)
+                    p.text
+                    for p in message.parts
+                    if isinstance(p, TextPart) and not is_blank(p.text)
                 )
             else:
                 started = True
@@ -190,7 +190,7 @@ class _Planner:
         parts: list[UserPart] = []
         for part in message.parts:
             if isinstance(part, TextPart):
-                if not _blank(part.text):
+                if not is_blank(part.text):
                     parts.append(Text(part.text, part.provider_details))
             elif isinstance(part, FilePart):
                 parts.append(self.media.in_message(part, message.seq, assistant=False))
@@ -201,6 +201,18 @@ class _Planner:
         parts: list[AssistantPart] = []
         calls: list[Call] = []
         same_provider = message.provider == self.caps.family
+        previous = self.turns[-1] if self.turns else None
+        # A call turn must follow a user or tool turn (Gemini): a message after an assistant turn
+        # without calls joins it, so where reasoning may stand depends on that turn too.
+        joined = (
+            previous
+            if isinstance(previous, AssistantTurn)
+            and not any(isinstance(p, Call) for p in previous.parts)
+            else None
+        )
+        seen_reasoning, after_content = (
+            _reasoning_run(joined.parts) if joined is not None else (False, False)
+        )
         # Dispatch on the kind string: a class-pattern `match` costs an isinstance per case,
         # for every part of every message of a render.
         for part in message.parts:
@@ -216,31 +228,31 @@ class _Planner:
                 call = self._call(part, same_provider)
                 parts.append(call)
                 calls.append(call)
+                after_content = after_content or seen_reasoning
             elif kind == "text":
                 assert isinstance(part, TextPart)
-                if not _blank(part.text):
+                if not is_blank(part.text):
                     parts.append(Text(part.text, part.provider_details))
+                    after_content = after_content or seen_reasoning
             elif kind == "thinking":
                 assert isinstance(part, ThinkingPart)
-                kept, note = decide_reasoning(
-                    part, message.seq, self.caps, self.model, self.reasoning
-                )
-                self.diagnostics.reasoning.append(note)
+                kept = self.reasoning.decide(part, message.seq, after_content=after_content)
                 if kept is not None:
                     parts.append(kept)
+                    if isinstance(kept, Reasoning):
+                        seen_reasoning = True
+                    else:
+                        after_content = after_content or seen_reasoning
             elif kind == "file":
                 assert isinstance(part, FilePart)
                 parts.append(self.media.in_message(part, message.seq, assistant=True))
+                after_content = after_content or seen_reasoning
             else:
                 raise AssertionError(f"{kind} parts are not allowed in assistant messages")
         if not parts:
             return
-        previous = self.turns[-1] if self.turns else None
-        if isinstance(previous, AssistantTurn) and not any(
-            isinstance(p, Call) for p in previous.parts
-        ):
-            # A call turn must follow a user or tool turn (Gemini); text before it joins it.
-            previous.parts.extend(parts)
+        if joined is not None:
+            joined.parts.extend(parts)
         else:
             self.turns.append(AssistantTurn(parts, message.provider, message.model))
         if calls:
@@ -309,12 +321,12 @@ class _Planner:
         if kind == "error":
             assert isinstance(output, ErrorOutput)
             message = output.message
-            return ErrorBody(message if not _blank(message) else "The tool reported an error.")
+            return ErrorBody(message if not is_blank(message) else "The tool reported an error.")
         assert isinstance(output, ContentOutput)
         parts: list[Text | Media] = []
         for part in output.parts:
             if isinstance(part, TextPart):
-                if not _blank(part.text):
+                if not is_blank(part.text):
                     parts.append(Text(part.text))
             else:
                 parts.append(self.media.in_result(part, seq, call_id, moved))
@@ -348,6 +360,17 @@ class _Planner:
             self.diagnostics.notes.append(
                 f"{self.caps.target} needs a user message first: added {CONTINUATION_TEXT!r}"
             )
+
+
+def _reasoning_run(parts: list[AssistantPart]) -> tuple[bool, bool]:
+    """Whether ``parts`` hold replayed reasoning, and content after it."""
+    seen = False
+    for part in parts:
+        if isinstance(part, Reasoning):
+            seen = True
+        elif seen:
+            return True, True
+    return seen, False
 
 
 def _orphan_text(part: ToolResultPart, body: ResultBody) -> str:
