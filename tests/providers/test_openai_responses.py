@@ -1090,15 +1090,11 @@ def test_encode_replays_reasoning_with_the_message_it_preceded() -> None:
             "role": "assistant",
             "id": "msg_1",
             "status": "completed",
-            "content": [{"type": "output_text", "text": "Answer,", "annotations": []}],
-            "phase": "final_answer",
-        },
-        {
-            "type": "message",
-            "role": "assistant",
-            "id": "msg_1",
-            "status": "completed",
-            "content": [{"type": "output_text", "text": " continued.", "annotations": []}],
+            # One item, as the provider produced it: an item id goes out once.
+            "content": [
+                {"type": "output_text", "text": "Answer,", "annotations": []},
+                {"type": "output_text", "text": " continued.", "annotations": []},
+            ],
             "phase": "final_answer",
         },
     ]
@@ -1643,3 +1639,25 @@ def test_render_replays_only_annotations_the_input_type_takes() -> None:
     assert rendered.payload["input"][2]["content"][0]["annotations"] == [good]
     left_out = [n for n in rendered.diagnostics.notes if "annotation was left out" in n]
     assert len(left_out) == 2
+
+
+def test_encode_sends_an_item_id_once_per_request() -> None:
+    """A message item stored twice (a history imported twice, say) keeps its id only once:
+    the API refuses "Duplicate item found with id msg_..." in one input."""
+    message = Text("same", {"item_id": "msg_7"})
+    plan = make_plan(
+        [
+            UserTurn([Text("q")]),
+            AssistantTurn([reasoning("rs_a"), message], provider="openai", model="gpt-5"),
+            UserTurn([Text("again")]),
+            AssistantTurn([reasoning("rs_b"), message], provider="openai", model="gpt-5"),
+        ]
+    )
+    items = items_of(plan)
+    assert [item.get("id") for item in items if item.get("type") == "message"] == ["msg_7"]
+    assert items[-1] == {"role": "assistant", "content": "same"}
+    assert [n.reason for n in plan.diagnostics.reasoning] == [
+        f"{TARGET} encoder: the item it preceded is not replayed right after it with its "
+        "original id"
+    ]
+    check_payload(TARGET, "gpt-5", {"input": items})

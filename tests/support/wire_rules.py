@@ -160,8 +160,15 @@ def _responses(payload: dict[str, Any]) -> None:
     assert set(payload) <= {"input", "instructions"}, f"{target}: keys {set(payload)}"
     calls: dict[str, int] = {}
     outputs: dict[str, int] = {}
+    item_ids: set[str] = set()
     for i, item in enumerate(items):
         kind = item.get("type", "message")
+        item_id = item.get("id")
+        if item_id is not None:
+            # "Duplicate item found with id …": an item id appears once per input.
+            if item_id in item_ids:
+                raise _fail(target, f"input[{i}]", f"item id {item_id!r} sent twice")
+            item_ids.add(item_id)
         if kind == "function_call":
             call_id = item["call_id"]
             if len(call_id) > 64 or call_id in calls:
@@ -180,8 +187,13 @@ def _responses(payload: dict[str, Any]) -> None:
             if isinstance(output, list) and not output:
                 raise _fail(target, f"input[{i}]", "empty output list")
         elif kind == "reasoning":
-            following = items[i + 1] if i + 1 < len(items) else None
-            if following is None or following.get("type") == "reasoning" or not following.get("id"):
+            # A run of reasoning items precedes one item, replayed with its original id
+            # (a run is what the API itself can emit: vercel/ai#10827).
+            j = i + 1
+            while j < len(items) and items[j].get("type") == "reasoning":
+                j += 1
+            following = items[j] if j < len(items) else None
+            if following is None or not following.get("id"):
                 raise _fail(target, f"input[{i}]", "reasoning without the item it preceded")
         elif kind == "message":
             if item.get("role") not in ("user", "assistant", "system", "developer"):

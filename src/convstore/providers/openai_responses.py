@@ -23,7 +23,10 @@ Invariants:
   Remove duplicate items from your input and try again"). Parsing keeps a history as given, a
   repeated ``rs_`` item included; the planner replays signed reasoning once per render
   (`convstore.transcript.reasoning`): the first occurrence goes with its follower, a repeat is
-  left out and recorded (its content already reaches the model through the first).
+  left out and recorded (its content already reaches the model through the first). The same
+  holds for ``msg_`` and ``fc_`` ids: the content entries of one message item (parsed as
+  parts sharing its id) go back as that one item, and an id met again later in the history
+  goes out on its first item only.
 - Output-text annotations are one of the four shapes the API hands out and takes back
   (``file_citation``, ``url_citation``, ``container_file_citation``, ``file_path``) with
   their required fields; any other is malformed at parse. Encoding replays each declared
@@ -503,6 +506,9 @@ def encode(plan: Plan) -> dict[str, Any]:
 class _Encoder:
     def __init__(self, plan: Plan) -> None:
         self._plan = plan
+        # The API refuses an item id twice in one input ("Duplicate item found with id"):
+        # an id goes out once, on the first item that may carry it.
+        self._sent_ids: set[str] = set()
 
     def input_items(self) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
@@ -527,6 +533,7 @@ class _Encoder:
         same_provider = turn.provider == self._plan.capabilities.family
         pending: list[Reasoning] = []
         chained = False
+        message: dict[str, Any] | None = None  # the last message item, while it may grow
         for part in turn.parts:
             match part:
                 case Reasoning():
@@ -540,6 +547,22 @@ class _Encoder:
                     item_id = None
                 case _:
                     assert_never(part)
+            if (
+                not pending
+                and isinstance(part, Text)
+                and message is not None
+                and item_id is not None
+                and message.get("id") == item_id
+            ):
+                # Parsing keeps each content entry of a message item as its own part, all
+                # with the item's id: they go back as that one item.
+                entry = _assistant_message(
+                    part, item_id, same_provider, self._plan.diagnostics.notes
+                )
+                message["content"].extend(entry["content"])
+                continue
+            if item_id is not None and item_id in self._sent_ids:
+                item_id = None
             if pending:
                 keep_id = item_id is not None and all(_replayable(r.part) for r in pending)
                 yield from self._settle_reasoning(pending, follower_kept=keep_id)
@@ -547,14 +570,18 @@ class _Encoder:
             else:
                 keep_id = item_id is not None and chained
             chained = keep_id
+            if keep_id and item_id is not None:
+                self._sent_ids.add(item_id)
+            message = None
             match part:
                 case Text():
-                    yield _assistant_message(
+                    message = _assistant_message(
                         part,
                         item_id if keep_id else None,
                         same_provider,
                         self._plan.diagnostics.notes,
                     )
+                    yield message
                 case Call():
                     yield _function_call(part, item_id if keep_id else None)
                 case Media():
