@@ -12,6 +12,11 @@ Invariants:
   transaction never has to upgrade a read lock (the classic SQLite deadlock); busy/locked
   errors from other processes are waited out by ``busy_timeout`` and then retried as a whole
   transaction, a bounded number of times.
+- Group commit: writes that arrive while the writer is busy run together, next, in one
+  transaction, each inside its own savepoint, and share its one ``COMMIT`` (one fsync).
+  Each write is still all or nothing: one that fails is rolled back to its savepoint and
+  fails alone; none is reported done before the ``COMMIT`` that makes it durable. A write
+  alone in its group runs exactly as it would without grouping.
 - Reads run in a read transaction (a consistent WAL snapshot across their statements) on a
   small pool of ``query_only`` reader connections, so a load never waits for a writer's fsync.
 - WAL journal; ``synchronous=FULL`` by default (durable across power loss, as the peer stores
@@ -207,6 +212,61 @@ def _in_transaction(
     return result
 
 
+_Outcome = tuple[bool, Any]
+"""``(True, result)`` or ``(False, exception)`` of one write of a group."""
+
+
+def _in_group(
+    raw: sqlite3.Connection,
+    fns: Sequence[Callable[[Tx], Any]],
+    statements: Statements,
+    cache: _StatementCache,
+) -> list[_Outcome]:
+    """Run ``fns`` in one write transaction, each in a savepoint; their outcomes, in order.
+
+    Raises (rolling everything back) what the group as a whole cannot survive: an error that
+    ended the transaction, a transient lock error (the caller retries the group), or a
+    ``BaseException`` that is not an ``Exception``.
+    """
+    if len(fns) == 1:
+        try:
+            return [(True, _in_transaction(raw, "BEGIN IMMEDIATE", fns[0], statements, cache))]
+        except sqlite3.Error as exc:
+            if is_transient(exc):
+                raise
+            return [(False, exc)]
+        except Exception as exc:  # handed to the caller that submitted fn
+            return [(False, exc)]
+    outcomes: list[_Outcome] = []
+    raw.execute("BEGIN IMMEDIATE")
+    try:
+        for fn in fns:
+            raw.execute("SAVEPOINT write")
+            try:
+                result = fn(SqliteTx(raw, statements, cache))
+            except Exception as exc:
+                if not raw.in_transaction or (isinstance(exc, sqlite3.Error) and is_transient(exc)):
+                    raise
+                raw.execute("ROLLBACK TO write")
+                raw.execute("RELEASE write")
+                outcomes.append((False, exc))
+            else:
+                raw.execute("RELEASE write")
+                outcomes.append((True, result))
+        raw.execute("COMMIT")
+    except BaseException:
+        if raw.in_transaction:
+            raw.execute("ROLLBACK")
+        raise
+    return outcomes
+
+
+@dataclass(slots=True)
+class _Write:
+    fn: Callable[[Tx], Any]
+    future: asyncio.Future[Any]
+
+
 def _run_in_driver_thread(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> Any:
     # aiosqlite runs each call in its connection's thread through a queue; submitting a whole
     # function makes one hop for a whole operation. SQLAlchemy's aiosqlite dialect uses the same
@@ -241,6 +301,8 @@ class SqliteBackend:
         self._readers: list[aiosqlite.Connection] = []
         self._idle: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._listeners: list[Callable[[str], None]] = []
+        self._queued: list[_Write] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     @property
     def database_path(self) -> Path | None:
@@ -299,20 +361,76 @@ class SqliteBackend:
         return result
 
     async def write(self, fn: Callable[[Tx], T]) -> T:
-        """Run ``fn`` in one write transaction, retrying the whole of it on lock contention."""
+        """Run ``fn`` in a write transaction (see group commit in the module docstring).
+
+        Lock contention from other processes retries the whole transaction, a bounded number
+        of times. If the caller is cancelled before its write has started, it never starts;
+        once started, it runs to its end (and may commit).
+        """
+        self._require_writer()
+        write = _Write(fn, asyncio.get_running_loop().create_future())
+        self._queued.append(write)
+        if self._flusher is None:
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+        result: T = await write.future
+        return result
+
+    async def _flush(self) -> None:
+        """Run the queued writes, a group at a time, until none is left."""
+        group: list[_Write] = []
+        try:
+            while self._queued:
+                group = [w for w in self._queued if not w.future.done()]
+                self._queued = []
+                if group:
+                    await self._run_group(group)
+        except BaseException as exc:
+            # Only this task's own failure (the store closed under it, or the task cancelled
+            # with its loop) gets here; a write already in the driver thread may still commit.
+            for write in [*group, *self._queued]:
+                if write.future.done():
+                    continue
+                if isinstance(exc, Exception):
+                    write.future.set_exception(exc)
+                else:
+                    write.future.cancel()
+            self._queued = []
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self._flusher = None
+
+    async def _run_group(self, group: list[_Write]) -> None:
         writer = self._require_writer()
+        fns = [w.fn for w in group]
+        outcomes: list[_Outcome] | None = None
+        failure: Exception | None = None
         for attempt in range(1, _MAX_ATTEMPTS + 1):
             try:
-                result: T = await _run_in_driver_thread(
-                    writer, _in_transaction, "BEGIN IMMEDIATE", fn, self.statements, self._cache
+                outcomes = await _run_in_driver_thread(
+                    writer, _in_group, fns, self.statements, self._cache
                 )
             except sqlite3.Error as exc:
                 if attempt < _MAX_ATTEMPTS and is_transient(exc):
                     await asyncio.sleep(random.uniform(0, 0.01 * 2**attempt))  # noqa: S311
                     continue
-                raise translate(exc) from exc
-            return result
-        raise AssertionError("unreachable: the last attempt returns or raises")
+                failure = _translated(exc)
+            except Exception as exc:  # handed to every write of the group
+                failure = exc
+            break
+        for index, write in enumerate(group):
+            if write.future.done():  # its caller was cancelled meanwhile
+                continue
+            if outcomes is None:
+                assert failure is not None
+                write.future.set_exception(failure)
+            elif outcomes[index][0]:
+                write.future.set_result(outcomes[index][1])
+            else:
+                error = outcomes[index][1]
+                write.future.set_exception(
+                    _translated(error) if isinstance(error, sqlite3.Error) else error
+                )
 
     async def read(self, fn: Callable[[Tx], T]) -> T:
         """Run ``fn`` in one read transaction (a consistent snapshot)."""
@@ -337,7 +455,9 @@ class SqliteBackend:
         return await self._idle.get()
 
     async def close(self) -> None:
-        """Close every connection (idempotent)."""
+        """Close every connection (idempotent), once the writes already queued are done."""
+        if self._flusher is not None:
+            await asyncio.wait([self._flusher])
         connections = [*self._readers, *([self._writer] if self._writer else [])]
         self._writer = None
         self._readers = []
@@ -367,6 +487,13 @@ class SqliteBackend:
     def _trace(self, sql: str) -> None:
         for listener in list(self._listeners):
             listener(sql)
+
+
+def _translated(exc: sqlite3.Error) -> Exception:
+    """``translate(exc)``, chained to ``exc`` as ``raise ... from exc`` would."""
+    error = translate(exc)
+    error.__cause__ = exc
+    return error
 
 
 def _install_trace(raw: sqlite3.Connection, callback: Callable[[str], None]) -> None:
