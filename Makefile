@@ -41,7 +41,7 @@ $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 
 # Every store in its own process, all from .venv-bench; writes docs/performance.md.
 bench: $(BENCH_STAMP)
-	$(BENCH_VENV)/bin/python -m bench.compare
+	$(BENCH_VENV)/bin/python -m bench.compare --save-json docs/performance.json
 
 # Re-pin every dependency to what resolves today (run after changing pyproject.toml).
 lock:

@@ -12,11 +12,12 @@ Invariants:
   transaction never has to upgrade a read lock (the classic SQLite deadlock); busy/locked
   errors from other processes are waited out by ``busy_timeout`` and then retried as a whole
   transaction, a bounded number of times.
-- Group commit: writes that arrive while the writer is busy run together, next, in one
-  transaction, each inside its own savepoint, and share its one ``COMMIT`` (one fsync).
-  Each write is still all or nothing: one that fails is rolled back to its savepoint and
-  fails alone; none is reported done before the ``COMMIT`` that makes it durable. A write
-  alone in its group runs exactly as it would without grouping.
+- Group commit: a write that finds the writer idle runs at once, from its caller's task;
+  writes that arrive while the writer is busy run together, next, in one transaction, each
+  inside its own savepoint, and share its one ``COMMIT`` (one fsync). Each write is still
+  all or nothing: one that fails is rolled back to its savepoint and fails alone; none is
+  reported done before the ``COMMIT`` that makes it durable. A write alone in its group runs
+  exactly as it would without grouping.
 - Reads run in a read transaction (a consistent WAL snapshot across their statements) on a
   small pool of ``query_only`` reader connections, so a load never waits for a writer's fsync.
 - WAL journal; ``synchronous=FULL`` by default (durable across power loss, as the peer stores
@@ -303,6 +304,9 @@ class SqliteBackend:
         self._listeners: list[Callable[[str], None]] = []
         self._queued: list[_Write] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._writes_done = asyncio.Event()
+        """Clear while a write runs (from its caller's task or the flusher): new ones queue."""
+        self._writes_done.set()
 
     @property
     def database_path(self) -> Path | None:
@@ -369,11 +373,24 @@ class SqliteBackend:
         """
         self._require_writer()
         write = _Write(fn, asyncio.get_running_loop().create_future())
-        self._queued.append(write)
-        if self._flusher is None:
-            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+        if not self._writes_done.is_set():
+            self._queued.append(write)
+        else:
+            # An idle writer: run it from this task, with no hand-off to the flusher.
+            self._writes_done.clear()
+            try:
+                await self._run_group([write])
+            finally:
+                self._hand_over()
         result: T = await write.future
         return result
+
+    def _hand_over(self) -> None:
+        """The writer is done with a write: the flusher takes what queued meanwhile."""
+        if self._queued:
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+        else:
+            self._writes_done.set()
 
     async def _flush(self) -> None:
         """Run the queued writes, a group at a time, until none is left."""
@@ -384,6 +401,9 @@ class SqliteBackend:
                 self._queued = []
                 if group:
                     await self._run_group(group)
+                # The writers just answered run first: their next writes join the next group
+                # instead of each finding the writer idle and committing alone.
+                await asyncio.sleep(0)
         except BaseException as exc:
             # Only this task's own failure (the store closed under it, or the task cancelled
             # with its loop) gets here; a write already in the driver thread may still commit.
@@ -399,6 +419,7 @@ class SqliteBackend:
                 raise
         finally:
             self._flusher = None
+            self._writes_done.set()
 
     async def _run_group(self, group: list[_Write]) -> None:
         writer = self._require_writer()
@@ -456,8 +477,7 @@ class SqliteBackend:
 
     async def close(self) -> None:
         """Close every connection (idempotent), once the writes already queued are done."""
-        if self._flusher is not None:
-            await asyncio.wait([self._flusher])
+        await self._writes_done.wait()
         connections = [*self._readers, *([self._writer] if self._writer else [])]
         self._writer = None
         self._readers = []
