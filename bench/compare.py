@@ -378,7 +378,11 @@ def targets_table(results: dict[str, dict[str, Any]], render: dict[str, Any] | s
             r["concurrent_errors"] + r["concurrent_lost_turns"] for r in base["repetitions"]
         )
         rows.append(
-            ("concurrent appends, zero errors", f"{errors} errors", _verdict(not errors, ""))
+            (
+                "concurrent appends, zero errors",
+                f"{errors} errors",
+                _verdict(not errors, "errors surfaced"),
+            )
         )
     if isinstance(render, dict):
         load = render["full_load_ms"]["median"]

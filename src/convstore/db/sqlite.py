@@ -304,6 +304,7 @@ class SqliteBackend:
         self._listeners: list[Callable[[str], None]] = []
         self._queued: list[_Write] = []
         self._flusher: asyncio.Task[None] | None = None
+        """The task running queued writes; held so that it is not garbage-collected mid-run."""
         self._writes_done = asyncio.Event()
         """Clear while a write runs (from its caller's task or the flusher): new ones queue."""
         self._writes_done.set()
