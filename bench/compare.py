@@ -106,7 +106,11 @@ FAIRNESS = """\
   connection together (group commit); an error count therefore also reflects the store's
   policy.
 - One-time costs (imports, schema creation or migration, first connections) are excluded by a
-  warm-up run in every process and by creating conversations before the clock starts."""
+  warm-up run in every process and by creating conversations before the clock starts.
+- **Loads are timed back to back**, for every store. On the 2-core VM this report was first
+  made on, the same CPU work runs about twice as slow after an idle pause (a synchronous
+  last-50 load, no threads involved: 0.50 ms back to back, 1.10 ms after a 10 ms sleep), so an
+  isolated call costs more than these medians; `bench.store_bench` prints both for convstore."""
 
 
 WHY = """\
