@@ -1,6 +1,6 @@
 """Rendering a 3,000-item history for every target, beside the store's full-load time.
 
-Run: ``.venv/bin/python -m bench.render_bench [--reps 7] [--loads 10] [--json-out FILE]``
+Run: ``.venv/bin/python -m bench.render_bench [--reps 7] [--json-out FILE]``
 (`bench.compare` runs it too and adds its table to ``docs/performance.md``).
 
 The history is the benchmark workload (`bench.workload`): 500 turns, 2,500 messages, 3,000
@@ -9,12 +9,16 @@ items; in four of the turns the first tool result is a `ContentOutput` holding i
 library is needed, and the renderer treats PNG and JPEG bytes alike). It is appended turn by
 turn to a default `ConversationStore` on a fresh SQLite file, then:
 
-- full load: ``store.load(id)``, median of ``--loads`` runs;
+- full load: ``store.load(id)``;
 - render: ``convstore.render(conversation, target, model=..., attachments=...)`` on the loaded
-  conversation with every attachment prefetched: pure CPU, median of ``--reps`` runs after one
-  warm-up run;
+  conversation with every attachment prefetched: pure CPU;
 - ``store.render(id, target, model=...)``: end to end (load, fetch the attachments the target
-  inlines from the blob store, verify their hashes, render), median of ``--reps`` runs.
+  inlines from the blob store, verify their hashes, render).
+
+Each is warmed up once, then timed ``--reps`` times, interleaved: every round calls each of
+them once in turn, each after a ``gc.collect()`` (the previous result is already dropped), so
+the load and every render see the same heap and the same neighbours on a shared machine; GC
+stays enabled during the call, so each pays for collecting its own garbage. Medians.
 
 Both renders of a target must produce the same payload (checked once, untimed): that shows
 the prefetched attachments are the ones the store would fetch. Prints a Markdown table.
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import random
 import statistics
@@ -105,12 +110,17 @@ def _stored_files(conversation: Conversation) -> list[FilePart]:
     return [f for f in files if f.attachment is not None]
 
 
-async def _timed(fn: Callable[[], Awaitable[Any]], reps: int) -> list[float]:
-    samples = []
+async def _interleaved(
+    calls: dict[str, Callable[[], Awaitable[Any]]], reps: int
+) -> dict[str, list[float]]:
+    """Milliseconds per call of each of ``calls``: ``reps`` rounds, each calling all in turn."""
+    samples: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(reps):
-        start = time.perf_counter()
-        await fn()
-        samples.append((time.perf_counter() - start) * 1e3)
+        for name, call in calls.items():
+            gc.collect()
+            start = time.perf_counter()
+            await call()
+            samples[name].append((time.perf_counter() - start) * 1e3)
     return samples
 
 
@@ -118,15 +128,13 @@ def _spread(samples: list[float]) -> dict[str, float]:
     return {"median": statistics.median(samples), "min": min(samples), "max": max(samples)}
 
 
-async def run(reps: int, loads: int, tmpdir: str | None = None) -> dict[str, Any]:
+async def run(reps: int, tmpdir: str | None = None) -> dict[str, Any]:
     """Build the history in a fresh store and time loading and rendering it."""
     with tempfile.TemporaryDirectory(prefix="bench-render-", dir=tmpdir) as tmp:
         async with ConversationStore(f"sqlite+aiosqlite:///{Path(tmp) / 'render.db'}") as store:
             conv = await store.create_conversation(title="render bench")
             for n in range(TURNS):
                 await store.append(conv.id, history_turn(n))
-            await store.load(conv.id)  # warm-up
-            load_ms = await _timed(lambda: store.load(conv.id), loads)
             conversation = await store.load(conv.id)
             files = _stored_files(conversation)
             attachments = {
@@ -134,7 +142,8 @@ async def run(reps: int, loads: int, tmpdir: str | None = None) -> dict[str, Any
                 for f in files
                 if f.attachment is not None
             }
-            rows = []
+            calls: dict[str, Callable[[], Awaitable[Any]]] = {"load": lambda: store.load(conv.id)}
+            payload_bytes: dict[tuple[str, str], int] = {}
             for target, model in TARGETS:
 
                 async def pure(target: str = target, model: str = model) -> Any:
@@ -143,25 +152,32 @@ async def run(reps: int, loads: int, tmpdir: str | None = None) -> dict[str, Any
                 async def end_to_end(target: str = target, model: str = model) -> Any:
                     return await store.render(conv.id, target, model=model)
 
-                first = await pure()
-                if first.payload != (await end_to_end()).payload:
+                payload = (await pure()).payload  # also the warm-up of both
+                if payload != (await end_to_end()).payload:
                     raise AssertionError(f"{target}/{model}: pure and store renders differ")
-                rows.append(
-                    {
-                        "target": target,
-                        "model": model,
-                        "render_ms": _spread(await _timed(pure, reps)),
-                        "store_render_ms": _spread(await _timed(end_to_end, reps)),
-                        "payload_bytes": len(json.dumps(first.payload)),
-                    }
-                )
+                payload_bytes[target, model] = len(json.dumps(payload))
+                del payload
+                calls[f"render {target} {model}"] = pure
+                calls[f"store.render {target} {model}"] = end_to_end
+            await store.load(conv.id)  # warm-up
+            samples = await _interleaved(calls, reps)
+            rows = [
+                {
+                    "target": target,
+                    "model": model,
+                    "render_ms": _spread(samples[f"render {target} {model}"]),
+                    "store_render_ms": _spread(samples[f"store.render {target} {model}"]),
+                    "payload_bytes": payload_bytes[target, model],
+                }
+                for target, model in TARGETS
+            ]
     return {
         "turns": TURNS,
         "messages": len(conversation.messages),
         "items": TURNS * ITEMS_PER_TURN,
         "images": [len(data) for data in attachments.values()],
         "reps": reps,
-        "full_load_ms": _spread(load_ms),
+        "full_load_ms": _spread(samples["load"]),
         "targets": rows,
     }
 
@@ -193,12 +209,11 @@ def markdown(result: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=7, help="timed renders per target (7)")
-    parser.add_argument("--loads", type=int, default=10, help="timed full loads (10)")
+    parser.add_argument("--reps", type=int, default=7, help="timed rounds (7)")
     parser.add_argument("--tmpdir", help="where the fresh database goes")
     parser.add_argument("--json-out", type=Path, help="also write the result as JSON here")
     args = parser.parse_args()
-    result = asyncio.run(run(args.reps, args.loads, args.tmpdir))
+    result = asyncio.run(run(args.reps, args.tmpdir))
     if args.json_out is not None:
         args.json_out.write_text(json.dumps(result, indent=1))
     print(markdown(result))
