@@ -20,6 +20,7 @@ from convstore import (
     AttachmentTooLargeError,
     BlobStorageError,
     ContentOutput,
+    Conversation,
     ConversationStore,
     FilePart,
     MediaTypeMismatchError,
@@ -120,6 +121,32 @@ async def test_reads_are_hash_verified(store: ConversationStore, raw: RawStorage
     await store.blob_store.delete(part.attachment.sha256)
     with pytest.raises(AttachmentNotFoundError):
         await store.read_attachment(part)
+
+
+async def test_load_reads_no_blob(store: ConversationStore) -> None:
+    conv = await store.create_conversation()
+    await store.append(conv.id, [Message.user(FilePart.from_bytes(PNG)), image_result("c")])
+    for sha256 in stored_hashes(await store.load(conv.id)):
+        await store.blob_store.delete(sha256)
+    # Every blob is gone, yet the load succeeds and keeps the references: it read none.
+    loaded = await store.load(conv.id)
+    (user_file,) = loaded.messages[0].parts
+    assert isinstance(user_file, FilePart) and user_file.attachment is not None
+    assert user_file.media_type == "image/png" and user_file.data is None
+    with pytest.raises(AttachmentNotFoundError):
+        await store.read_attachment(user_file)
+
+
+def stored_hashes(conversation: Conversation) -> set[str]:
+    files = [p for m in conversation.messages for p in m.parts if isinstance(p, FilePart)]
+    files += [
+        f
+        for m in conversation.messages
+        for p in m.parts
+        if isinstance(p, ToolResultPart) and isinstance(p.output, ContentOutput)
+        for f in p.output.files
+    ]
+    return {f.attachment.sha256 for f in files if f.attachment is not None}
 
 
 async def test_attachment_reads_respect_tenants(store: ConversationStore) -> None:
