@@ -189,6 +189,21 @@ async def test_tasks_sharing_one_store(db_url: str) -> None:
     assert snapshots > 0
 
 
+async def test_stores_racing_to_create_one_sqlite_file(tmp_path: Path) -> None:
+    """Switching a new file to WAL takes a lock SQLite refuses at once, busy handler or not,
+    while another connection holds it: opening retries, and nothing leaks when it fails."""
+    for round_ in range(20):
+        url = f"sqlite+aiosqlite:///{tmp_path / f'race-{round_}.db'}"
+        stores = [ConversationStore(url, blobs="memory://race") for _ in range(8)]
+        try:
+            await asyncio.gather(*(store.open() for store in stores))
+            conv = await stores[-1].create_conversation()
+            assert (await stores[0].load(conv.id)).id == conv.id
+        finally:
+            for store in stores:
+                await store.close()
+
+
 async def test_several_stores_on_one_sqlite_file(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}"
     layout = Layout.new()

@@ -29,6 +29,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -335,11 +336,8 @@ class SqliteBackend:
         await self._call(self._require_writer(), _migrate, revision)
 
     async def _connect(self, *, reader: bool) -> aiosqlite.Connection:
+        """A configured connection; lock contention while configuring it is retried."""
         target = ":memory:" if self._path is None else str(self._path)
-        try:
-            conn = await aiosqlite.connect(target, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise translate(exc) from exc
         pragmas = [f"PRAGMA busy_timeout = {self._busy_ms}", "PRAGMA foreign_keys = ON"]
         if reader:
             pragmas.append("PRAGMA query_only = ON")
@@ -347,11 +345,26 @@ class SqliteBackend:
             if self._path is not None:
                 pragmas.append("PRAGMA journal_mode = WAL")
             pragmas.append(f"PRAGMA synchronous = {self._synchronous}")
-        for pragma in pragmas:
-            await conn.execute(pragma)
-        if self._listeners:
-            await _run_in_driver_thread(conn, _install_trace, self._trace)
-        return conn
+        trace = self._trace if self._listeners else None
+        for attempt in range(1, _MAX_ATTEMPTS + 1):
+            try:
+                conn = await aiosqlite.connect(target, isolation_level=None)
+            except sqlite3.Error as exc:
+                raise translate(exc) from exc
+            try:
+                await _run_in_driver_thread(conn, _configure, pragmas, trace)
+            except BaseException as exc:
+                await _close_quietly(conn)
+                if not isinstance(exc, sqlite3.Error):
+                    raise
+                # Stores racing to create one new file: switching it to WAL needs a lock
+                # that SQLite refuses at once (busy handler or not) while another holds it.
+                if attempt < _MAX_ATTEMPTS and is_transient(exc):
+                    await _backoff(attempt)
+                    continue
+                raise translate(exc) from exc
+            return conn
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _require_writer(self) -> aiosqlite.Connection:
         if self._writer is None:
@@ -434,7 +447,7 @@ class SqliteBackend:
                 )
             except sqlite3.Error as exc:
                 if attempt < _MAX_ATTEMPTS and is_transient(exc):
-                    await asyncio.sleep(random.uniform(0, 0.01 * 2**attempt))  # noqa: S311
+                    await _backoff(attempt)
                     continue
                 failure = _translated(exc)
             except Exception as exc:  # handed to every write of the group
@@ -484,10 +497,7 @@ class SqliteBackend:
         self._readers = []
         self._idle = asyncio.Queue()
         for conn in connections:
-            try:
-                await conn.close()
-            except (sqlite3.Error, ValueError):  # already closed or broken: nothing to release
-                continue
+            await _close_quietly(conn)
 
     # Observability, for tests and debugging: every SQL statement any connection runs.
 
@@ -515,6 +525,25 @@ def _translated(exc: sqlite3.Error) -> Exception:
     error = translate(exc)
     error.__cause__ = exc
     return error
+
+
+async def _backoff(attempt: int) -> None:
+    """Jittered exponential wait before retrying after lock contention."""
+    await asyncio.sleep(random.uniform(0, 0.01 * 2**attempt))  # noqa: S311
+
+
+async def _close_quietly(conn: aiosqlite.Connection) -> None:
+    with contextlib.suppress(sqlite3.Error, ValueError):  # closed or broken: nothing to release
+        await conn.close()
+
+
+def _configure(
+    raw: sqlite3.Connection, pragmas: Sequence[str], trace: Callable[[str], None] | None
+) -> None:
+    for pragma in pragmas:
+        raw.execute(pragma)
+    if trace is not None:
+        raw.set_trace_callback(trace)
 
 
 def _install_trace(raw: sqlite3.Connection, callback: Callable[[str], None]) -> None:

@@ -142,12 +142,14 @@ class ConversationStore:
     async def open(self) -> Self:
         """Connect (and create the schema of a new SQLite database)."""
         if self._blobs is None:
-            self._blobs = BlobStore(self.blobs_url, **self._blob_args)
+            blobs = self._blobs = BlobStore(self.blobs_url, **self._blob_args)
             try:
                 await self._backend.open()
             except BaseException:
-                await self._blobs.close()
-                self._blobs = None
+                # A close() racing this open may already have taken and closed the blob store.
+                if self._blobs is blobs:
+                    self._blobs = None
+                await blobs.close()
                 raise
         return self
 
