@@ -100,14 +100,7 @@ def history_turn(n: int) -> list[Message]:
 
 
 def _stored_files(conversation: Conversation) -> list[FilePart]:
-    files: list[FilePart] = []
-    for message in conversation.messages:
-        for part in message.parts:
-            if isinstance(part, FilePart):
-                files.append(part)
-            elif isinstance(part, ToolResultPart) and isinstance(part.output, ContentOutput):
-                files.extend(part.output.files)
-    return [f for f in files if f.attachment is not None]
+    return [f for m in conversation.messages for f in m.files if f.attachment is not None]
 
 
 async def _interleaved(

@@ -165,6 +165,26 @@ class TestOutputs:
         error = Message.tool_result("c2", ErrorOutput(message="x"))
         assert error.tool_results[0].output.kind == "error"
 
+    def test_message_files_include_those_inside_content_results(self) -> None:
+        image, pdf, chart = (
+            FilePart.from_bytes(PNG),
+            FilePart.from_bytes(PDF),
+            FilePart.from_bytes(PNG),
+        )
+        user = Message.user("see", image, pdf)
+        assert user.files == [image, pdf]
+        tool = Message(
+            role="tool",
+            parts=[
+                ToolResultPart(call_id="a", output=JsonOutput(value=1)),
+                ToolResultPart(
+                    call_id="b", output=ContentOutput(parts=[TextPart(text="t"), chart])
+                ),
+            ],
+        )
+        assert tool.files == [chart]
+        assert Message.user("no files").files == []
+
     def test_thinking_signed_means_it_carries_provider_artefacts(self) -> None:
         assert not ThinkingPart(text="plain", provider="kimi").signed
         assert ThinkingPart(signature="s").signed

@@ -138,15 +138,12 @@ async def test_load_reads_no_blob(store: ConversationStore) -> None:
 
 
 def stored_hashes(conversation: Conversation) -> set[str]:
-    files = [p for m in conversation.messages for p in m.parts if isinstance(p, FilePart)]
-    files += [
-        f
+    return {
+        f.attachment.sha256
         for m in conversation.messages
-        for p in m.parts
-        if isinstance(p, ToolResultPart) and isinstance(p.output, ContentOutput)
-        for f in p.output.files
-    ]
-    return {f.attachment.sha256 for f in files if f.attachment is not None}
+        for f in m.files
+        if f.attachment is not None
+    }
 
 
 async def test_attachment_reads_respect_tenants(store: ConversationStore) -> None:

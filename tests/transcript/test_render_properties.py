@@ -17,13 +17,10 @@ from hypothesis import strategies as st
 
 from convstore import (
     Compaction,
-    ContentOutput,
     Conversation,
-    FilePart,
     Message,
     Role,
     ThinkingPart,
-    ToolResultPart,
     render,
 )
 from convstore.capabilities import ReasoningReplay, capabilities_for
@@ -45,16 +42,6 @@ def _conversation(history: list[Message], through: int | None) -> Conversation:
     return Conversation(
         id="c", created_at=T0, updated_at=T0, messages=stored, compactions=compactions
     )
-
-
-def _files(message: Message) -> list[FilePart]:
-    found: list[FilePart] = []
-    for part in message.parts:
-        if isinstance(part, FilePart):
-            found.append(part)
-        elif isinstance(part, ToolResultPart) and isinstance(part.output, ContentOutput):
-            found.extend(part.output.files)
-    return found
 
 
 @settings(
@@ -84,7 +71,7 @@ def test_every_render_obeys_the_rules(history: list[Message], data: st.DataObjec
         for message in view.messages:
             if message.role is Role.TOOL and message.seq in dropped:
                 continue
-            for part in _files(message):
+            for part in message.files:
                 if part.data is None:
                     continue
                 encoded = base64.b64encode(part.data).decode()

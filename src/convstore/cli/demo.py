@@ -23,7 +23,6 @@ from convstore.model import (
     Role,
     TextPart,
     ToolCallPart,
-    ToolResultPart,
 )
 from convstore.rendering import Rendered
 from convstore.store import ConversationStore
@@ -132,17 +131,7 @@ async def run_demo(store: ConversationStore) -> None:
 
     _heading("attachments: bytes in the blob store, once each")
     references = [
-        f.attachment.sha256
-        for m in loaded.messages
-        for p in m.parts
-        for f in (
-            [p]
-            if isinstance(p, FilePart)
-            else p.output.files
-            if isinstance(p, ToolResultPart) and isinstance(p.output, ContentOutput)
-            else []
-        )
-        if f.attachment is not None
+        f.attachment.sha256 for m in loaded.messages for f in m.files if f.attachment is not None
     ]
     blobs = {info.sha256: info async for info in store.blob_store.iter_blobs()}
     print(f"  blob store: {store.blobs_url}")

@@ -112,19 +112,7 @@ def conversation_view(conversation: Conversation) -> str:
         for call in conversation.tool_calls:
             kind = f" {call.result_kind}" if call.result_kind else ""
             lines.append(f"  {call.id:<28} {call.name:<20} {call.status.value}{kind} (#{call.seq})")
-    files = [
-        f
-        for m in conversation.messages
-        for p in m.parts
-        for f in (
-            [p]
-            if isinstance(p, FilePart)
-            else p.output.files
-            if isinstance(p, ToolResultPart) and isinstance(p.output, ContentOutput)
-            else []
-        )
-        if f.attachment is not None
-    ]
+    files = [f for m in conversation.messages for f in m.files if f.attachment is not None]
     if files:
         lines += ["", "attachments:"]
         unique = {f.attachment.sha256: f for f in files if f.attachment is not None}

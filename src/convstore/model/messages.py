@@ -28,7 +28,7 @@ from pydantic import AwareDatetime, Field, JsonValue, model_validator
 
 from convstore.model._base import CanonicalModel
 from convstore.model.content import FilePart, TextPart
-from convstore.model.outputs import JsonOutput, ToolOutput
+from convstore.model.outputs import ContentOutput, JsonOutput, ToolOutput
 from convstore.model.parts import Part, ThinkingPart, ToolCallPart, ToolResultPart
 
 __all__ = ["Message", "Role"]
@@ -128,6 +128,17 @@ class Message(CanonicalModel):
     def tool_results(self) -> list[ToolResultPart]:
         """The tool-result parts, in order."""
         return [p for p in self.parts if isinstance(p, ToolResultPart)]
+
+    @property
+    def files(self) -> list[FilePart]:
+        """Every file of the message, in order: its own and those inside content results."""
+        found: list[FilePart] = []
+        for part in self.parts:
+            if isinstance(part, FilePart):
+                found.append(part)
+            elif isinstance(part, ToolResultPart) and isinstance(part.output, ContentOutput):
+                found.extend(part.output.files)
+        return found
 
 
 def _content_parts(content: Iterable[str | FilePart]) -> list[Part]:

@@ -26,13 +26,7 @@ def _needs_storing(part: FilePart) -> bool:
 
 
 def _files_of(message: Message) -> list[FilePart]:
-    found: list[FilePart] = []
-    for part in message.parts:
-        if isinstance(part, FilePart) and _needs_storing(part):
-            found.append(part)
-        elif isinstance(part, ToolResultPart) and isinstance(part.output, ContentOutput):
-            found.extend(p for p in part.output.files if _needs_storing(p))
-    return found
+    return [part for part in message.files if _needs_storing(part)]
 
 
 async def _store(blobs: BlobStore, part: FilePart) -> StoredBlob:

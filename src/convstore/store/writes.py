@@ -44,8 +44,6 @@ from convstore.errors import (
 )
 from convstore.model import (
     Compaction,
-    ContentOutput,
-    FilePart,
     Message,
     Role,
     ToolCall,
@@ -319,17 +317,7 @@ def _check_references(tx: Tx, plan: AppendPlan) -> None:
 
 
 def _referenced_blobs(messages: list[Message]) -> set[str]:
-    found: set[str] = set()
-    for message in messages:
-        for part in message.parts:
-            if isinstance(part, FilePart):
-                files = [part]
-            elif isinstance(part, ToolResultPart) and isinstance(part.output, ContentOutput):
-                files = part.output.files
-            else:
-                continue
-            found.update(f.attachment.sha256 for f in files if f.attachment is not None)
-    return found
+    return {f.attachment.sha256 for m in messages for f in m.files if f.attachment is not None}
 
 
 def _call_as_stored(tx: Tx, cid: str, result: ToolResultPart) -> ToolCall:

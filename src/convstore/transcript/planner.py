@@ -450,15 +450,9 @@ def attachments_needed(
     caps = capabilities_for(target, model)
     needed: set[str] = set()
     for message in apply_compaction(messages, compaction).messages:
-        for part in message.parts:
-            files: list[FilePart] = []
-            if isinstance(part, FilePart):
-                files = [part]
-            elif isinstance(part, ToolResultPart) and isinstance(part.output, ContentOutput):
-                files = part.output.files
-            needed.update(
-                f.attachment.sha256
-                for f in files
-                if f.attachment is not None and caps.inlines(f.media_type)
-            )
+        needed.update(
+            f.attachment.sha256
+            for f in message.files
+            if f.attachment is not None and caps.inlines(f.media_type)
+        )
     return needed
