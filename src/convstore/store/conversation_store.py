@@ -30,7 +30,6 @@ from convstore.errors import (
     AttachmentCorruptedError,
     AttachmentNotFoundError,
     ClosedError,
-    ConvstoreError,
     InvalidInputError,
     InvalidMessageError,
 )
@@ -419,10 +418,7 @@ class ConversationStore:
                     return None
 
         ordered = sorted(hashes)
-        try:
-            results = await asyncio.gather(*(fetch(sha) for sha in ordered))
-        except* ConvstoreError as group:
-            raise group.exceptions[0] from None
+        results = await asyncio.gather(*(fetch(sha) for sha in ordered))  # raises the first error
         return {sha: data for sha, data in zip(ordered, results, strict=True) if data is not None}
 
     # -- attachments ----------------------------------------------------------------------------
