@@ -727,6 +727,18 @@ def test_parse_arguments_that_are_not_an_object_are_kept_verbatim() -> None:
     assert (call.arguments, call.raw_arguments) == ({}, "{oops")
 
 
+@pytest.mark.parametrize(
+    "text", ['{"a": NaN}', '{"a": -Infinity}', '{"a": "\\ud800"}', '{"\\udfff": 1}']
+)
+def test_parse_arguments_that_are_not_json_values_are_kept_verbatim(text: str) -> None:
+    # NaN, infinities and lone surrogates parse with json.loads, yet no provider takes them.
+    (message,) = parse(
+        {"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": text}]}
+    )
+    (call,) = message.tool_calls
+    assert (call.arguments, call.raw_arguments) == ({}, text)
+
+
 MALFORMED: list[tuple[str, Any]] = [
     ("not an object", ["input"]),
     ("input not a list", {"input": 3}),

@@ -28,7 +28,7 @@ import binascii
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 from urllib.parse import unquote_to_bytes
 
@@ -246,26 +246,52 @@ def inline_file(data: bytes, declared: str | None, filename: str | None, node: J
         raise node.fail(str(exc)) from exc
 
 
-def parse_arguments(value: Any, node: Json) -> tuple[dict[str, JsonValue], str | None]:
-    """(arguments object, raw text kept when the model's text was not a JSON object)."""
+def root_object(payload: Any, source: str) -> Json:
+    """A payload's top-level object (any mapping, copied to a dict); malformed when not one.
+
+    Callers hand in whatever they stored: check, never trust.
+    """
+    root = Json(dict(payload) if isinstance(payload, Mapping) else payload, source)
+    root.object()
+    return root
+
+
+def inline_file_data(node: Json, filename: str | None) -> FilePart:
+    """An OpenAI ``file_data`` string: a ``data:`` URL or bare base64."""
+    text = node.string()
+    decoded = parse_data_url(text, node)
+    declared, data = decoded if decoded is not None else (None, decode_base64(text, node))
+    return inline_file(data, declared, filename, node)
+
+
+def parse_arguments(node: Json | None) -> tuple[dict[str, JsonValue], str | None]:
+    """(arguments object, raw text kept when the model's text was not a JSON object).
+
+    ``node`` is the arguments as the payload holds them (absent: no arguments).
+    """
+    if node is None:
+        return {}, None
+    value = node.value
     if isinstance(value, dict):
         return value, None
-    if value is None:
-        return {}, None
     if not isinstance(value, str):
         raise node.fail(f"tool arguments must be an object or a JSON string, got {_kind(value)}")
     if not value.strip():
         return {}, None
     try:
-        decoded = json.loads(value)
-    except (ValueError, RecursionError):
-        return (
-            {},
-            value,
-        )  # models do emit broken JSON (or JSON too deep to decode); keep it verbatim
-    if isinstance(decoded, dict) and json_depth(decoded) <= MAX_JSON_DEPTH:
-        return decoded, None
-    return {}, value
+        # NaN and infinities are not JSON: such text is broken like any other.
+        decoded = json.loads(value, parse_constant=_not_json)
+        if not isinstance(decoded, dict) or json_depth(decoded) > MAX_JSON_DEPTH:
+            return {}, value
+        check_json_text(decoded, node.source)  # a lone surrogate escape is not Unicode
+    except (ValueError, RecursionError, MalformedPayloadError):
+        # Models do emit broken JSON (or JSON too deep to decode): keep it verbatim.
+        return {}, value
+    return decoded, None
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
 
 
 class CallIds:
@@ -277,6 +303,7 @@ class CallIds:
         self._open: dict[str, list[str]] = {}  # provider id -> canonical ids without a result
         self._by_name: dict[str, list[str]] = {}  # tool name -> canonical ids without a result
         self._answered: dict[str, str] = {}  # provider id -> the call it last answered
+        self._names: dict[str, str] = {}  # canonical id -> tool name
         self._count = 0
 
     def call(self, provider_id: str | None, name: str) -> str:
@@ -291,7 +318,12 @@ class CallIds:
         if provider_id:
             self._open.setdefault(provider_id, []).append(canonical)
         self._by_name.setdefault(name, []).append(canonical)
+        self._names[canonical] = name
         return canonical
+
+    def name_of(self, canonical: str) -> str | None:
+        """The tool name of the call ``canonical`` names, if it is one of this parse's."""
+        return self._names.get(canonical)
 
     def result(self, provider_id: str | None, name: str | None = None) -> str:
         """The canonical id of the call a result answers.

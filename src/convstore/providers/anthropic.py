@@ -66,6 +66,7 @@ from convstore.providers._parsing import (
     decode_base64,
     inline_file,
     parse_arguments,
+    root_object,
 )
 from convstore.transcript.diagnostics import Diagnostics, MediaNote, ReasoningNote
 from convstore.transcript.plan import (
@@ -116,7 +117,7 @@ def parse(payload: Mapping[str, Any]) -> list[Message]:
     Raises:
         MalformedPayloadError: the payload is not Anthropic Messages JSON.
     """
-    root = _root(payload)
+    root = root_object(payload, TARGET)
     reader = _Reader(root.str_or_none("model"))
     messages: list[Message] = []
     system = root.get("system")
@@ -133,7 +134,7 @@ def parse_response(body: Mapping[str, Any]) -> Message:
     Raises:
         MalformedPayloadError: the body is not a Messages response (an error body included).
     """
-    root = _root(body)
+    root = root_object(body, TARGET)
     kind = root.str_or_none("type")
     if kind is not None and kind != "message":
         raise root.fail(f"expected a message response, got type {kind!r}")
@@ -154,13 +155,6 @@ def parse_response(body: Mapping[str, Any]) -> Message:
         model=model,
         provider_details=details or None,
     )
-
-
-def _root(payload: Mapping[str, Any]) -> Json:
-    value = dict(payload) if isinstance(payload, Mapping) else payload
-    root = Json(value, TARGET)
-    root.object()
-    return root
 
 
 def _system_message(node: Json) -> list[Message]:
@@ -279,8 +273,6 @@ class _Reader:
 
     model: str | None
     ids: CallIds = field(default_factory=lambda: CallIds(TARGET))
-    names: dict[str, str] = field(default_factory=dict)
-    """Canonical call id -> tool name, so results can name their tool."""
 
     def message(self, node: Json) -> list[Message]:
         node.object()
@@ -367,12 +359,8 @@ class _Reader:
     def tool_call(self, block: Json) -> ToolCallPart:
         provider_id = block.require("id").string()
         name = block.require("name").string()
-        input_node = block.get("input")
-        arguments, raw = (
-            parse_arguments(input_node.value, input_node) if input_node is not None else ({}, None)
-        )
+        arguments, raw = parse_arguments(block.get("input"))
         canonical = self.ids.call(provider_id, name)
-        self.names[canonical] = name
         caller = block.get("caller")
         return ToolCallPart(
             id=canonical,
@@ -391,7 +379,7 @@ class _Reader:
         return ToolResultPart(
             call_id=canonical,
             output=_tool_output(block.get("content"), is_error),
-            name=self.names.get(canonical),
+            name=self.ids.name_of(canonical),
         )
 
 

@@ -87,6 +87,7 @@ from convstore.providers._parsing import (
     inline_file,
     is_base64,
     parse_arguments,
+    root_object,
 )
 from convstore.transcript.plan import (
     AssistantTurn,
@@ -139,8 +140,7 @@ def parse(payload: Mapping[str, Any]) -> list[Message]:
     ``systemInstruction`` becomes a system message; ``model`` (optional) is recorded as the
     producing model of the model contents; other request keys are ignored.
     """
-    root = Json(dict(payload) if isinstance(payload, Mapping) else payload, TARGET)
-    root.object()
+    root = root_object(payload, TARGET)
     model = _model_name(root.str_or_none("model"))
     messages: list[Message] = []
     system = _field(root, "systemInstruction")
@@ -158,8 +158,7 @@ def parse_response(body: Mapping[str, Any]) -> Message:
     A response without candidates (a blocked prompt, which carries ``promptFeedback``) gives an
     empty assistant message whose ``provider_details`` say why.
     """
-    root = Json(dict(body) if isinstance(body, Mapping) else body, TARGET)
-    root.object()
+    root = root_object(body, TARGET)
     model = _model_name(_text(root, "modelVersion"))
     response_id = _text(root, "responseId")
     details: dict[str, JsonValue] = {}
@@ -357,8 +356,7 @@ def _model_data(
 def _call(node: Json, ids: CallIds) -> ToolCallPart:
     name = node.require("name").string()
     provider_id = node.str_or_none("id")
-    args = node.get("args")
-    arguments, raw = parse_arguments(None if args is None else args.value, args or node)
+    arguments, raw = parse_arguments(node.get("args"))
     return ToolCallPart(
         id=ids.call(provider_id, name),
         name=name,

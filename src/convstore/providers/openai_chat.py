@@ -64,8 +64,10 @@ from convstore.providers._parsing import (
     Json,
     decode_base64,
     inline_file,
+    inline_file_data,
     parse_arguments,
     parse_data_url,
+    root_object,
 )
 from convstore.transcript.plan import Media, Plan
 
@@ -81,10 +83,9 @@ _FAMILIES: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
     (("mistral", "magistral", "codestral", "ministral", "pixtral", "devstral"), "mistral"),
 )
 
-_FORMAT_OF_AUDIO: Final[dict[str, str]] = {
-    "audio/wav": "wav",
-    "audio/mpeg": "mp3",
-    "audio/mp3": "mp3",
+# The inverse of AUDIO_FORMATS, plus the alias audio/mp3 (normalize_media_type keeps it).
+_FORMAT_OF_AUDIO: Final[dict[str, str]] = {media: fmt for fmt, media in AUDIO_FORMATS.items()} | {
+    "audio/mp3": "mp3"
 }
 
 _FileOrText = TextPart | FilePart
@@ -142,14 +143,14 @@ def encode(plan: Plan) -> dict[str, Any]:
 
 def parse(payload: Mapping[str, Any]) -> list[Message]:
     """Canonical messages from a Chat Completions request body or stored history."""
-    root = _root(payload)
+    root = root_object(payload, SOURCE)
     parser = _Parser(root.str_or_none("model"))
     return [parser.message(node) for node in root.require("messages").items()]
 
 
 def parse_response(body: Mapping[str, Any]) -> Message:
     """The assistant message of a ``chat.completion`` body (its first choice)."""
-    root = _root(body)
+    root = root_object(body, SOURCE)
     choices = root.require("choices")
     first = next(choices.items(), None)
     if first is None:
@@ -168,13 +169,6 @@ def parse_response(body: Mapping[str, Any]) -> Message:
     return _Parser(root.str_or_none("model")).assistant(message, details)
 
 
-def _root(payload: Mapping[str, Any]) -> Json:
-    value: Any = payload  # callers hand in whatever they stored; check, never trust
-    root = Json(dict(value) if isinstance(value, Mapping) else value, SOURCE)
-    root.object()
-    return root
-
-
 class _Parser:
     """Parses the messages of one payload, sharing its model and its call ids."""
 
@@ -182,7 +176,6 @@ class _Parser:
         self._model = model
         self._family = provider_family(model)
         self._ids = CallIds("call")
-        self._names: dict[str, str] = {}  # canonical call id -> tool name
 
     def message(self, node: Json) -> Message:
         role_node = node.require("role")
@@ -289,8 +282,7 @@ class _Parser:
         self, function: Json, provider_id: str | None, details: dict[str, JsonValue] | None
     ) -> ToolCallPart:
         name = _name(function)
-        raw = function.get("arguments")
-        arguments, raw_text = parse_arguments(None if raw is None else raw.value, raw or function)
+        arguments, raw_text = parse_arguments(function.get("arguments"))
         return self._new_call(provider_id, name, arguments, raw_text, details)
 
     def _new_call(
@@ -302,7 +294,6 @@ class _Parser:
         details: dict[str, JsonValue] | None,
     ) -> ToolCallPart:
         canonical = self._ids.call(provider_id, name)
-        self._names[canonical] = name
         return ToolCallPart(
             id=canonical,
             name=name,
@@ -328,7 +319,7 @@ class _Parser:
         part = ToolResultPart(
             call_id=call_id,
             output=self._output(node.require("content")),
-            name=name or self._names.get(call_id),
+            name=name or self._ids.name_of(call_id),
         )
         return Message(role=Role.TOOL, parts=[part])
 
@@ -376,7 +367,7 @@ class _Parser:
                     if isinstance(image.value, str)
                     else image.require("url").string()
                 )
-                return _file_from_url(url, image, None, None)
+                return _file_from_url(url, image, None)
             case "input_audio":
                 audio = item.require("input_audio")
                 data = decode_base64(audio.require("data").string(), audio)
@@ -386,7 +377,7 @@ class _Parser:
                 return _file_part(item.require("file"))
             case "document_url":  # Mistral: a URL or data: URL string
                 url = item.require("document_url").string()
-                return _file_from_url(url, item, None, item.str_or_none("document_name"))
+                return _file_from_url(url, item, item.str_or_none("document_name"))
             case _:
                 raise item.fail(f"unsupported content part type {kind!r}")
 
@@ -410,10 +401,7 @@ def _file_part(node: Json) -> FilePart:
     filename = node.str_or_none("filename")
     data = node.get("file_data")
     if data is not None:
-        text = data.string()
-        if text[:5].lower() == "data:":
-            return _file_from_url(text, data, None, filename)
-        return inline_file(decode_base64(text, data), None, filename, data)
+        return inline_file_data(data, filename)
     file_id = node.require("file_data", "file_id").string()
     # An uploaded file lives at OpenAI; keep the reference as the openai-responses source does.
     return FilePart.from_uri(
@@ -421,12 +409,12 @@ def _file_part(node: Json) -> FilePart:
     )
 
 
-def _file_from_url(url: str, node: Json, media_type: str | None, filename: str | None) -> FilePart:
+def _file_from_url(url: str, node: Json, filename: str | None) -> FilePart:
     decoded = parse_data_url(url, node)
     if decoded is None:
-        return FilePart.from_uri(url, media_type=media_type or _guess(filename), filename=filename)
+        return FilePart.from_uri(url, media_type=_guess(filename), filename=filename)
     declared, data = decoded
-    return inline_file(data, declared or media_type, filename, node)
+    return inline_file(data, declared, filename, node)
 
 
 def _guess(filename: str | None) -> str | None:

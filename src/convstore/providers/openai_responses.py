@@ -68,6 +68,7 @@ from convstore.providers._parsing import (
     Json,
     decode_base64,
     inline_file,
+    inline_file_data,
     parse_arguments,
     parse_data_url,
 )
@@ -245,7 +246,6 @@ class _ItemReader:
     def __init__(self, model: str | None, ids: CallIds) -> None:
         self._model = model
         self._ids = ids
-        self._names: dict[str, str] = {}
 
     def assistant_parts(self, item: Json) -> list[Part] | None:
         """The parts of an assistant-side item, or ``None`` when the item is not one."""
@@ -268,7 +268,7 @@ class _ItemReader:
         return ToolResultPart(
             call_id=canonical,
             output=_tool_output(item.require("output")),
-            name=self._names.get(canonical),
+            name=self._ids.name_of(canonical),
         )
 
     def input_message(self, item: Json) -> Message:
@@ -304,15 +304,9 @@ class _ItemReader:
     def _function_call(self, item: Json) -> ToolCallPart:
         call_id = _non_empty(item.require("call_id"))
         name = _non_empty(item.require("name"))
-        arguments_node = item.get("arguments")
-        arguments, raw = (
-            ({}, None)
-            if arguments_node is None
-            else parse_arguments(arguments_node.value, arguments_node)
-        )
+        arguments, raw = parse_arguments(item.get("arguments"))
         item_id = item.str_or_none("id")
         canonical = self._ids.call(call_id, name)
-        self._names[canonical] = name
         return ToolCallPart(
             id=canonical,
             name=name,
@@ -440,10 +434,7 @@ def _input_file(entry: Json) -> FilePart:
     filename = entry.str_or_none("filename")
     data = entry.get("file_data")
     if data is not None:
-        text = data.string()
-        if text[:5].lower() == "data:":
-            return _file_from_url(data, filename=filename)
-        return inline_file(decode_base64(text, data), None, filename, data)
+        return inline_file_data(data, filename)
     url = entry.get("file_url")
     if url is not None:
         return FilePart.from_uri(_non_empty(url), filename=filename)
