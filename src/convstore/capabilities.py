@@ -174,6 +174,9 @@ class Capabilities:
 # the wire value is its base64. See docs/providers/gemini.md.
 _GEMINI_DUMMY_SIGNATURE: Final = "Y29udGV4dF9lbmdpbmVlcmluZ19pc190aGVfd2F5X3RvX2dv"
 
+# "gemini-2.5-flash-001" is a stable version of "gemini-2.5-flash" (Gemini models page).
+_GEMINI_VERSION_SUFFIX: Final = r"-(\d{3}|latest)$"
+
 _OPENAI_CHARS: Final = r"A-Za-z0-9_\-"
 
 CAPABILITIES: Final[tuple[Capabilities, ...]] = (
@@ -280,8 +283,7 @@ CAPABILITIES: Final[tuple[Capabilities, ...]] = (
         assistant_media=_GEMINI_MEDIA,
         requires_user_first=True,
         dummy_thought_signature=_GEMINI_DUMMY_SIGNATURE,
-        # "gemini-2.5-flash-001" is a stable version of "gemini-2.5-flash" (Gemini models page).
-        model_version_suffix=r"-(\d{3}|latest)$",
+        model_version_suffix=_GEMINI_VERSION_SUFFIX,
     ),
     Capabilities(
         target="gemini",
@@ -304,8 +306,7 @@ CAPABILITIES: Final[tuple[Capabilities, ...]] = (
         reasoning_requires_signature=False,
         assistant_media=_GEMINI_MEDIA,
         requires_user_first=True,
-        # "gemini-2.5-flash-001" is a stable version of "gemini-2.5-flash" (Gemini models page).
-        model_version_suffix=r"-(\d{3}|latest)$",
+        model_version_suffix=_GEMINI_VERSION_SUFFIX,
     ),
     Capabilities(
         target="mistral",

@@ -69,6 +69,7 @@ __all__ = [
     "MAX_MEDIA_TYPE_LENGTH",
     "MAX_PART_CHARS",
     "check_messages",
+    "has_lone_surrogate",
     "json_depth",
 ]
 
@@ -88,6 +89,13 @@ _MEDIA_TYPE: Final = re.compile(
     r"[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}"
 )
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (not Unicode: no database stores it as UTF-8)."""
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
 # C0 and C1 controls (DEL included), and the bidi embedding/override/isolate controls.
 _UNSAFE_IN_FILENAME: Final = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -170,7 +178,7 @@ class _Walk:
             self.chars += len(value)
             if self.chars > MAX_PART_CHARS:
                 raise self.fail(path, f"holds more than {MAX_PART_CHARS:,} characters of text")
-            if not value.isascii() and _SURROGATE.search(value):
+            if has_lone_surrogate(value):
                 raise self.fail(path, "is not valid Unicode (it holds a lone surrogate)")
         elif isinstance(value, float) and not math.isfinite(value):
             raise self.fail(path, f"{value} is not a JSON number")

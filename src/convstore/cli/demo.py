@@ -152,10 +152,10 @@ async def run_demo(store: ConversationStore) -> None:
     assert isinstance(loaded.get_tool_call("call_weather").output, JsonOutput)
 
     _heading("the same conversation rendered for every target")
-    for target, model in _DEMO_TARGETS:
-        rendered = await store.render(conversation.id, target, model=model)
+    renders = {(t, m): await store.render(conversation.id, t, model=m) for t, m in _DEMO_TARGETS}
+    for (target, model), rendered in renders.items():
         print(f"  {target:<17} {model:<22} {_render_summary(rendered)}")
-    chat = await store.render(conversation.id, "openai-chat", model="gpt-5")
+    chat = renders["openai-chat", "gpt-5"]
     print("\n  openai-chat payload (base64 shortened):")
     for line in json.dumps(_shorten(chat.payload), indent=2, ensure_ascii=False).splitlines():
         print("    " + line)

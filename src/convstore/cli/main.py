@@ -15,13 +15,14 @@ import asyncio
 import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, get_args
 
 from convstore.capabilities import TARGETS
 from convstore.cli import commands
 from convstore.db import DEFAULT_URL
 from convstore.errors import ConvstoreError
 from convstore.providers import SOURCES
+from convstore.transcript.reasoning import ReasoningPolicy
 
 __all__ = ["main"]
 
@@ -79,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     rendering.add_argument("--tenant", help="the conversation's tenant")
     rendering.add_argument(
         "--reasoning",
-        choices=["drop", "text"],
+        choices=get_args(ReasoningPolicy),
         default="drop",
         help="reasoning the target cannot accept back: drop it or send it as text",
     )

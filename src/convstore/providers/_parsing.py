@@ -35,7 +35,7 @@ from urllib.parse import unquote_to_bytes
 from pydantic import JsonValue
 
 from convstore.errors import MalformedPayloadError, MediaTypeMismatchError
-from convstore.limits import MAX_JSON_DEPTH, json_depth
+from convstore.limits import MAX_JSON_DEPTH, has_lone_surrogate, json_depth
 from convstore.media import (
     SNIFF_PREFIX_BYTES,
     contradicts,
@@ -56,7 +56,6 @@ __all__ = [
     "parse_data_url",
 ]
 
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _BASE64_TEXT: Final = re.compile(r"(?:[A-Za-z0-9+/]*|[A-Za-z0-9_-]*)={0,2}")
 _DATA_URL: Final = re.compile(
     r"^data:(?P<type>[^;,]*)(?P<params>(;[^;,]*)*?)(;base64)?,", re.IGNORECASE
@@ -156,14 +155,14 @@ def check_json_text(value: Any, source: str) -> None:
     while stack:
         node, path = stack.pop()
         if isinstance(node, str):
-            if not node.isascii() and _SURROGATE.search(node):
+            if has_lone_surrogate(node):
                 raise Json(node, source, path).fail("a string holds a lone surrogate (not Unicode)")
         elif isinstance(node, float):
             if not math.isfinite(node):
                 raise Json(node, source, path).fail(f"{node} is not a JSON number")
         elif isinstance(node, dict):
             for key, child in node.items():
-                if isinstance(key, str) and not key.isascii() and _SURROGATE.search(key):
+                if isinstance(key, str) and has_lone_surrogate(key):
                     raise Json(node, source, path).fail(
                         "a key holds a lone surrogate (not Unicode)"
                     )

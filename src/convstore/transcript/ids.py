@@ -45,16 +45,24 @@ def _invalid(charset: str) -> re.Pattern[str]:
     return re.compile(f"[^{charset}]")
 
 
+def _starts_alpha(text: str) -> bool:
+    first = text[0]
+    return first == "_" or (first.isascii() and first.isalpha())
+
+
+def _is_mistral_id(text: str) -> bool:
+    """Mistral's tool-call id shape: exactly 9 ASCII letters and digits."""
+    return len(text) == 9 and text.isascii() and text.isalnum()
+
+
 def _fit(text: str, charset: str, max_length: int, must_start_alpha: bool) -> str:
     """``text`` with invalid characters replaced, shortened with a hash suffix if too long."""
     invalid = _invalid(charset)
-    if len(text) <= max_length and text and not invalid.search(text):
-        first = text[0]
-        if not must_start_alpha or first == "_" or (first.isascii() and first.isalpha()):
-            return text  # already valid: the common case, without building a new string
+    valid_chars = len(text) <= max_length and text and not invalid.search(text)
+    if valid_chars and (not must_start_alpha or _starts_alpha(text)):
+        return text  # already valid: the common case, without building a new string
     cleaned = invalid.sub("_", text) or "_"
-    first = cleaned[0]
-    if must_start_alpha and not (first == "_" or (first.isascii() and first.isalpha())):
+    if must_start_alpha and not _starts_alpha(cleaned):
         cleaned = "_" + cleaned
     if len(cleaned) > max_length:
         suffix = "_" + _base62(_digest(text), 8)
@@ -87,7 +95,7 @@ class IdProjector:
 
     def _valid_id(self, call_id: str) -> bool:
         if self._caps.id_style is IdStyle.MISTRAL:
-            return len(call_id) == 9 and call_id.isascii() and call_id.isalnum()
+            return _is_mistral_id(call_id)
         return self._fit_id(call_id) == call_id
 
     def _fit_id(self, call_id: str) -> str:
@@ -140,7 +148,7 @@ class IdProjector:
         return wire
 
     def _mistral(self, canonical: str) -> str:
-        if len(canonical) == 9 and canonical.isascii() and canonical.isalnum():
+        if _is_mistral_id(canonical):
             candidate = canonical
         else:
             candidate = _base62(_digest(canonical), 9)

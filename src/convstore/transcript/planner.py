@@ -154,7 +154,7 @@ class _Planner:
         system: list[str] = []
         conversation = [m for m in messages if m.role is not Role.SYSTEM]
         pairing = _Pairing(conversation, self.diagnostics)
-        self.ids.reserve(sorted(pairing.call_ids), sorted(pairing.names))
+        self.ids.reserve(pairing.call_ids, pairing.names)
         if summary:
             self.turns.append(UserTurn([Text(SUMMARY_PREFIX + summary)]))
         started = False
