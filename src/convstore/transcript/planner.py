@@ -210,6 +210,8 @@ class _Planner:
             and not any(isinstance(p, Call) for p in previous.parts)
             else None
         )
+        # Content counts as after reasoning once reasoning was seen (after_content implies
+        # seen_reasoning), so each content part sets after_content to seen_reasoning.
         seen_reasoning, after_content = (
             _reasoning_run(joined.parts) if joined is not None else (False, False)
         )
@@ -228,12 +230,12 @@ class _Planner:
                 call = self._call(part, same_provider)
                 parts.append(call)
                 calls.append(call)
-                after_content = after_content or seen_reasoning
+                after_content = seen_reasoning
             elif kind == "text":
                 assert isinstance(part, TextPart)
                 if not is_blank(part.text):
                     parts.append(Text(part.text, part.provider_details))
-                    after_content = after_content or seen_reasoning
+                    after_content = seen_reasoning
             elif kind == "thinking":
                 assert isinstance(part, ThinkingPart)
                 kept = self.reasoning.decide(part, message.seq, after_content=after_content)
@@ -242,11 +244,11 @@ class _Planner:
                     if isinstance(kept, Reasoning):
                         seen_reasoning = True
                     else:
-                        after_content = after_content or seen_reasoning
+                        after_content = seen_reasoning
             elif kind == "file":
                 assert isinstance(part, FilePart)
                 parts.append(self.media.in_message(part, message.seq, assistant=True))
-                after_content = after_content or seen_reasoning
+                after_content = seen_reasoning
             else:
                 raise AssertionError(f"{kind} parts are not allowed in assistant messages")
         if not parts:
