@@ -13,9 +13,11 @@ it and nothing else::
     ├── NotFoundError (LookupError)
     │   ├── ConversationNotFoundError            missing, deleted or another tenant's (never says)
     │   ├── ToolCallNotFoundError
+    │   ├── MessageNotFoundError                 no message with that id (in that conversation)
     │   └── AttachmentNotFoundError              a referenced blob is missing
     ├── ConflictError
-    │   └── ToolCallConflictError                a second, different completion; a reused call id
+    │   ├── ToolCallConflictError                a second, different completion; a reused call id
+    │   └── RevisionConflictError                a stale ``expected_revision``; nothing written
     ├── AttachmentCorruptedError                 stored bytes no longer match their hash
     ├── SchemaError
     │   └── SchemaOutOfDateError                 the database is behind the migration head
@@ -44,7 +46,9 @@ __all__ = [
     "InvalidMessageError",
     "MalformedPayloadError",
     "MediaTypeMismatchError",
+    "MessageNotFoundError",
     "NotFoundError",
+    "RevisionConflictError",
     "SchemaError",
     "SchemaOutOfDateError",
     "StorageError",
@@ -103,6 +107,16 @@ class ToolCallNotFoundError(NotFoundError):
         self.call_id = call_id
 
 
+class MessageNotFoundError(NotFoundError):
+    """No message with that id exists (in that conversation, or in the tenant's)."""
+
+    def __init__(self, message_id: str, conversation_id: str | None = None) -> None:
+        where = f" in conversation {conversation_id!r}" if conversation_id is not None else ""
+        super().__init__(f"message {message_id!r} not found{where}")
+        self.message_id = message_id
+        self.conversation_id = conversation_id
+
+
 class AttachmentNotFoundError(NotFoundError):
     """A referenced blob is missing from the blob store."""
 
@@ -117,6 +131,19 @@ class ConflictError(ConvstoreError):
 
 class ToolCallConflictError(ConflictError):
     """A tool call was completed twice with different outputs, or a call id was reused."""
+
+
+class RevisionConflictError(ConflictError):
+    """The conversation changed since the caller read it: ``expected_revision`` is stale."""
+
+    def __init__(self, conversation_id: str, expected: str, actual: str) -> None:
+        super().__init__(
+            f"conversation {conversation_id!r} is at revision {actual!r}, not the expected "
+            f"{expected!r}: reload it and retry"
+        )
+        self.conversation_id = conversation_id
+        self.expected = expected
+        self.actual = actual
 
 
 class AttachmentCorruptedError(ConvstoreError):

@@ -241,6 +241,9 @@ def decode_conversation_row(
             "metadata": codec.load_json(metadata) or {},
             "created_at": codec.load_time(created_at),
             "updated_at": codec.load_time(updated_at),
+            "revision": "",
+            "state": {},
+            "head_seq": messages[-1].seq if messages else None,
             "messages": messages,
             "tool_calls": tool_calls,
             "compactions": compactions,
@@ -384,6 +387,11 @@ def _message(
             "seq": seq,
             "created_at": created_at,
             "provider_details": None if details is None else load_json(details),
+            "id": None,
+            "native": None,
+            "usage": None,
+            "parent_seq": None,
+            "conversation_id": None,
         }
     )
 

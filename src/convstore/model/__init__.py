@@ -6,15 +6,17 @@ these values to rows and the renderers map them to provider JSON.
 """
 
 from convstore.model.content import AttachmentRef, FilePart, TextPart
-from convstore.model.conversation import Compaction, Conversation, ToolCall, ToolCallStatus
+from convstore.model.conversation import Branch, Compaction, Conversation, ToolCall, ToolCallStatus
 from convstore.model.messages import Message, Role
 from convstore.model.outputs import ContentOutput, ErrorOutput, JsonOutput, ResultKind, ToolOutput
 from convstore.model.parts import Part, ThinkingPart, ToolCallPart, ToolResultPart
+from convstore.model.records import NativeRecord, Usage
 from convstore.model.serialization import FORMAT_VERSION, dump_messages, load_messages
 
 __all__ = [
     "FORMAT_VERSION",
     "AttachmentRef",
+    "Branch",
     "Compaction",
     "ContentOutput",
     "Conversation",
@@ -22,6 +24,7 @@ __all__ = [
     "FilePart",
     "JsonOutput",
     "Message",
+    "NativeRecord",
     "Part",
     "ResultKind",
     "Role",
@@ -32,6 +35,7 @@ __all__ = [
     "ToolCallStatus",
     "ToolOutput",
     "ToolResultPart",
+    "Usage",
     "dump_messages",
     "load_messages",
 ]

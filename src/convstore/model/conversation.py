@@ -22,7 +22,7 @@ from convstore.model._base import CanonicalModel
 from convstore.model.messages import Message
 from convstore.model.outputs import ResultKind, ToolOutput
 
-__all__ = ["Compaction", "Conversation", "ToolCall", "ToolCallStatus"]
+__all__ = ["Branch", "Compaction", "Conversation", "ToolCall", "ToolCallStatus"]
 
 
 class ToolCallStatus(StrEnum):
@@ -78,6 +78,17 @@ class Compaction(CanonicalModel):
     """When it was recorded."""
 
 
+class Branch(CanonicalModel):
+    """The tip of one path through a conversation's message tree."""
+
+    head_seq: int
+    """The newest message of the path."""
+    active: bool
+    """Whether this is the conversation's active path (what ``load`` returns)."""
+    created_at: AwareDatetime
+    """When the tip was stored."""
+
+
 class Conversation(CanonicalModel):
     """A conversation as loaded from the store."""
 
@@ -93,8 +104,14 @@ class Conversation(CanonicalModel):
     """Creation time (UTC)."""
     updated_at: AwareDatetime
     """Time of the last write (UTC)."""
+    revision: str = ""
+    """Changes on every write to the conversation; pass it back as ``expected_revision=``."""
+    state: dict[str, JsonValue] = Field(default_factory=dict)
+    """Application state (JSON object), changed by ``update_state`` merge patches."""
+    head_seq: int | None = None
+    """The newest message of the active path (``None``: no messages)."""
     messages: list[Message] = Field(default_factory=list)
-    """Messages, oldest first (only the newest N when loaded with ``last=N``)."""
+    """The active path, oldest first (only a window of it when loaded with ``last=N``)."""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     """Tool calls made or answered by the loaded messages, in call order."""
     compactions: list[Compaction] = Field(default_factory=list)

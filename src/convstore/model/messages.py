@@ -15,7 +15,10 @@ Invariants:
   ========== ==========================================
 
 - Provider-neutral: ``provider``/``model`` record provenance only; nothing here branches on them.
-- ``seq`` and ``created_at`` are assigned by the store; a message built by hand has neither.
+- ``seq``, ``parent_seq``, ``conversation_id`` and ``created_at`` are assigned by the store; a
+  message built by hand has none of them. ``id`` is the application's own id for the message,
+  kept exactly and unique within its conversation.
+- ``native`` is the exact record an integration handed in; the parts stay the canonical truth.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from convstore.model._base import CanonicalModel
 from convstore.model.content import FilePart, TextPart
 from convstore.model.outputs import ContentOutput, JsonOutput, ToolOutput
 from convstore.model.parts import Part, ThinkingPart, ToolCallPart, ToolResultPart
+from convstore.model.records import NativeRecord, Usage
 
 __all__ = ["Message", "Role"]
 
@@ -56,6 +60,8 @@ class Message(CanonicalModel):
 
     role: Role
     """``system``, ``user``, ``assistant`` or ``tool``."""
+    id: Annotated[str, Field(min_length=1, max_length=255)] | None = None
+    """The application's own id for the message (a UI message id, an event or entry id)."""
     parts: list[Part] = Field(default_factory=list)
     """Ordered parts."""
     provider: Annotated[str, Field(max_length=64)] | None = None
@@ -68,6 +74,14 @@ class Message(CanonicalModel):
     """When the store wrote it (UTC); set by the store."""
     provider_details: dict[str, JsonValue] | None = None
     """Opaque provider data (response id, finish reason, ...)."""
+    native: NativeRecord | None = None
+    """The exact record an integration handed in, returned as stored."""
+    usage: Usage | None = None
+    """Tokens the model call that produced it consumed."""
+    parent_seq: Annotated[int, Field(ge=1)] | None = None
+    """The message before it on its path (``None``: a root); set by the store."""
+    conversation_id: str | None = None
+    """The conversation holding it; set by the store."""
 
     @model_validator(mode="after")
     def _parts_fit_role(self) -> Self:
@@ -83,14 +97,27 @@ class Message(CanonicalModel):
     # Convenience constructors for the common shapes.
 
     @classmethod
-    def system(cls, text: str) -> Message:
+    def system(
+        cls,
+        text: str,
+        *,
+        id: str | None = None,
+        native: NativeRecord | None = None,
+        usage: Usage | None = None,
+    ) -> Message:
         """A system prompt."""
-        return cls(role=Role.SYSTEM, parts=[TextPart(text=text)])
+        return cls(role=Role.SYSTEM, parts=[TextPart(text=text)], id=id, native=native, usage=usage)
 
     @classmethod
-    def user(cls, *content: str | FilePart) -> Message:
+    def user(
+        cls,
+        *content: str | FilePart,
+        id: str | None = None,
+        native: NativeRecord | None = None,
+        usage: Usage | None = None,
+    ) -> Message:
         """A user message from strings and file parts, in order."""
-        return cls(role=Role.USER, parts=_content_parts(content))
+        return cls(role=Role.USER, parts=_content_parts(content), id=id, native=native, usage=usage)
 
     @classmethod
     def assistant(
@@ -98,20 +125,42 @@ class Message(CanonicalModel):
         *content: str | FilePart | ThinkingPart | ToolCallPart,
         provider: str | None = None,
         model: str | None = None,
+        id: str | None = None,
+        native: NativeRecord | None = None,
+        usage: Usage | None = None,
     ) -> Message:
         """An assistant message from strings and parts, in order."""
         parts: list[Part] = [TextPart(text=c) if isinstance(c, str) else c for c in content]
-        return cls(role=Role.ASSISTANT, parts=parts, provider=provider, model=model)
+        return cls(
+            role=Role.ASSISTANT,
+            parts=parts,
+            provider=provider,
+            model=model,
+            id=id,
+            native=native,
+            usage=usage,
+        )
 
     @classmethod
     def tool_result(
-        cls, call_id: str, output: ToolOutput | JsonValue, *, name: str | None = None
+        cls,
+        call_id: str,
+        output: ToolOutput | JsonValue,
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        native: NativeRecord | None = None,
+        usage: Usage | None = None,
     ) -> Message:
         """A tool message answering one call; a bare value becomes a `JsonOutput`."""
         if not isinstance(output, CanonicalModel):
             output = JsonOutput(value=output)
         return cls(
-            role=Role.TOOL, parts=[ToolResultPart(call_id=call_id, output=output, name=name)]
+            role=Role.TOOL,
+            parts=[ToolResultPart(call_id=call_id, output=output, name=name)],
+            id=id,
+            native=native,
+            usage=usage,
         )
 
     @property
