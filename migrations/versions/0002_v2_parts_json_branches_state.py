@@ -19,7 +19,7 @@ dropped by the downgrade; messages of every branch stay, in ``seq`` order).
   every append rewrote) to ``created_at``.
 - ``compactions`` is keyed by ``(conversation_id, id)``, with no global sequence.
 - ``tool_calls``: the ``(conversation_id, status)`` index becomes a partial index of pending
-  calls.
+  calls; ``cancelled_at`` keeps a cancellation when another path answers the call.
 
 The conversion between part rows and JSON is written out here rather than imported, so that this
 revision keeps doing what it did whatever later code does. Tables change with native ``ALTER
@@ -186,6 +186,8 @@ def upgrade() -> None:
     op.drop_index(op.f("ix_parts_blob_sha256"), table_name="parts")
     op.drop_table("parts")
 
+    op.add_column("tool_calls", sa.Column("cancelled_at", UTCDateTime(), nullable=True))
+    op.execute("UPDATE tool_calls SET cancelled_at = completed_at WHERE status = 'cancelled'")
     op.drop_index(op.f("ix_tool_calls_conversation_id_status"), table_name="tool_calls")
     op.create_index(
         "ix_tool_calls_pending",
@@ -345,6 +347,7 @@ def downgrade() -> None:
     )
 
     op.drop_index("ix_tool_calls_pending", table_name="tool_calls")
+    op.drop_column("tool_calls", "cancelled_at")
     op.create_index(
         op.f("ix_tool_calls_conversation_id_status"), "tool_calls", ["conversation_id", "status"]
     )

@@ -192,6 +192,7 @@ tool_calls: Final = Table(
     Column("details", NullableJSON, nullable=True),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("completed_at", UTCDateTime(), nullable=True),
+    Column("cancelled_at", UTCDateTime(), nullable=True),
     ForeignKeyConstraint(
         ["conversation_id", "seq"],
         ["messages.conversation_id", "messages.seq"],

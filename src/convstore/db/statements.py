@@ -288,6 +288,8 @@ class Statements:
     """Every call of a conversation."""
     select_tool_calls_in: Select[Any]
     """The calls whose ids are in the JSON array ``:ids``."""
+    select_cancellations: Select[Any]
+    """(id, cancelled_at) of the calls in ``:ids`` that were ever cancelled."""
     copy_tool_calls: Select[Any]
     complete_tool_call: Update
     set_lifecycle: Update
@@ -410,6 +412,10 @@ class Statements:
             .where(call.conversation_id == cid)
             .where(call.id.in_(ids))
             .order_by(call.seq, call.idx),
+            select_cancellations=select(call.id, call.cancelled_at)
+            .where(call.conversation_id == cid)
+            .where(call.id.in_(ids))
+            .where(call.cancelled_at.is_not(None)),
             copy_tool_calls=select(tool_calls)
             .where(call.conversation_id == cid)
             .where(call.id.in_(ids)),
@@ -445,12 +451,16 @@ class Statements:
             cancel_pending=update(tool_calls)
             .where(call.conversation_id == cid)
             .where(call.status == "pending")
-            .values(status="cancelled", completed_at=bindparam("now"))
+            .values(
+                status="cancelled", completed_at=bindparam("now"), cancelled_at=bindparam("now")
+            )
             .returning(call.id),
             cancel_call=update(tool_calls)
             .where(call.conversation_id == cid)
             .where(call.id == bindparam("call_id"))
-            .values(status="cancelled", completed_at=bindparam("now")),
+            .values(
+                status="cancelled", completed_at=bindparam("now"), cancelled_at=bindparam("now")
+            ),
             insert_compaction=insert(compactions).from_select(
                 ["conversation_id", "id", "through_seq", "summary", "created_at"],
                 select(
