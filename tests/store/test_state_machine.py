@@ -17,10 +17,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -32,6 +32,7 @@ from hypothesis.stateful import (
 )
 
 from convstore import (
+    Conversation,
     ConversationStore,
     ConvstoreError,
     ErrorOutput,
@@ -46,6 +47,7 @@ from convstore import (
     ToolOutput,
     Usage,
 )
+from tests.store.model_store import ModelBackedStore
 from tests.store.reference import (
     UNSET,
     ModelError,
@@ -96,9 +98,7 @@ class StoreMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.runner = asyncio.Runner()
-        self.store = ConversationStore(
-            self.db_url, blobs=f"memory://state-machine-{uuid.uuid4().hex}", auto_migrate=True
-        )
+        self.store = self.open_store()
         self.runner.run(self.store.open())
         self.ref = ReferenceStore()
         self.revision_of: dict[str, dict[int, str]] = {}
@@ -110,6 +110,12 @@ class StoreMachine(RuleBasedStateMachine):
             self.runner.run(self.store.close())
         finally:
             self.runner.close()
+
+    def open_store(self) -> ConversationStore:
+        """The store under test (its own blob location; the database is shared)."""
+        return ConversationStore(
+            self.db_url, blobs=f"memory://state-machine-{uuid.uuid4().hex}", auto_migrate=True
+        )
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -124,7 +130,9 @@ class StoreMachine(RuleBasedStateMachine):
         """``(store revision, model revision)`` to pass: none, the current one or a stale one."""
         current = self.ref.conv(cid).revision
         known = self.revision_of[cid]
-        choice = data.draw(st.sampled_from(["none", "none", "current", "stale"]), label="rev")
+        choice = data.draw(
+            st.sampled_from(["none", "none", "none", "current", "current", "stale"]), label="rev"
+        )
         if choice == "none":
             return None, None
         if choice == "current":
@@ -137,6 +145,7 @@ class StoreMachine(RuleBasedStateMachine):
 
     def _run(
         self,
+        label: str,
         store_call: Callable[[], Awaitable[T]],
         model_call: Callable[[T | None], R],
     ) -> tuple[T, R] | None:
@@ -156,6 +165,8 @@ class StoreMachine(RuleBasedStateMachine):
             expected = model_call(actual)
         except ModelError as exc:
             refused = exc
+        kinds = "ok" if refused is None else "/".join(k.__name__ for k in refused.kinds)
+        event(f"{label}: {kinds}")
         if refused is not None:
             assert failure is not None, f"the store accepted what the model refuses: {refused}"
             assert isinstance(failure, refused.kinds), (
@@ -164,8 +175,7 @@ class StoreMachine(RuleBasedStateMachine):
             return None
         if failure is not None:
             raise AssertionError(f"the store raised {failure!r}; the model accepts") from failure
-        assert actual is not None
-        return actual, expected
+        return cast("T", actual), expected
 
     def _see_revision(self, cid: str, revision: str) -> None:
         """The store's revision must change exactly when the model's does, and never repeat."""
@@ -180,11 +190,14 @@ class StoreMachine(RuleBasedStateMachine):
             assert revision not in known.values(), f"{cid}: revision {revision!r} repeated"
             known[current] = revision
 
-    def _draw_message(self, data: st.DataObject, path_calls: list[str]) -> Message:
-        kind = data.draw(
-            st.sampled_from(["user", "assistant", "calls", "calls", "result", "result"]),
-            label="kind",
-        )
+    def _draw_message(
+        self, data: st.DataObject, path_calls: list[str], kind: str | None = None
+    ) -> Message:
+        if kind is None:
+            kind = data.draw(
+                st.sampled_from(["user", "assistant", "calls", "calls", "result", "result"]),
+                label="kind",
+            )
         mid = data.draw(st.none() | st.sampled_from(MESSAGE_IDS), label="message id")
         if kind == "result" and not path_calls:
             kind = "user"
@@ -224,9 +237,12 @@ class StoreMachine(RuleBasedStateMachine):
 
     # -- rules ----------------------------------------------------------------------------------
 
-    @initialize()
-    def first_conversation(self) -> None:
+    @initialize(data=st.data())
+    def first_conversation(self, data: st.DataObject) -> None:
+        """A conversation with a few turns already, so that most steps have a tree to work on."""
         self.get_or_create(existing=False, title=None)
+        for _ in range(data.draw(st.integers(0, 3), label="turns")):
+            self.chat_turn(data)
 
     @rule(existing=st.booleans(), title=st.none() | st.just("chat"))
     def get_or_create(self, existing: bool, title: str | None) -> None:
@@ -269,6 +285,7 @@ class StoreMachine(RuleBasedStateMachine):
             batch.append(message)
         rev, model_rev = self._expected_revision(data, cid)
         outcome = self._run(
+            "append",
             lambda: self.store.append(cid, batch, parent_seq=parent_seq, expected_revision=rev),
             lambda stored: self.ref.append(
                 cid,
@@ -283,10 +300,30 @@ class StoreMachine(RuleBasedStateMachine):
             assert [(m.seq, m.id) for m in stored] == [(m.seq, m.id) for m in expected]
 
     @rule(data=st.data())
+    def chat_turn(self, data: st.DataObject) -> None:
+        """A user turn and an assistant reply (often calling tools) after the head."""
+        cid = self._pick(data)
+        reply = self._draw_message(data, [], kind="calls")
+        batch = [Message.user("next question"), reply]
+        answer = data.draw(st.booleans(), label="answer in the same batch")
+        if answer and reply.tool_calls:
+            output = data.draw(st.sampled_from(OUTPUTS), label="output")
+            batch.append(Message.tool_result(reply.tool_calls[0].id, output))
+        outcome = self._run(
+            "chat_turn",
+            lambda: self.store.append(cid, batch),
+            lambda stored: self.ref.append(cid, batch, first_seq=stored[0].seq if stored else None),
+        )
+        if outcome is not None:
+            stored, expected = outcome
+            assert [(m.seq, m.id) for m in stored] == [(m.seq, m.id) for m in expected]
+
+    @rule(data=st.data())
     def pop(self, data: st.DataObject) -> None:
         cid = self._pick(data)
         rev, model_rev = self._expected_revision(data, cid)
         outcome = self._run(
+            "pop",
             lambda: self.store.pop(cid, expected_revision=rev),
             lambda _: self.ref.pop(cid, expected_revision=model_rev),
         )
@@ -299,10 +336,11 @@ class StoreMachine(RuleBasedStateMachine):
     def truncate(self, data: st.DataObject) -> None:
         cid = self._pick(data)
         conv = self.ref.conv(cid)
-        candidates = [0, *conv.path_seqs(), *sorted(conv.nodes), conv.last_seq + 1]
+        candidates = [*conv.path_seqs(), 0, *sorted(conv.nodes), conv.last_seq + 1]
         after_seq = data.draw(st.sampled_from(candidates), label="after_seq")
         rev, model_rev = self._expected_revision(data, cid)
         self._run(
+            "truncate",
             lambda: self.store.truncate(cid, after_seq=after_seq, expected_revision=rev),
             lambda _: self.ref.truncate(cid, after_seq=after_seq, expected_revision=model_rev),
         )
@@ -316,6 +354,7 @@ class StoreMachine(RuleBasedStateMachine):
         )
         rev, model_rev = self._expected_revision(data, cid)
         self._run(
+            "switch_branch",
             lambda: self.store.switch_branch(cid, head_seq=head_seq, expected_revision=rev),
             lambda _: self.ref.switch_branch(cid, head_seq=head_seq, expected_revision=model_rev),
         )
@@ -330,6 +369,7 @@ class StoreMachine(RuleBasedStateMachine):
             label="at_seq",
         )
         outcome = self._run(
+            "fork",
             lambda: self.store.fork(cid, at_seq=at_seq, title=title),
             lambda new: self.ref.fork(
                 cid, at_seq=at_seq, title=title, new_id=new.id if new else "refused"
@@ -343,14 +383,17 @@ class StoreMachine(RuleBasedStateMachine):
     def complete_tool_call(self, data: st.DataObject) -> None:
         cid = self._pick(data)
         conv = self.ref.conv(cid)
-        on_path = [v.id for v in conv.calls()]
+        calls = conv.calls()
+        open_ = [v.id for v in calls if v.status in ("pending", "interrupted")]
+        on_path = [v.id for v in calls]
         elsewhere = sorted(conv.tree_call_ids() - set(on_path))
         call_id = data.draw(
-            st.sampled_from([*on_path, *elsewhere, self._unique("ghost")]), label="call id"
+            st.sampled_from([*open_, *on_path, *elsewhere, self._unique("ghost")]), label="call id"
         )
         output = data.draw(st.sampled_from(OUTPUTS), label="output")
         rev, model_rev = self._expected_revision(data, cid)
         outcome = self._run(
+            "complete_tool_call",
             lambda: self.store.complete_tool_call(cid, call_id, output, expected_revision=rev),
             lambda done: self.ref.complete_tool_call(
                 cid,
@@ -369,6 +412,7 @@ class StoreMachine(RuleBasedStateMachine):
         cid = self._pick(data)
         rev, model_rev = self._expected_revision(data, cid)
         outcome = self._run(
+            "cancel_tool_calls",
             lambda: self.store.cancel_tool_calls(cid, expected_revision=rev),
             lambda _: self.ref.cancel_tool_calls(cid, expected_revision=model_rev),
         )
@@ -381,6 +425,7 @@ class StoreMachine(RuleBasedStateMachine):
         cid = self._pick(data)
         rev, model_rev = self._expected_revision(data, cid)
         outcome = self._run(
+            "update_state",
             lambda: self.store.update_state(cid, patch, expected_revision=rev),
             lambda _: self.ref.update_state(cid, patch, expected_revision=model_rev),
         )
@@ -403,6 +448,7 @@ class StoreMachine(RuleBasedStateMachine):
         if metadata is not UNSET:
             given["metadata"] = metadata
         outcome = self._run(
+            "update_conversation",
             lambda: self.store.update_conversation(cid, expected_revision=rev, **given),
             lambda _: self.ref.update_conversation(cid, expected_revision=model_rev, **given),
         )
@@ -427,10 +473,13 @@ class StoreMachine(RuleBasedStateMachine):
         assert [message_projection(m) for m in loaded.messages] == expected.messages
         assert [call_projection(c) for c in loaded.tool_calls] == expected.tool_calls
 
-    @rule(data=st.data(), message_id=st.sampled_from(MESSAGE_IDS))
-    def get_message(self, data: st.DataObject, message_id: str) -> None:
+    @rule(data=st.data())
+    def get_message(self, data: st.DataObject) -> None:
         cid = self._pick(data)
+        stored = sorted(self.ref.conv(cid).tree_message_ids())
+        message_id = data.draw(st.sampled_from([*stored, *MESSAGE_IDS]), label="message id")
         outcome = self._run(
+            "get_message",
             lambda: self.store.get_message(message_id, conversation_id=cid),
             lambda _: self.ref.get_message(message_id, cid),
         )
@@ -468,3 +517,66 @@ SETTINGS = settings(
 def test_store_agrees_with_the_reference_model(db_url: str) -> None:
     machine = type("StoreMachineOnDb", (StoreMachine,), {"db_url": db_url})
     run_state_machine_as_test(machine, settings=SETTINGS)
+
+
+# -- the harness itself: no false alarms, and it does catch a wrong store ----------------------
+
+
+class _ModelMachine(StoreMachine):
+    store_class: ClassVar[type[ModelBackedStore]] = ModelBackedStore
+
+    def open_store(self) -> ConversationStore:
+        return cast("ConversationStore", self.store_class())
+
+
+class _ShallowState(ModelBackedStore):
+    """Broken: ``update_state`` overwrites top-level keys instead of merge-patching."""
+
+    async def update_state(
+        self, cid: str, patch: Any, *, expected_revision: str | None = None
+    ) -> Conversation:
+        if not isinstance(patch, dict):
+            return await super().update_state(cid, patch, expected_revision=expected_revision)
+        header = await super().update_state(cid, {}, expected_revision=expected_revision)
+        self.model.conv(cid).state.update(patch)
+        return header.model_copy(update={"state": self.model.conv(cid).state})
+
+
+class _SwitchKeepsRevision(ModelBackedStore):
+    """Broken: ``switch_branch`` leaves the revision as it was."""
+
+    async def switch_branch(
+        self, cid: str, *, head_seq: int, expected_revision: str | None = None
+    ) -> None:
+        await super().switch_branch(cid, head_seq=head_seq, expected_revision=expected_revision)
+        self.model.conv(cid).revision -= 1
+
+
+class _NeverInterrupted(ModelBackedStore):
+    """Broken: a call followed by a user message still loads as ``pending``."""
+
+    async def load(
+        self, cid: str, *, last: int | None = None, before_seq: int | None = None
+    ) -> Conversation:
+        loaded = await super().load(cid, last=last, before_seq=before_seq)
+        calls = [
+            c.model_copy(update={"status": "pending"}) if c.status == "interrupted" else c
+            for c in loaded.tool_calls
+        ]
+        return loaded.model_copy(update={"tool_calls": calls})
+
+
+HARNESS = settings(SETTINGS, max_examples=60, derandomize=True, database=None)
+FIND_ONLY = settings(HARNESS, phases=[Phase.generate], report_multiple_bugs=False)
+"""A broken store only has to be caught, not shrunk to its smallest example."""
+
+
+def test_the_machine_passes_on_the_reference_model_itself() -> None:
+    run_state_machine_as_test(_ModelMachine, settings=HARNESS)
+
+
+@pytest.mark.parametrize("broken", [_ShallowState, _SwitchKeepsRevision, _NeverInterrupted])
+def test_the_machine_catches_a_broken_store(broken: type[ModelBackedStore]) -> None:
+    machine = type("Broken", (_ModelMachine,), {"store_class": broken})
+    with pytest.raises(AssertionError):
+        run_state_machine_as_test(machine, settings=FIND_ONLY)
