@@ -44,7 +44,9 @@ class TestMessageIds:
         assert [m.id for m in loaded.messages] == [*ids, None]
 
     @pytest.mark.parametrize("where", ["within the batch", "stored", "stored on another branch"])
-    async def test_a_duplicate_id_writes_nothing(self, store: ConversationStore, where: str) -> None:
+    async def test_a_duplicate_id_writes_nothing(
+        self, store: ConversationStore, where: str
+    ) -> None:
         conv = await store.create_conversation()
         await store.append(conv.id, [Message.user("q", id="u1"), Message.assistant("a", id="a1")])
         await store.append(conv.id, Message.assistant("other", id="side"), parent_seq=1)
@@ -61,9 +63,7 @@ class TestMessageIds:
         with pytest.raises(MessageNotFoundError):
             await store.get_message("fresh", conversation_id=conv.id)
 
-    async def test_the_same_id_in_two_conversations_is_fine(
-        self, store: ConversationStore
-    ) -> None:
+    async def test_the_same_id_in_two_conversations_is_fine(self, store: ConversationStore) -> None:
         first = await store.create_conversation()
         second = await store.create_conversation()
         await store.append(first.id, Message.user("one", id="shared"))
