@@ -19,7 +19,9 @@ from convstore import (
     Conversation,
     ConvstoreError,
     Message,
+    ResultKind,
     ToolCall,
+    ToolCallStatus,
     ToolOutput,
 )
 from tests.store.reference import UNSET, CallView, ModelError, RefConversation, ReferenceStore
@@ -79,8 +81,8 @@ class ModelBackedStore:
             id=view.id,
             name=view.name,
             arguments=view.arguments,
-            status=view.status,
-            result_kind=None if view.output is None else view.output.kind,
+            status=ToolCallStatus(view.status),
+            result_kind=None if view.output is None else ResultKind(view.output.kind),
             output=view.output,
             provider_id=view.provider_id,
             seq=view.seq or 0,

@@ -212,6 +212,25 @@ class TestUndo:
         await store.pop(conv.id)
         assert await statuses(store, conv.id) == {"k": "interrupted"}
 
+    @pytest.mark.parametrize("undo", ["pop", "truncate", "switch_branch"])
+    async def test_undoing_the_interrupting_user_turn_leaves_the_call_pending(
+        self, store: ConversationStore, undo: str
+    ) -> None:
+        """``interrupted`` means "a user message follows it on the path": take that away and
+        the call is pending again (and `cancel_tool_calls` cancels it)."""
+        conv = await store.create_conversation()
+        await store.append(conv.id, [Message.user("q"), calling("k"), Message.user("hello?")])
+        assert await statuses(store, conv.id) == {"k": "interrupted"}
+        if undo == "pop":
+            await store.pop(conv.id)
+        elif undo == "truncate":
+            await store.truncate(conv.id, after_seq=2)
+        else:
+            await store.switch_branch(conv.id, head_seq=2)
+        assert await statuses(store, conv.id) == {"k": "pending"}
+        assert await store.cancel_tool_calls(conv.id) == ["k"]
+        assert await statuses(store, conv.id) == {"k": "cancelled"}
+
     async def test_pop_of_the_calling_message_removes_its_calls(
         self, store: ConversationStore
     ) -> None:
