@@ -153,6 +153,24 @@ class TestEditAndRegenerate:
         await store.switch_branch(conv.id, head_seq=4)
         assert await statuses(store, conv.id) == {"k": "complete"}
 
+    async def test_a_result_on_the_path_outranks_a_cancellation_made_elsewhere(
+        self, store: ConversationStore
+    ) -> None:
+        """v2 semantics: the first result on the path decides; a cancellation only counts for
+        a call that has none there."""
+        conv = await store.create_conversation()
+        await store.append(conv.id, [Message.user("q"), calling("k"), Message.tool_result("k", 1)])
+        await store.switch_branch(conv.id, head_seq=2)  # the path without the result
+        assert await store.cancel_tool_calls(conv.id) == ["k"]
+        assert await statuses(store, conv.id) == {"k": "cancelled"}
+        await store.switch_branch(conv.id, head_seq=3)
+        answered = (await store.load(conv.id)).get_tool_call("k")
+        assert (answered.status, answered.output) == ("complete", JsonOutput(value=1))
+        fork = await store.fork(conv.id, at_seq=3)
+        assert await statuses(store, fork.id) == {"k": "complete"}
+        await store.switch_branch(conv.id, head_seq=2)
+        assert await statuses(store, conv.id) == {"k": "cancelled"}
+
     async def test_complete_needs_the_call_on_the_active_path(
         self, store: ConversationStore
     ) -> None:

@@ -193,9 +193,10 @@ class TestListCursor:
 
         asyncio.run(scenario())
 
-    async def test_a_quiet_walk_lists_everything_newest_first(
+    async def test_a_quiet_walk_lists_everything_newest_updated_first(
         self, store: ConversationStore
     ) -> None:
+        """v2 semantics, "Listing": newest ``updated_at`` first, ties by id."""
         tenant = f"t-{uuid.uuid4()}"
         ids = [(await store.create_conversation(tenant=tenant)).id for _ in range(7)]
         await store.append(ids[2], Message.user("now the newest"), tenant=tenant)
