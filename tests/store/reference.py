@@ -586,7 +586,7 @@ class ReferenceStore:
         path = conv.path()
         window = [m for m in path if before_seq is None or (m.seq or 0) < before_seq]
         if last is not None:
-            window = window[len(window) - last :] if last else []
+            window = window[max(0, len(window) - last) :] if last else []
         in_window = {m.seq for m in window}
         answered = {p.call_id for m in window for p in m.tool_results}
         calls = []

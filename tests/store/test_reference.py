@@ -215,6 +215,8 @@ class TestLifecycles:
         window = ref.load("c", last=1)
         assert [c["id"] for c in window.tool_calls] == ["k"]
         assert window.tool_calls[0]["status"] == "complete"
+        assert [m["seq"] for m in ref.load("c", last=10).messages] == [1, 2, 3]
+        assert ref.load("c", last=0).messages == []
         older = ref.load("c", last=1, before_seq=3)
         assert [m["seq"] for m in older.messages] == [2] and older.tool_calls == []
 
