@@ -17,6 +17,7 @@ from convstore.errors import InvalidInputError
 from convstore.model import dump_messages
 from convstore.parsing import parse
 from convstore.store import ConversationStore, collect_garbage, fsck
+from convstore.store.maintenance import blob_url
 
 __all__ = [
     "demo",
@@ -133,7 +134,7 @@ async def gc(args: argparse.Namespace) -> int:
         )
         verb = "would delete" if report.dry_run else "deleted"
         for sha in report.deleted:
-            print(f"{verb} {store.blob_store.key(sha)}")
+            print(f"{verb} {blob_url(store, sha)}")
     print(
         f"{report.examined:,} blobs examined, {report.referenced:,} referenced; "
         f"{verb} {len(report.deleted):,} unreferenced, kept {report.young:,} younger than "
@@ -148,11 +149,11 @@ async def fsck_command(args: argparse.Namespace) -> int:
     async with _store(args) as store:
         report = await fsck(store, progress=_ProgressLine())
         for sha in report.missing:
-            print(f"MISSING   {store.blob_store.key(sha)}")
+            print(f"MISSING   {blob_url(store, sha)}")
         for sha in report.corrupted:
-            print(f"CORRUPTED {store.blob_store.key(sha)}")
+            print(f"CORRUPTED {blob_url(store, sha)}")
         for sha in report.unreferenced:
-            print(f"unreferenced {store.blob_store.key(sha)}")
+            print(f"unreferenced {blob_url(store, sha)}")
     status = "ok" if report.ok else "PROBLEMS FOUND"
     print(
         f"{status}: {report.referenced:,} referenced blobs, {len(report.missing):,} missing, "

@@ -511,17 +511,19 @@ class Statements:
             .where(attachments.c.sha256 == bindparam("sha256"))
             .with_for_update(),
             insert_tombstone=insert(blob_tombstones),
+            # Parameters named apart from the columns: SQLAlchemy reserves column names in the
+            # SET clause of an UPDATE for the values it sets.
             delete_tombstone=delete(blob_tombstones)
-            .where(blob_tombstones.c.namespace == bindparam("namespace"))
-            .where(blob_tombstones.c.sha256 == bindparam("sha256")),
+            .where(blob_tombstones.c.namespace == bindparam("ns"))
+            .where(blob_tombstones.c.sha256 == bindparam("digest")),
             finish_tombstone=update(blob_tombstones)
-            .where(blob_tombstones.c.namespace == bindparam("namespace"))
-            .where(blob_tombstones.c.sha256 == bindparam("sha256"))
+            .where(blob_tombstones.c.namespace == bindparam("ns"))
+            .where(blob_tombstones.c.sha256 == bindparam("digest"))
             .values(deleted_at=bindparam("deleted_at")),
             purge_tombstones=delete(blob_tombstones).where(
                 blob_tombstones.c.deleted_at < bindparam("before")
             ),
             select_tombstone=select(blob_tombstones.c.deleted_at)
-            .where(blob_tombstones.c.namespace == bindparam("namespace"))
-            .where(blob_tombstones.c.sha256 == bindparam("sha256")),
+            .where(blob_tombstones.c.namespace == bindparam("ns"))
+            .where(blob_tombstones.c.sha256 == bindparam("digest")),
         )

@@ -308,7 +308,7 @@ def tombstoned(tx: Tx, blobs: Iterable[tuple[str, str]]) -> bool:
     """Whether garbage collection is deleting any of these (namespace, digest) blobs now."""
     st = tx.statements
     for ns, sha in blobs:
-        mark = tx.fetch(st.select_tombstone, {"namespace": ns, "sha256": sha})
+        mark = tx.fetch(st.select_tombstone, {"ns": ns, "digest": sha})
         if mark and mark[0][0] is None:
             return True
     return False
