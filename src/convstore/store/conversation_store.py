@@ -766,9 +766,16 @@ class ConversationStore:
         if part.attachment is None:
             raise InvalidInputError("only stored or inline file parts have bytes to read")
         sha = part.attachment.sha256
-        namespace = await self._backend.read(lambda tx: reads.attachment_namespace(tx, sha, tenant))
-        if namespace is None:
-            # Not referenced by any conversation the caller may see: said without a storage
-            # path, which would tell where (and whether) someone else keeps these bytes.
-            raise AttachmentNotFoundError(f"sha256:{sha}")
-        return await self.blob_store.namespace(namespace).get(sha)
+        namespaces = await self._backend.read(
+            lambda tx: reads.attachment_namespaces(tx, sha, tenant)
+        )
+        # The same bytes may be referenced from several namespaces (tenants): any copy will do.
+        for namespace in namespaces:
+            try:
+                return await self.blob_store.namespace(namespace).get(sha)
+            except AttachmentNotFoundError:
+                if namespace == namespaces[-1]:
+                    raise
+        # Not referenced by any conversation the caller may see: said without a storage path,
+        # which would tell where (and whether) someone else keeps these bytes.
+        raise AttachmentNotFoundError(f"sha256:{sha}")
