@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from convstore.model import Conversation, Message
+from convstore.model import Conversation, Message, ToolDefinition
 from convstore.providers import encoder_for
 from convstore.transcript.diagnostics import Diagnostics
 from convstore.transcript.planner import OrphanPolicy, plan_messages
@@ -41,6 +41,8 @@ def render(
     reasoning: ReasoningPolicy = "drop",
     orphan_results: OrphanPolicy = "drop",
     attachments: Mapping[str, bytes] | None = None,
+    tools: Sequence[ToolDefinition] | None = None,
+    last: int | None = None,
 ) -> Rendered:
     """Render ``source`` for ``target``.
 
@@ -55,11 +57,19 @@ def render(
         orphan_results: results whose call is not in the render are dropped, or sent as text.
         attachments: bytes of stored attachments by SHA-256; one not given is rendered as a
             text note saying it is unavailable.
+        tools: tool definitions to send in the target's ``tools`` field, renamed exactly as
+            their calls are; each schema constraint the target cannot take is listed in
+            ``diagnostics.tools``.
+        last: render a window of the newest ``last`` non-system messages: the system prompt
+            is kept, a result whose call was cut is dropped, a compaction summary stays
+            (``diagnostics.window`` says what was cut). Not the same as
+            ``ConversationStore.load(last=N)``, which is a window of stored messages.
 
     Returns:
         `Rendered`. Payload keys: ``messages`` (Chat Completions, Mistral, Kimi; Anthropic,
         plus ``system``), ``input`` plus ``instructions`` (Responses), ``contents`` plus
-        ``systemInstruction`` (Gemini), the system keys only when there is a system prompt.
+        ``systemInstruction`` (Gemini), the system keys only when there is a system prompt;
+        ``tools`` when tools are given.
     """
     encode = encoder_for(target)
     if isinstance(source, Conversation):
@@ -75,5 +85,7 @@ def render(
         attachments=attachments,
         reasoning=reasoning,
         orphan_results=orphan_results,
+        tools=tools or (),
+        last=last,
     )
     return Rendered(payload=encode(plan), diagnostics=plan.diagnostics)

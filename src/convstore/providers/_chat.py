@@ -29,6 +29,7 @@ from enum import StrEnum
 from typing import Any, Final, assert_never
 
 from convstore.providers._encoding import arguments_text, result_text
+from convstore.providers._tools import chat_tools
 from convstore.transcript.diagnostics import MediaNote, ReasoningNote
 from convstore.transcript.plan import (
     AssistantTurn,
@@ -109,8 +110,14 @@ class ChatDialect:
 
 
 def encode_chat(plan: Plan, dialect: ChatDialect) -> dict[str, Any]:
-    """The ``{"messages": [...]}`` request fragment for ``plan`` in ``dialect``."""
-    return {"messages": _ChatEncoder(plan, dialect).messages()}
+    """The ``{"messages": [...]}`` request fragment for ``plan`` in ``dialect``.
+
+    ``tools`` is added when the plan has tool definitions.
+    """
+    payload: dict[str, Any] = {"messages": _ChatEncoder(plan, dialect).messages()}
+    if plan.tools:
+        payload["tools"] = chat_tools(plan)
+    return payload
 
 
 def image_url_part(media: Media) -> dict[str, Any]:

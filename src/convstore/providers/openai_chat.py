@@ -69,6 +69,7 @@ from convstore.providers._parsing import (
     parse_data_url,
     root_object,
 )
+from convstore.providers._usage import with_usage
 from convstore.transcript.plan import Media, Plan
 
 __all__ = ["DIALECT", "SOURCE", "TARGET", "encode", "parse", "parse_response", "provider_family"]
@@ -149,6 +150,11 @@ def parse(payload: Mapping[str, Any]) -> list[Message]:
 
 
 def parse_response(body: Mapping[str, Any]) -> Message:
+    """The assistant message of a response body, with the token usage it reports."""
+    return with_usage(_response_message(body), body, SOURCE)
+
+
+def _response_message(body: Mapping[str, Any]) -> Message:
     """The assistant message of a ``chat.completion`` body (its first choice)."""
     root = root_object(body, SOURCE)
     choices = root.require("choices")
