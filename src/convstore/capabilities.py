@@ -183,6 +183,9 @@ class Capabilities:
     strict_tools: bool = False
     """Whether the tools field carries OpenAI's ``strict`` flag (strict tools get a strict
     schema); elsewhere ``strict`` is dropped and noted."""
+    chat_reasoning: str | None = None
+    """Chat Completions targets: the message field replayed reasoning goes in for this model,
+    overriding the dialect's (``"thinking_blocks"``: LiteLLM's field for Claude models)."""
     text_only: bool = False
     """Whether the model reads text only: images, audio and documents become text notes (text
     documents are still sent decoded)."""
@@ -195,6 +198,8 @@ class Capabilities:
         """Whether two model names denote the same model for this target."""
         if a is None or b is None:
             return False
+        # "anthropic/claude-sonnet-4-5" (a gateway's name) is the model "claude-sonnet-4-5".
+        a, b = a.rsplit("/", 1)[-1], b.rsplit("/", 1)[-1]
         if self.model_version_suffix is None:
             return a == b
         return re.sub(self.model_version_suffix, "", a) == re.sub(self.model_version_suffix, "", b)
@@ -404,6 +409,22 @@ _BASE_ROWS: Final[tuple[Capabilities, ...]] = (
     ),
 )
 
+# A Claude model behind a Chat Completions gateway (LiteLLM's proxy and SDK): LiteLLM returns its
+# thinking as ``reasoning_content`` plus ``thinking_blocks`` (with signatures) and takes the
+# blocks back on assistant messages, which it forwards to Anthropic as thinking blocks; so the
+# Anthropic replay rules apply (docs/providers/openai-chat.md).
+_CLAUDE_VIA_CHAT: Final = replace(
+    next(row for row in _BASE_ROWS if row.target == "openai-chat"),
+    models="claude*",
+    family="anthropic",
+    replays_reasoning=True,
+    reasoning_replay=ReasoningReplay.SAME_MODEL,
+    reasoning_requires_signature=True,
+    model_version_suffix=r"-(\d{8}|0|latest)$",
+    reasoning_leads_message=True,
+    chat_reasoning="thinking_blocks",
+)
+
 # Models that read text only (their providers' model pages list text input alone): images,
 # audio and PDFs become text notes; text documents are still sent, decoded.
 _TEXT_ONLY: Final = (
@@ -432,13 +453,14 @@ def _text_only(row: Capabilities, models: str) -> Capabilities:
 
 
 CAPABILITIES: Final[tuple[Capabilities, ...]] = (
-    tuple(
+    *(
         _text_only(row, models)
         for target, models in _TEXT_ONLY
         for row in _BASE_ROWS
         if row.target == target and row.models == "*"
-    )
-    + _BASE_ROWS
+    ),
+    _CLAUDE_VIA_CHAT,
+    *_BASE_ROWS,
 )
 
 TARGETS: Final = tuple(dict.fromkeys(row.target for row in CAPABILITIES))

@@ -265,19 +265,23 @@ _SCALARS = st.sampled_from(
 )
 
 
+def _object_schemas(children: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.builds(
+        lambda props, required, extra: {
+            "type": "object",
+            "properties": props,
+            "required": [k for k in props if k in required],
+            **({"additionalProperties": extra} if extra is not None else {}),
+        },
+        st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), children, max_size=4),
+        st.sets(st.sampled_from(["a", "b", "c"])),
+        st.sampled_from([None, False, True, {"type": "string"}]),
+    )
+
+
 def _objects(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return st.one_of(
-        st.builds(
-            lambda props, required, extra: {
-                "type": "object",
-                "properties": props,
-                "required": [k for k in props if k in required],
-                **({"additionalProperties": extra} if extra is not None else {}),
-            },
-            st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), children, max_size=4),
-            st.sets(st.sampled_from(["a", "b", "c"])),
-            st.sampled_from([None, False, True, {"type": "string"}]),
-        ),
+        _object_schemas(children),
         st.builds(lambda items: {"type": "array", "items": items}, children),
         st.builds(lambda branches: {"allOf": branches}, st.lists(children, min_size=1, max_size=2)),
     )
@@ -288,7 +292,7 @@ _SCHEMAS = st.recursive(_SCALARS, _objects, max_leaves=12)
 
 @st.composite
 def _tool_definitions(draw: st.DrawFn) -> ToolDefinition:
-    body = draw(_objects(_SCHEMAS).filter(lambda s: s.get("type") == "object"))
+    body = draw(_object_schemas(_SCHEMAS))
     body["$defs"] = {"Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}}
     return ToolDefinition(
         name=draw(_NAMES),

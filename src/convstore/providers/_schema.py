@@ -108,7 +108,10 @@ class _Strict:
             out[name] = self._child(name, value, path, depth)
         if "allOf" in out:  # a single allOf branch merges into its parent
             (only,) = out.pop("allOf")
-            out = {**only, **out}
+            if isinstance(only, Mapping):
+                out = {**only, **out}
+            elif only is not True:
+                self._loss(path, "allOf", f"boolean branch {only!r}: dropped")
         if out.get("type") == "object" or "properties" in out:
             self._close_object(out, path)
         return out

@@ -2,13 +2,15 @@
 
 This is where history is repaired, once, for every target. The passes, in order:
 
-1. compaction: the summary replaces the compacted range (`convstore.transcript.compaction`);
+1. compaction: the summary replaces the compacted range (`convstore.transcript.compaction`),
+   then an optional ``last=N`` window (`convstore.transcript.window`);
 2. pairing: each call's first stored result wins wherever it was stored; later results for the
    same call are duplicates; results whose call is not in the render are orphans (dropped, or
    turned into user text with ``orphan_results="text"``); calls without a result get a
    synthetic, neutrally worded error result whose reason comes from the call's lifecycle;
 3. placement: results move right after their call's assistant turn, in call order;
-4. projection: ids and tool names are projected for the target (`IdProjector`);
+4. projection: ids and tool names are projected for the target (`IdProjector`); tool
+   definitions get the same name projection as their calls (`Plan.tools`);
 5. reasoning policy (`ReasoningDecisions`: signed reasoning replayed once, and only where the
    target takes it in a message) and media placement (`MediaResolver`);
 6. shape: empty or whitespace-only text, empty turns and empty results never reach an encoder;
