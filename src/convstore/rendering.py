@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from convstore.errors import InvalidInputError
 from convstore.model import Conversation, Message, ToolDefinition
 from convstore.providers import encoder_for
 from convstore.transcript.diagnostics import Diagnostics
@@ -71,6 +72,8 @@ def render(
         ``systemInstruction`` (Gemini), the system keys only when there is a system prompt;
         ``tools`` when tools are given.
     """
+    if last is not None and last < 0:
+        raise InvalidInputError("last must be zero or positive")
     encode = encoder_for(target)
     if isinstance(source, Conversation):
         messages, tool_calls, compaction = source.messages, source.tool_calls, source.compaction

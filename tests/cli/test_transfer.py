@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from convstore import (
     ContentOutput,
     ConversationStore,
@@ -155,3 +157,25 @@ def test_bad_tools_file_is_a_typed_error(tmp_path: Path) -> None:
     (tmp_path / "doc.json").write_text(json.dumps({"format": "something else"}))
     result = convstore("import", "doc.json", "--format", "convstore", cwd=tmp_path)
     assert result.returncode == 1 and "InvalidInputError" in result.stderr
+
+
+async def test_state_is_imported_or_refused(tmp_path: Path) -> None:
+    """State travels with the document where the store can write it (``update_state``)."""
+    from convstore import InvalidInputError
+    from convstore.cli.transfer import import_document
+
+    document = {
+        "format": "convstore.conversation",
+        "version": 1,
+        "title": "s",
+        "state": {"step": 2},
+        "messages": [{"role": "user", "parts": [{"kind": "text", "text": "hi"}]}],
+    }
+    async with ConversationStore(f"sqlite+aiosqlite:///{tmp_path / 's.db'}") as store:
+        if not hasattr(store, "update_state"):
+            with pytest.raises(InvalidInputError):
+                await import_document(store, document, title=None, tenant=None)
+            assert await store.list_conversations() == []  # refused before anything is written
+            return
+        imported = await import_document(store, document, title=None, tenant=None)
+        assert (await store.load(imported.id)).state == {"step": 2}

@@ -84,6 +84,11 @@ def test_render_with_last_reports_the_cut() -> None:
     assert "Weather?" not in json.dumps(rendered.payload)
 
 
+def test_a_negative_window_is_refused() -> None:
+    with pytest.raises(InvalidInputError):
+        render(_history(), "anthropic", last=-1)
+
+
 def test_last_zero_keeps_only_the_system_prompt() -> None:
     for target, model in TARGET_MODELS:
         rendered = render(_history(), target, model=model, last=0)

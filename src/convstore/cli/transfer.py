@@ -72,7 +72,8 @@ def conversation_document(conversation: Conversation) -> dict[str, Any]:
             conversation.messages,
             mode="json",
             exclude_none=True,
-            exclude={"__all__": {"created_at"}},
+            # The document names its conversation once; timestamps are the store's.
+            exclude={"__all__": {"created_at", "conversation_id"}},
         ),
         "tool_calls": [
             call.model_dump(
@@ -112,8 +113,10 @@ async def import_document(
     cancelled = {c.get("id") for c in calls if c.get("status") == ToolCallStatus.CANCELLED}
     metadata = {**_field(document, "metadata", dict, {}), **tools_metadata(tools)}
     state = _field(document, "state", dict, {})
-    if state:
-        # Conversation state is written with update_state, which stores gain in schema v2.
+    # Conversation state is written with update_state (schema v2 stores); a store without it
+    # cannot carry state, which is refused rather than dropped.
+    update_state = getattr(store, "update_state", None)
+    if state and update_state is None:
         raise InvalidInputError("this convstore cannot import conversation state")
     cid = _field(document, "id", str, None)
     if cid is not None and await _exists(store, cid):
@@ -125,6 +128,8 @@ async def import_document(
         id=cid,
     )
     seqs = await _replay(store, conversation, messages, cancelled)
+    if state and update_state is not None:
+        await update_state(conversation.id, state, tenant=conversation.tenant)
     for compaction in _field(document, "compactions", list, []):
         through = seqs.get(compaction.get("through_seq"))
         if through is None:
