@@ -7,6 +7,7 @@ project ids (Mistral's nine characters, Kimi's ``functions.name:index``).
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from convstore import (
     JsonOutput,
     Message,
     Rendered,
+    ThinkingPart,
     ToolCallPart,
     ToolCallStatus,
     ToolDefinition,
@@ -248,6 +250,9 @@ async def test_round_trip_with_sdk_response_objects(
     assert message.usage.output_tokens == 30
     if target != "mistral":
         assert message.usage.cached_tokens == 100
+    if target == "gemini":  # the SDK's bytes signature arrives as the REST base64 text
+        signatures = [p.signature for p in message.parts if isinstance(p, ThinkingPart)]
+        assert signatures == [base64.b64encode(b"sig-bytes").decode()]
 
     await store.append(conversation.id, message)
     completed = await store.complete_tool_call(conversation.id, call.id, JsonOutput(value="2-1"))

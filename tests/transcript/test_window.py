@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from convstore import (
     ConversationStore,
@@ -28,6 +30,7 @@ from convstore.cli.demo import run_demo
 from convstore.rendering import Rendered
 from convstore.transcript.window import apply_window
 from tests.providers.conversations import TARGET_MODELS
+from tests.strategies import histories
 from tests.support.corpus import CORPUS_DIR
 from tests.support.wire_rules import check_payload
 
@@ -172,3 +175,32 @@ async def test_store_render_every_window_of_a_corpus_conversation(
         for target, model in TARGET_MODELS:
             rendered = await store.render(conversation.id, target, model=model, last=last)
             _check_window(target, model, rendered, stored, last)
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(history=histories(max_turns=5), data=st.data())
+def test_any_window_of_any_history_is_valid(history: list[Message], data: st.DataObject) -> None:
+    """Messy histories (orphans, duplicates, provider switches), any N, every target."""
+    stored = [m.model_copy(update={"seq": i}) for i, m in enumerate(history, 1)]
+    last = data.draw(st.integers(0, len(stored) + 1))
+    system = [m.text for m in stored if m.role is Role.SYSTEM and m.text.strip()]
+    for target, model in TARGET_MODELS:
+        rendered = render(stored, target, model=model, last=last)
+        check_payload(target, model, rendered.payload)
+        note = rendered.diagnostics.window
+        assert note is not None
+        kept = set(note.kept_seqs)
+        sent = "\n\n".join(_system_sent(target, rendered.payload))
+        assert all(text in sent for text in system)
+        # A stored result in the window for a call in the window is sent, never synthesised.
+        calls = {p.id for m in stored if m.seq in kept for p in m.tool_calls}
+        answered = {r.call_id for m in stored if m.seq in kept for r in m.tool_results}
+        synthetic = {s.call_id for s in rendered.diagnostics.synthetic_results}
+        assert not (calls & answered & synthetic)
+        # A result whose call the window cut never reaches the payload.
+        cut_calls = {p.id for m in stored if m.seq not in kept for p in m.tool_calls}
+        assert set(note.dropped_results) <= cut_calls
