@@ -25,7 +25,6 @@ from pydantic import JsonValue, TypeAdapter, ValidationError
 from convstore.blobs import BlobStore
 from convstore.db import DEFAULT_URL, create_backend, sqlite_path
 from convstore.db.backend import Backend
-from convstore.db.mapping import text_column
 from convstore.errors import (
     AttachmentCorruptedError,
     AttachmentNotFoundError,
@@ -33,7 +32,15 @@ from convstore.errors import (
     InvalidInputError,
     InvalidMessageError,
 )
-from convstore.limits import check_messages
+from convstore.limits import (
+    MAX_CONVERSATION_ID_LENGTH,
+    MAX_LIST_LIMIT,
+    check_count,
+    check_json_object,
+    check_key,
+    check_messages,
+    check_text,
+)
 from convstore.model import (
     Compaction,
     ContentOutput,
@@ -67,6 +74,12 @@ _OUTPUT: TypeAdapter[ToolOutput] = TypeAdapter(ToolOutput)
 _METADATA = TypeAdapter(dict[str, JsonValue])
 
 
+def _check_ref(conversation_id: str, tenant: str | None) -> None:
+    """Refuse ids no database can look up alike (a longer one simply is not found)."""
+    check_text(conversation_id, "conversation id")
+    check_text(tenant, "tenant")
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -85,8 +98,11 @@ def _as_messages(messages: Message | Mapping[str, Any] | Sequence[Any]) -> list[
         return [messages]
     if isinstance(messages, Mapping):
         messages = [messages]
-    if isinstance(messages, str | bytes):
-        raise InvalidMessageError("append takes a Message or a sequence of messages")
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidMessageError(
+            "append takes a Message, a mapping or a sequence of them, "
+            f"not {type(messages).__name__}"
+        )
     out = []
     for item in messages:
         if isinstance(item, Message):
@@ -97,6 +113,23 @@ def _as_messages(messages: Message | Mapping[str, Any] | Sequence[Any]) -> list[
         except ValidationError as exc:
             raise InvalidMessageError(describe_validation_error(exc)) from exc
     return out
+
+
+_OUTPUT_KINDS = frozenset({"json", "content", "error"})
+
+
+def _as_output(output: Any) -> ToolOutput:
+    """A typed output from what `complete_tool_call` was given (see there)."""
+    if isinstance(output, JsonOutput | ContentOutput | ErrorOutput):
+        return output
+    if isinstance(output, Mapping) and output.get("kind") in _OUTPUT_KINDS:
+        try:
+            return _OUTPUT.validate_python(output)
+        except ValidationError as exc:
+            raise InvalidMessageError(describe_validation_error(exc)) from exc
+    if isinstance(output, Mapping):
+        output = dict(output)
+    return JsonOutput(value=output)
 
 
 class ConversationStore:
@@ -203,13 +236,13 @@ class ConversationStore:
         self._require_open()
         try:
             meta = _METADATA.validate_python(dict(metadata or {}))
-        except ValidationError as exc:
+        except (ValidationError, TypeError, ValueError) as exc:
             raise InvalidInputError(f"metadata must be a JSON object: {exc}") from exc
+        check_json_object(meta, "metadata")
         cid = id if id is not None else new_id()
-        if not cid or len(cid) > 64:
-            raise InvalidInputError("a conversation id is 1 to 64 characters")
-        for value in (cid, title, tenant):
-            text_column(value)
+        check_text(cid, "conversation id", max_length=MAX_CONVERSATION_ID_LENGTH)
+        check_text(title, "title")
+        check_key(tenant, "tenant")
         now = _now()
 
         def insert(tx: Any) -> None:
@@ -226,13 +259,19 @@ class ConversationStore:
     async def list_conversations(
         self, *, tenant: str | None = None, limit: int = 100
     ) -> list[ConversationSummary]:
-        """The most recently updated conversations (of ``tenant``, when given)."""
+        """The most recently updated conversations (of ``tenant``, when given).
+
+        ``limit`` is 0 to `~convstore.limits.MAX_LIST_LIMIT`.
+        """
         self._require_open()
+        check_text(tenant, "tenant")
+        check_count(limit, "limit", maximum=MAX_LIST_LIMIT)
         return await self._backend.read(lambda tx: reads.list_conversations(tx, tenant, limit))
 
     async def delete_conversation(self, conversation_id: str, *, tenant: str | None = None) -> None:
         """Delete a conversation and everything in it; its blobs become collectable."""
         self._require_open()
+        _check_ref(conversation_id, tenant)
         await self._backend.write(
             lambda tx: writes.delete_conversation(tx, conversation_id, tenant)
         )
@@ -264,6 +303,8 @@ class ConversationStore:
             The stored messages, with ``seq`` and ``created_at`` set and file bytes replaced
             by attachment references.
         """
+        _check_ref(conversation_id, tenant)
+        check_key(idempotency_key, "idempotency key")
         batch = _as_messages(messages)
         if not batch:
             return []
@@ -291,8 +332,8 @@ class ConversationStore:
     ) -> Conversation:
         """The conversation; with ``last=N``, only its newest N messages (and their calls)."""
         self._require_open()
-        if last is not None and last < 0:
-            raise InvalidInputError("last must be zero or positive")
+        _check_ref(conversation_id, tenant)
+        check_count(last, "last")
         return await self._backend.read(
             lambda tx: reads.load_conversation(tx, conversation_id, tenant, last)
         )
@@ -312,12 +353,14 @@ class ConversationStore:
         Completing again with an equal output changes nothing; with a different output, or
         for a cancelled call, it raises `ToolCallConflictError`; an unknown call raises
         `ToolCallNotFoundError`. Returns the call as stored.
+
+        ``output`` is a typed output, a mapping with a ``kind`` of a known output kind
+        (validated as that output), or any other JSON value, stored as a `JsonOutput` (as
+        `Message.tool_result` does).
         """
-        if not isinstance(output, JsonOutput | ContentOutput | ErrorOutput):
-            try:
-                output = _OUTPUT.validate_python(output)
-            except ValidationError as exc:
-                raise InvalidMessageError(describe_validation_error(exc)) from exc
+        _check_ref(conversation_id, tenant)
+        check_key(call_id, "call id")
+        output = _as_output(output)
         result = Message(role=Role.TOOL, parts=[ToolResultPart(call_id=call_id, output=output)])
         check_messages([result], max_attachment_size=self.blob_store.max_size)
         (stored,), blobs = await store_files(self.blob_store, [result])
@@ -342,6 +385,7 @@ class ConversationStore:
     ) -> list[str]:
         """Move every pending call to ``cancelled``; the ids of the calls it cancelled."""
         self._require_open()
+        _check_ref(conversation_id, tenant)
         now = _now()
         return await self._backend.write(
             lambda tx: writes.cancel_pending(tx, conversation_id, tenant, now)
@@ -360,6 +404,9 @@ class ConversationStore:
         Non-destructive: every message stays stored and loadable.
         """
         self._require_open()
+        _check_ref(conversation_id, tenant)
+        check_count(through_seq, "through_seq")
+        check_text(summary, "summary")
         now = _now()
         return await self._backend.write(
             lambda tx: writes.compact(tx, conversation_id, tenant, through_seq, summary, now)
@@ -429,6 +476,7 @@ class ConversationStore:
         With ``tenant``, the attachment must be referenced by a conversation of that tenant;
         otherwise it is reported as not found.
         """
+        check_text(tenant, "tenant")
         if part.data is not None:
             return part.data
         if part.attachment is None:
