@@ -60,7 +60,7 @@ def _output(output: ToolOutput) -> str:
             assert_never(output)
 
 
-def _part(part: Part) -> str:
+def _part(part: Part, calls: set[str]) -> str:
     match part:
         case TextPart(text=text):
             return "text: " + _clip(text)
@@ -83,6 +83,8 @@ def _part(part: Part) -> str:
             return f"tool call {part.id} {part.name}({_clip(args, 60)})"
         case ToolResultPart():
             flag = " synthetic" if part.synthetic else ""
+            if part.call_id not in calls:
+                flag += " ANSWERS NO CALL"
             return f"tool result {part.call_id} [{part.result_kind}{flag}]: {_output(part.output)}"
         case FilePart():
             return _file(part)
@@ -90,10 +92,10 @@ def _part(part: Part) -> str:
             assert_never(part)
 
 
-def _message(message: Message) -> list[str]:
+def _message(message: Message, calls: set[str]) -> list[str]:
     origin = "/".join(x for x in (message.provider, message.model) if x)
     head = f"#{message.seq} {message.role.value}" + (f" ({origin})" if origin else "")
-    return [head, *(f"    {_part(p)}" for p in message.parts)]
+    return [head, *(f"    {_part(p, calls)}" for p in message.parts)]
 
 
 def conversation_view(conversation: Conversation) -> str:
@@ -105,8 +107,13 @@ def conversation_view(conversation: Conversation) -> str:
         f"messages: {len(conversation.messages)}",
         "",
     ]
+    calls = {call.id for call in conversation.tool_calls}
     for message in conversation.messages:
-        lines.extend(_message(message))
+        lines.extend(_message(message, calls))
+    orphans = conversation.orphan_results
+    if orphans:
+        lines += ["", f"results answering no call ({len(orphans)}; renders drop them):"]
+        lines.extend(f"  #{seq} tool result {part.call_id}" for seq, part in orphans)
     if conversation.tool_calls:
         lines += ["", "tool calls:"]
         for call in conversation.tool_calls:
