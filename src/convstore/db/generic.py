@@ -33,10 +33,16 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from convstore.db.errors import is_transient, translate
-from convstore.db.migrations import SchemaState, head_revision, schema_state, upgrade_connection
+from convstore.db.migrations import (
+    SchemaState,
+    head_revision,
+    schema_state,
+    unknown_schema_error,
+    upgrade_connection,
+)
 from convstore.db.statements import Statements, column_names
 from convstore.db.tx import Codec, PassthroughCodec, Row, Statement, Tx
-from convstore.errors import ClosedError, SchemaError, SchemaOutOfDateError
+from convstore.errors import ClosedError, SchemaOutOfDateError
 
 __all__ = ["SqlAlchemyBackend"]
 
@@ -179,10 +185,7 @@ class SqlAlchemyBackend:
             case SchemaState.EMPTY | SchemaState.BEHIND:
                 raise SchemaOutOfDateError(revision, head_revision())
             case SchemaState.UNKNOWN:
-                raise SchemaError(
-                    f"the database is not a convstore database this version knows "
-                    f"(revision {revision!r}, expected {head_revision()!r})"
-                )
+                raise unknown_schema_error(revision)
 
     async def migrate(self, revision: str = "head") -> None:
         """Upgrade the schema to ``revision`` in one transaction."""
