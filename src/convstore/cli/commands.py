@@ -13,7 +13,8 @@ from pathlib import Path
 from convstore.cli.demo import run_demo
 from convstore.cli.views import conversation_view, summary_table
 from convstore.db import migrate as migrate_database
-from convstore.errors import InvalidInputError
+from convstore.db import parse_url, sqlite_path
+from convstore.errors import DatabaseNotFoundError, InvalidInputError
 from convstore.model import dump_messages
 from convstore.parsing import parse
 from convstore.store import ConversationStore, collect_garbage, fsck
@@ -34,6 +35,26 @@ def _store(args: argparse.Namespace) -> ConversationStore:
     return ConversationStore(args.url, blobs=args.blobs)
 
 
+def _existing_store(args: argparse.Namespace) -> ConversationStore:
+    """A store on a database that must already exist: reading commands never create one.
+
+    A mistyped ``--url`` would otherwise create an empty SQLite file, migrate it and report an
+    empty, successful listing.
+    """
+    path = sqlite_path(args.url)
+    if path is not None and not path.exists():
+        raise DatabaseNotFoundError(str(path))
+    return _store(args)
+
+
+def masked_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for anything printed)."""
+    try:
+        return parse_url(url).render_as_string(hide_password=True)
+    except InvalidInputError:
+        return "<an unparsable URL>"
+
+
 async def demo(args: argparse.Namespace) -> int:
     """Store a sample conversation and print what was stored."""
     async with _store(args) as store:
@@ -44,13 +65,13 @@ async def demo(args: argparse.Namespace) -> int:
 async def migrate(args: argparse.Namespace) -> int:
     """Upgrade the schema."""
     await migrate_database(args.url, args.revision)
-    print(f"migrated {args.url} to {args.revision}")
+    print(f"migrated {masked_url(args.url)} to {args.revision}")
     return 0
 
 
 async def list_conversations(args: argparse.Namespace) -> int:
     """Print the most recently updated conversations."""
-    async with _store(args) as store:
+    async with _existing_store(args) as store:
         rows = await store.list_conversations(tenant=args.tenant, limit=args.limit)
     print(summary_table(rows))
     return 0
@@ -58,7 +79,7 @@ async def list_conversations(args: argparse.Namespace) -> int:
 
 async def show(args: argparse.Namespace) -> int:
     """Print one conversation."""
-    async with _store(args) as store:
+    async with _existing_store(args) as store:
         conversation = await store.load(args.id, tenant=args.tenant)
     if args.json:
         print(json.dumps(dump_messages(conversation.messages), indent=2, ensure_ascii=False))
@@ -108,7 +129,7 @@ async def import_payload(args: argparse.Namespace) -> int:
 
 async def render(args: argparse.Namespace) -> int:
     """Print the request payload (or the diagnostics) for a stored conversation."""
-    async with _store(args) as store:
+    async with _existing_store(args) as store:
         rendered = await store.render(
             args.id, args.to, model=args.model, tenant=args.tenant, reasoning=args.reasoning
         )
@@ -119,7 +140,7 @@ async def render(args: argparse.Namespace) -> int:
 
 async def gc(args: argparse.Namespace) -> int:
     """Collect unreferenced blobs."""
-    async with _store(args) as store:
+    async with _existing_store(args) as store:
         report = await collect_garbage(
             store,
             grace=timedelta(seconds=args.grace),
@@ -140,7 +161,7 @@ async def gc(args: argparse.Namespace) -> int:
 
 async def fsck_command(args: argparse.Namespace) -> int:
     """Check referenced blobs; exit status 1 when any is missing or corrupted."""
-    async with _store(args) as store:
+    async with _existing_store(args) as store:
         report = await fsck(store, progress=_ProgressLine())
         for sha in report.missing:
             print(f"MISSING   {store.blob_store.key(sha)}")

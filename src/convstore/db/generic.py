@@ -193,7 +193,7 @@ class SqlAlchemyBackend:
             async with _loop_migration_lock(), self.engine.begin() as conn:
                 await conn.run_sync(_lock_migrations)
                 await conn.run_sync(upgrade_connection, revision)
-        except sa_exc.SQLAlchemyError as exc:
+        except (sa_exc.SQLAlchemyError, OSError) as exc:  # OSError: the server is unreachable
             raise translate(exc) from exc
 
     async def write(self, fn: Callable[[Tx], T]) -> T:

@@ -482,8 +482,13 @@ class ConversationStore:
         if part.attachment is None:
             raise InvalidInputError("only stored or inline file parts have bytes to read")
         sha = part.attachment.sha256
-        if tenant is not None:
-            visible = await self._backend.read(lambda tx: reads.attachment_visible(tx, sha, tenant))
-            if not visible:
-                raise AttachmentNotFoundError(self.blob_store.key(sha))
-        return await self.blob_store.get(sha)
+        if tenant is None:
+            return await self.blob_store.get(sha)
+        visible = await self._backend.read(lambda tx: reads.attachment_visible(tx, sha, tenant))
+        if not visible:
+            raise AttachmentNotFoundError.not_visible(sha)
+        try:
+            return await self.blob_store.get(sha)
+        except AttachmentNotFoundError as exc:
+            # Worded as for another tenant's: a tenant learns nothing from the difference.
+            raise AttachmentNotFoundError.not_visible(sha) from exc
