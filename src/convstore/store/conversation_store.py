@@ -64,9 +64,10 @@ from convstore.store.writes import AppendPlan, NoChange, OnConflict
 from convstore.transcript.planner import OrphanPolicy, attachments_needed
 from convstore.transcript.reasoning import ReasoningPolicy
 
-__all__ = ["DEFAULT_MAX_ATTACHMENT_SIZE", "ConversationStore"]
+__all__ = ["DEFAULT_BLOB_TIMEOUT", "DEFAULT_MAX_ATTACHMENT_SIZE", "ConversationStore"]
 
 DEFAULT_MAX_ATTACHMENT_SIZE = 20 * 1024 * 1024
+DEFAULT_BLOB_TIMEOUT = 30.0
 _FETCH_CONCURRENCY = 16
 
 _MESSAGE = TypeAdapter(Message)
@@ -146,6 +147,8 @@ class ConversationStore:
         sqlite_synchronous: ``"full"`` (default, durable across power loss) or ``"normal"``
             (WAL-safe against crashes, faster commits).
         blob_options: extra fsspec storage options (credentials, endpoint).
+        blob_timeout: seconds one blob storage request may take (default 30; ``None``: no
+            limit); one that does not answer fails the operation with `BlobStorageError`.
     """
 
     def __init__(
@@ -157,6 +160,7 @@ class ConversationStore:
         auto_migrate: bool | None = None,
         sqlite_synchronous: Literal["full", "normal"] = "full",
         blob_options: Mapping[str, Any] | None = None,
+        blob_timeout: float | None = DEFAULT_BLOB_TIMEOUT,
     ) -> None:
         self.url = url
         self.blobs_url = blobs if blobs is not None else _default_blobs(url)
@@ -166,6 +170,7 @@ class ConversationStore:
         self._blob_args: dict[str, Any] = {
             "max_size": max_attachment_size,
             "storage_options": blob_options,
+            "timeout": blob_timeout,
         }
         self._blobs: BlobStore | None = None
 
