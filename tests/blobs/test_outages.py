@@ -117,7 +117,7 @@ async def test_an_append_against_silent_storage_fails_fast_and_writes_nothing(
     )
     async with store:
         conv = await store.create_conversation()
-        with pytest.raises(BlobStorageError, match="did not answer within 0.5 s to (touch|write)"):
+        with pytest.raises(BlobStorageError, match=r"did not answer within 0.5 s to (touch|write)"):
             await store.append(conv.id, Message.user("see", FilePart.from_bytes(PDF)))
         assert (await store.load(conv.id)).messages == []
 

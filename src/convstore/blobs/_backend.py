@@ -53,18 +53,18 @@ class TimedOut(Exception):  # noqa: N818 (internal signal, translated by `transl
         self.seconds = seconds
 
 
-async def bounded(timeout: float | None, request: Awaitable[T]) -> T:
-    """``await request``, abandoning it with `TimedOut` after ``timeout`` seconds."""
-    if timeout is None:
+async def bounded(seconds: float | None, request: Awaitable[T]) -> T:
+    """``await request``, abandoning it with `TimedOut` after ``seconds``."""
+    if seconds is None:
         return await request
-    deadline = asyncio.timeout(timeout)
+    deadline = asyncio.timeout(seconds)
     try:
         async with deadline:
             return await request
     except TimeoutError as exc:
         if not deadline.expired():
             raise  # the backend's own timeout, translated like any other failure
-        raise TimedOut(timeout) from exc
+        raise TimedOut(seconds) from exc
 
 
 # Where each backend reports when an object was last written, in order of preference:

@@ -183,13 +183,18 @@ class BlobStore:
     async def sweep_staging(self, *, older_than: datetime, dry_run: bool = False) -> int:
         """Delete staging objects older than ``older_than``; how many there were.
 
-        Only objects named like the store's own staging objects are considered. A process killed between staging a write and publishing it leaves its staging object
-        behind, and `iter_blobs` never lists those; garbage collection sweeps them here.
+        Only objects named like the store's own staging objects are considered. A process
+        killed between staging a write and publishing it leaves its staging object behind, and
+        `iter_blobs` never lists those; garbage collection sweeps them here.
         """
         self._require_open()
         listing = await self._backend.listdir(staging_dir(self._root))
         # Only what this store's writers name: a file someone else put under tmp/ is not ours.
-        stale = [s for s in listing.files if s.modified < older_than and is_staging_path(s.path)]
+        stale = [
+            stat
+            for stat in listing.files
+            if stat.modified < older_than and is_staging_path(stat.path)
+        ]
         if not dry_run:
             for stat in stale:
                 await self._backend.remove(stat.path)
