@@ -5,12 +5,18 @@
   SQLAlchemy's ``OperationalError``, and ``convstore list`` printed a traceback); the failed
   migration leaves nothing half-created.
 - A database migrated by a newer convstore says to upgrade convstore.
+- A PostgreSQL read cancelled mid-query finishes in the background instead of dropping its
+  connection, so nothing logs "Future exception was never retrieved" (cancelled writes still
+  roll back by dropping theirs, and still log it: not fixed).
 - A script that keeps a store open (forgot ``close``, or a reference outlived the exception
   unwinding ``async with``) still exits: aiosqlite's worker threads no longer keep it alive.
 """
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import logging
 import sqlite3
 import subprocess
 import sys
@@ -21,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from convstore import ConversationStore
+from convstore import ConversationStore, Message
 from convstore.cli.main import main as cli
 from convstore.db import sqlite as sqlite_backend
 from convstore.errors import DatabaseError, SchemaError
@@ -167,3 +173,24 @@ def test_scripts_that_leave_a_store_open_still_exit(tmp_path: Path, mode: str) -
     assert done.returncode == (1 if mode == "raise" else 0), done.stderr
     if mode == "raise":
         assert "RuntimeError: boom" in done.stderr
+
+
+@pytest.mark.postgres
+async def test_cancelled_postgres_reads_leave_no_unretrieved_futures(
+    pg_store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before: each read cancelled mid-query made SQLAlchemy drop its connection and asyncpg log
+    # "Future exception was never retrieved" (80 lines for 120 cancelled loads).
+    caplog.set_level(logging.ERROR, logger="asyncio")
+    async with ConversationStore(pg_store_url, blobs="memory://cancel") as store:
+        conv = await store.create_conversation()
+        await store.append(conv.id, Message.user("x" * 100))
+        for delay in (0.0, 0.005, 0.01):
+            loads = [asyncio.create_task(store.load(conv.id)) for _ in range(40)]
+            await asyncio.sleep(delay)
+            for task in loads:
+                task.cancel()
+            await asyncio.gather(*loads, return_exceptions=True)
+        assert len((await store.load(conv.id)).messages) == 1
+    gc.collect()  # an unretrieved future logs when it is collected
+    assert [r.getMessage() for r in caplog.records if "never retrieved" in r.getMessage()] == []
