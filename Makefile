@@ -9,6 +9,10 @@ STAMP  := $(VENV)/.installed-dev
 # bench extra in pyproject.toml), so `make bench` has its own environment.
 BENCH_VENV  := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed-bench
+# The AI SDK's own validator for tests/integrations/test_ai_sdk.py: node (from the system) and
+# the `ai` npm package, pinned by its package-lock.json, in a project-local node_modules.
+AI_SDK_NODE  := tests/integrations/node
+AI_SDK_STAMP := $(AI_SDK_NODE)/node_modules/.installed
 
 .PHONY: demo test lint typecheck pytest bench lock clean
 
@@ -30,8 +34,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(AI_SDK_STAMP)
 	$(BIN)/pytest
+
+$(AI_SDK_STAMP): $(AI_SDK_NODE)/package.json $(AI_SDK_NODE)/package-lock.json
+	npm ci --prefix $(AI_SDK_NODE) --no-audit --no-fund --loglevel=error
+	touch $@
 
 $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
@@ -55,4 +63,4 @@ lock:
 	rm -rf .lock-venv
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist convstore.db* convstore-blobs
+	rm -rf $(VENV) $(BENCH_VENV) $(AI_SDK_NODE)/node_modules .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist convstore.db* convstore-blobs
