@@ -13,8 +13,13 @@ BENCH_STAMP := $(BENCH_VENV)/.installed-bench
 # the `ai` npm package, pinned by its package-lock.json, in a project-local node_modules.
 AI_SDK_NODE  := tests/integrations/node
 AI_SDK_STAMP := $(AI_SDK_NODE)/node_modules/.installed
+# openai-agents pins websockets<17, which the dev extra's SDK oracles do not allow: its tests
+# (ConvstoreSession, and the SDK's own session suites from its sdist) run in .venv-agents.
+AGENTS_VENV  := .venv-agents
+AGENTS_PINS  := tests/integrations/openai_agents_contract/constraints.txt
+AGENTS_STAMP := $(AGENTS_VENV)/.installed-agents
 
-.PHONY: demo test lint typecheck pytest bench lock clean
+.PHONY: demo test lint typecheck pytest pytest-agents bench lock clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,7 +30,7 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/convstore demo
 
-test: lint typecheck pytest
+test: lint typecheck pytest pytest-agents
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench migrations
@@ -40,6 +45,18 @@ pytest: $(STAMP) $(AI_SDK_STAMP)
 $(AI_SDK_STAMP): $(AI_SDK_NODE)/package.json $(AI_SDK_NODE)/package-lock.json
 	npm ci --prefix $(AI_SDK_NODE) --no-audit --no-fund --loglevel=error
 	touch $@
+
+$(AGENTS_STAMP): pyproject.toml $(AGENTS_PINS)
+	test -x $(AGENTS_VENV)/bin/python || $(PYTHON) -m venv $(AGENTS_VENV)
+	$(AGENTS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(AGENTS_VENV)/bin/python -m pip install --quiet -c $(AGENTS_PINS) -e ".[openai-agents]" \
+		pytest pytest-asyncio pytest-timeout
+	touch $@
+
+# --noconftest: the suite-wide conftest needs the dev extra (moto, boto3), not installed here.
+pytest-agents: $(AGENTS_STAMP)
+	$(AGENTS_VENV)/bin/pytest --noconftest tests/integrations/test_openai_agents.py \
+		tests/integrations/test_openai_agents_contract.py tests/integrations/test_openai_agents_docs.py
 
 $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
@@ -63,4 +80,4 @@ lock:
 	rm -rf .lock-venv
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(AI_SDK_NODE)/node_modules .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist convstore.db* convstore-blobs
+	rm -rf $(VENV) $(BENCH_VENV) $(AGENTS_VENV) $(AI_SDK_NODE)/node_modules .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist convstore.db* convstore-blobs

@@ -74,4 +74,7 @@ def test_openai_agents_session_suites_pass_against_convstore() -> None:
     summary = re.search(r"(\d+) passed", output)
     assert summary is not None and int(summary.group(1)) >= 50, output[-3000:]
     assert " failed" not in output
+    built = dict(re.findall(r"^(\w+OnConvstore): (\d+)$", output, re.MULTILINE))
+    assert int(built.get("SQLiteSessionOnConvstore", 0)) >= 30, output[-3000:]
+    assert int(built.get("ListSessionOnConvstore", 0)) >= 2, output[-3000:]
     print(output[-2500:])

@@ -166,8 +166,7 @@ class ConvstoreSession:
                 return None
             if conversation.head_seq is None:
                 return None
-            popped = await store.pop(self.session_id, tenant=tenant)
-            return None if popped is None else await _item(store, popped)
+            return await _item(store, await store.pop(self.session_id, tenant=tenant))
 
         return await _complete(self._run(pop))
 

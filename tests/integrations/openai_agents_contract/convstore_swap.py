@@ -56,6 +56,14 @@ EXCLUDED: dict[str, str] = {
 }
 
 
+# Sessions built per swapped class: the runner checks the swap took effect.
+CREATED: dict[str, int] = {}
+
+
+def _created(cls: type) -> None:
+    CREATED[cls.__name__] = CREATED.get(cls.__name__, 0) + 1
+
+
 def _fresh_url() -> str:
     return f"sqlite+aiosqlite:///{_SCRATCH / f'session-{next(_COUNTER)}.db'}"
 
@@ -74,6 +82,7 @@ class SQLiteSessionOnConvstore(ConvstoreSession):
         url = _fresh_url() if str(db_path) == ":memory:" else f"sqlite+aiosqlite:///{db_path}"
         super().__init__(session_id, url=url, session_settings=session_settings)
         self.db_path = db_path
+        _created(SQLiteSessionOnConvstore)
 
 
 class ListSessionOnConvstore(ConvstoreSession):
@@ -82,6 +91,7 @@ class ListSessionOnConvstore(ConvstoreSession):
     def __init__(self, session_id: str = "test", history: list[Any] | None = None) -> None:
         super().__init__(session_id, url=_fresh_url())
         self._seed = list(history or [])
+        _created(ListSessionOnConvstore)
 
     async def _seeded(self, wrapper: Any) -> None:
         if self._seed:
@@ -131,7 +141,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """List every excluded test and why."""
+    """List every excluded test and why, and how many swapped sessions the tests built."""
+    terminalreporter.section("convstore sessions built")
+    for name, count in sorted(CREATED.items()):
+        terminalreporter.write_line(f"{name}: {count}")
     terminalreporter.section("excluded: SQLiteSession internals (convstore_swap.EXCLUDED)")
     for name, reason in EXCLUDED.items():
         terminalreporter.write_line(f"{name}: {reason}")
