@@ -32,9 +32,9 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import base64
 import binascii
+import contextlib
 import copy
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
