@@ -29,6 +29,7 @@ from convstore import (  # noqa: E402
     ConversationNotFoundError,
     ConversationStore,
     FilePart,
+    JsonOutput,
     TextPart,
 )
 from convstore.integrations.openai_agents import ConvstoreSession  # noqa: E402
@@ -279,3 +280,18 @@ async def test_a_cancelled_write_still_completes(session: ConvstoreSession) -> N
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await session.get_items() == [{"role": "user", "content": "kept"}]
+
+
+async def test_repeated_calls_and_outputs_are_kept_like_a_list_would(
+    session: ConvstoreSession, db: Path
+) -> None:
+    call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
+    first = {"type": "function_call_output", "call_id": "c1", "output": "a"}
+    second = {"type": "function_call_output", "call_id": "c1", "output": "b"}
+    batches = [[call, first], [second], [call], [call, call]]
+    for batch in batches:
+        await session.add_items(copy.deepcopy(batch))
+    assert await session.get_items() == [item for batch in batches for item in batch]
+    async with ConversationStore(f"sqlite+aiosqlite:///{db}") as store:
+        (stored,) = (await store.load("s1")).tool_calls
+    assert (stored.id, stored.status, stored.output) == ("c1", "complete", JsonOutput(value="a"))

@@ -20,6 +20,9 @@ Invariants:
   ``store.render`` to any other provider, ``fork`` and ``compact`` work; reasoning items are
   thinking parts; items with no canonical form (hosted tool calls, compaction, references)
   are assistant messages with no parts, kept for the SDK only.
+- The session refuses nothing a list would keep: a repeated call id (a replayed turn) is
+  stored with its record and no second canonical call, and a second, different output for a
+  call is kept as history while the call keeps its first result (``on_conflict="keep-first"``).
 - A session opened with ``url=`` owns a private store on a background loop thread
   (`convstore.sync.ConversationStore`), so it works from any event loop or thread the SDK runs
   it on (``Runner.run_sync`` makes its own loop) and ``close()`` is synchronous like
@@ -49,6 +52,7 @@ from convstore.errors import (
     ConversationNotFoundError,
     InvalidInputError,
     MediaTypeMismatchError,
+    ToolCallConflictError,
 )
 from convstore.model import (
     ContentOutput,
@@ -143,15 +147,17 @@ class ConvstoreSession:
         """Append items (atomically: all of them or none)."""
         if not items:
             return
-        messages = [_message(item) for item in items]
+        messages = _first_calls_only([_message(item) for item in items], set())
         tenant = self._tenant_for(wrapper)
 
         async def write(store: ConversationStore) -> None:
             try:
-                await store.append(self.session_id, messages, tenant=tenant)
-            except ConversationNotFoundError:
-                await store.get_or_create_conversation(self.session_id, tenant=tenant)
-                await store.append(self.session_id, messages, tenant=tenant)
+                await _append(store, self.session_id, messages, tenant)
+            except ToolCallConflictError:
+                # An item repeats a stored call id: that item keeps its record only.
+                stored = await store.load(self.session_id, tenant=tenant)
+                known = {call.id for call in stored.tool_calls}
+                await _append(store, self.session_id, _first_calls_only(messages, known), tenant)
 
         await _complete(self._run(write))
 
@@ -217,6 +223,18 @@ class ConvstoreSession:
 
         future = asyncio.run_coroutine_threadsafe(on_store_loop(), owned.loop)
         return await asyncio.wrap_future(future)
+
+
+async def _append(
+    store: ConversationStore, session_id: str, messages: list[Message], tenant: str | None
+) -> None:
+    # keep-first: a second, different output for a call is kept as history, as a list-backed
+    # session would keep it, instead of refusing the batch.
+    try:
+        await store.append(session_id, messages, tenant=tenant, on_conflict="keep-first")
+    except ConversationNotFoundError:
+        await store.get_or_create_conversation(session_id, tenant=tenant)
+        await store.append(session_id, messages, tenant=tenant, on_conflict="keep-first")
 
 
 async def _complete(operation: Awaitable[_T]) -> _T:
@@ -317,6 +335,24 @@ def _message(item: Any) -> Message:
     except ValueError as exc:
         raise InvalidInputError(f"a session item must be JSON: {exc}") from exc
     return Message(role=role, parts=parts, native=native)
+
+
+def _first_calls_only(messages: list[Message], seen: set[str]) -> list[Message]:
+    """The messages with every call whose id is in ``seen`` (or repeats one) left to the record.
+
+    Call ids are unique per conversation; the SDK may still hand the same call item twice
+    (a replayed turn). The repeat is stored with its record and no canonical call.
+    """
+    out = []
+    for message in messages:
+        parts = [p for p in message.parts if not (isinstance(p, ToolCallPart) and p.id in seen)]
+        seen.update(p.id for p in parts if isinstance(p, ToolCallPart))
+        out.append(
+            message
+            if len(parts) == len(message.parts)
+            else message.model_copy(update={"parts": parts})
+        )
+    return out
 
 
 def _canonical(item: Item, builder: _Builder) -> tuple[Role, list[Part]]:
