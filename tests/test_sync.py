@@ -198,3 +198,21 @@ def test_an_exception_while_a_store_is_open_outside_with_exits(tmp_path: Path) -
         tmp_path,
     )
     assert result.returncode == 3
+
+
+def test_branch_state_and_revision_operations_block_too(tmp_path: Path) -> None:
+    with ConversationStore(_sqlite(tmp_path), blobs=f"memory://{uuid.uuid4().hex}") as store:
+        conv = store.get_or_create_conversation("fixed-id", title="t")
+        assert store.get_or_create_conversation("fixed-id").id == conv.id
+        store.append(conv.id, [Message.user("a", id="m1"), Message.user("b"), Message.user("c")])
+        assert store.pop(conv.id).text == "c"
+        assert store.get_message("m1", conversation_id=conv.id).text == "a"
+        state = store.update_state(conv.id, {"step": 2})
+        assert state.state == {"step": 2}
+        fork = store.fork(conv.id, at_seq=1)
+        assert [m.text for m in store.load(fork.id).messages] == ["a"]
+        store.truncate(conv.id, after_seq=1)
+        assert [m.text for m in store.load(conv.id).messages] == ["a"]
+        assert [b.head_seq for b in store.branches(conv.id)] == [1]
+        renamed = store.update_conversation(conv.id, title="renamed")
+        assert renamed.title == "renamed"

@@ -76,7 +76,9 @@ async def rich_conversation(store: ConversationStore) -> Conversation:
         conv.id,
         [
             Message.system("Be brief."),
-            Message.user("What is on screen?", FilePart.from_bytes(png(b"u"), filename="s.png")),
+            Message.user(
+                "What is on screen?", FilePart.from_bytes(png(b"u"), filename="s.png"), id="ui-7"
+            ),
             Message.assistant(
                 ThinkingPart(text="I should look.", signature="sig-1", provider="anthropic",
                              model="claude-sonnet-4-5"),
@@ -178,9 +180,11 @@ async def test_tool_states_steps_kinds_and_ids(sqlite_store: ConversationStore) 
     assert shot[1]["type"] == "file"
     assert shot[1]["url"].startswith(APP)
     assert bubble["parts"][0]["providerMetadata"]["anthropic"] == {"signature": "sig-1"}
-    # Ids: a stored message without its own id gets "<conversation>-<seq>".
+    # Ids: the message's own id, else "<conversation>-<seq>".
     first = conversation.messages[0]
-    assert ui[0]["id"] == (first.id or f"{conversation.id}-{first.seq}")
+    assert first.id is None
+    assert ui[0]["id"] == f"{conversation.id}-{first.seq}"
+    assert ui[1]["id"] == "ui-7"
     assert len({m["id"] for m in ui}) == len(ui)
 
 
@@ -234,8 +238,8 @@ async def test_round_trip_through_ui_messages(sqlite_store: ConversationStore) -
     assert [(c.id, c.status, c.result_kind) for c in reloaded.tool_calls] == [
         (c.id, c.status, c.result_kind) for c in original.tool_calls
     ]
-    again = to_ui_messages(reloaded, file_url=file_url)
-    assert [{**m, "id": None} for m in again] == [{**m, "id": None} for m in ui]
+    # Ids included: the copy's messages carry the UI ids as their Message.id.
+    assert to_ui_messages(reloaded, file_url=file_url) == ui
 
 
 async def test_ids_are_kept_both_ways() -> None:
