@@ -139,7 +139,7 @@ class ConvstoreSession:
                 conversation = await store.load(self.session_id, tenant=tenant, last=last)
             except ConversationNotFoundError:
                 return []
-            return [await _item(store, message) for message in conversation.messages]
+            return await _items(store, conversation.messages)
 
         return await self._run(read)
 
@@ -488,22 +488,45 @@ def _set(node: Any, path: Sequence[str | int], value: str) -> None:
 # -- messages -> items ----------------------------------------------------------------------------
 
 
+async def _items(store: ConversationStore, messages: list[Message]) -> list[Item]:
+    """The session items stored messages stand for, data URLs restored, oldest first."""
+    items: list[Item] = []
+    for message in messages:
+        item = _plain_item(message)
+        items.append(item if item is not None else await _item(store, message))
+    return items
+
+
+def _plain_item(message: Message) -> Item | None:
+    """The record of a message whose item needs no bytes put back (the common case), else None.
+
+    Returned as loaded, not copied: each load builds its own messages, so nobody else holds it.
+    """
+    native = message.native
+    if native is None or native.format != NATIVE_FORMAT or not isinstance(native.data, dict):
+        return None
+    record = native.data
+    item = record.get("item")
+    return item if isinstance(item, dict) and not record.get("files") else None
+
+
 async def _item(store: ConversationStore, message: Message) -> Item:
     """The session item a stored message stands for, data URLs restored."""
     native = message.native
     if native is None or native.format != NATIVE_FORMAT or not isinstance(native.data, dict):
         return await _foreign_item(store, message)
     record = native.data
-    item = copy.deepcopy(record["item"])
+    item = record["item"]
+    assert isinstance(item, dict)
     cuts = record.get("files")
-    if isinstance(cuts, list) and cuts:
+    if isinstance(cuts, list):
         files = message.files
         for cut in cuts:
             assert isinstance(cut, dict)
+            # tenant=None: the caller already loaded the message under its tenant.
             data = await store.read_attachment(files[cut["file"]])  # type: ignore[index]
             text = str(cut["prefix"]) + base64.b64encode(data).decode("ascii")
             _set(item, cut["path"], text)  # type: ignore[arg-type]
-    assert isinstance(item, dict)
     return item
 
 
