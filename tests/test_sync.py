@@ -107,10 +107,13 @@ def test_close_joins_the_thread_and_later_calls_raise(tmp_path: Path) -> None:
     store = ConversationStore(_sqlite(tmp_path), blobs=f"memory://{uuid.uuid4().hex}")
     with pytest.raises(ClosedError):
         store.create_conversation()
+    assert store.closed
     store.open()
+    assert not store.closed
     (thread,) = set(_loop_threads()) - before
     store.create_conversation()
     store.close()
+    assert store.closed
     assert not thread.is_alive()
     store.close()  # idempotent
     with pytest.raises(ClosedError):

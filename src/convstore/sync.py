@@ -169,6 +169,11 @@ class ConversationStore:
         return self._store
 
     @property
+    def closed(self) -> bool:
+        """Whether the store is closed (never opened, or closed since)."""
+        return self._runner is None
+
+    @property
     def loop(self) -> asyncio.AbstractEventLoop:
         """The facade's event loop (open stores only)."""
         return self._require_open()[0].loop

@@ -149,8 +149,8 @@ async def test_every_emitted_history_passes_the_sdk_validator(
     assert image["data"]["url"].startswith(APP)
 
 
-async def test_tool_states_steps_kinds_and_ids(sqlite_store: ConversationStore) -> None:
-    conversation = await rich_conversation(sqlite_store)
+async def test_tool_states_steps_kinds_and_ids(store: ConversationStore) -> None:
+    conversation = await rich_conversation(store)
     ui = to_ui_messages(conversation, file_url=file_url)
     assert [m["role"] for m in ui] == [
         "system", "user", "assistant", "user", "assistant", "user", "assistant",
@@ -188,9 +188,9 @@ async def test_tool_states_steps_kinds_and_ids(sqlite_store: ConversationStore) 
     assert len({m["id"] for m in ui}) == len(ui)
 
 
-async def test_round_trip_through_ui_messages(sqlite_store: ConversationStore) -> None:
-    conv = await sqlite_store.create_conversation()
-    await sqlite_store.append(
+async def test_round_trip_through_ui_messages(store: ConversationStore) -> None:
+    conv = await store.create_conversation()
+    await store.append(
         conv.id,
         [
             Message.system("Be brief."),
@@ -215,7 +215,7 @@ async def test_round_trip_through_ui_messages(sqlite_store: ConversationStore) -
             Message.assistant(ToolCallPart(id="c4", name="lookup", arguments={})),
         ],
     )  # fmt: skip
-    original = await sqlite_store.load(conv.id)
+    original = await store.load(conv.id)
     ui = to_ui_messages(original, file_url=file_url)
     messages = from_ui_messages(ui, resolve_url=resolver(original))
 
@@ -232,9 +232,9 @@ async def test_round_trip_through_ui_messages(sqlite_store: ConversationStore) -
 
     assert shape(messages) == shape(original.messages)
     # Stored again, the copy has the same lifecycles and gives the same UI messages.
-    copy = await sqlite_store.create_conversation()
-    await sqlite_store.append(copy.id, messages)
-    reloaded = await sqlite_store.load(copy.id)
+    copy = await store.create_conversation()
+    await store.append(copy.id, messages)
+    reloaded = await store.load(copy.id)
     assert [(c.id, c.status, c.result_kind) for c in reloaded.tool_calls] == [
         (c.id, c.status, c.result_kind) for c in original.tool_calls
     ]
@@ -461,3 +461,31 @@ def test_reasoning_metadata_in_the_providers_own_keys() -> None:
     assert metadata[3]["openai"] == {"itemId": "rs_1", "reasoningEncryptedContent": "e"}
     (back,) = from_ui_messages([ui])
     assert back.parts == [p.model_copy(update={"model": "m"}) for p in thinking]
+
+
+async def test_a_resent_history_appends_only_what_is_new(store: ConversationStore) -> None:
+    # As docs/integrations/ai-sdk.md "Storing what useChat sends" does it.
+    async def save_turn(chat_id: str, ui: list[dict[str, Any]]) -> None:
+        await store.get_or_create_conversation(chat_id)
+        stored = {m.id for m in (await store.load(chat_id)).messages}
+        await store.append(chat_id, [m for m in from_ui_messages(ui) if m.id not in stored])
+
+    call = {"type": "tool-ask", "toolCallId": "c1", "state": "input-available", "input": {}}
+    first = [
+        {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]},
+        {"id": "a1", "role": "assistant", "parts": [call]},
+    ]
+    answered = {**call, "state": "output-available", "output": "yes"}
+    second = [
+        first[0],
+        {"id": "a1", "role": "assistant", "parts": [answered, {"type": "step-start"},
+                                                    {"type": "text", "text": "ok"}]},
+        {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "bye"}]},
+    ]  # fmt: skip
+    await save_turn("chat", first)
+    assert (await store.load("chat")).tool_calls[0].status == "pending"
+    await save_turn("chat", second)
+    conversation = await store.load("chat")
+    assert [m.id for m in conversation.messages] == ["u1", "a1", "a1-1", "a1-2", "u2"]
+    assert conversation.tool_calls[0].status == "complete"
+    assert to_ui_messages(conversation) == second

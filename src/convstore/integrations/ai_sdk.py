@@ -172,32 +172,33 @@ class _Bubble:
                 self.parts.append(_ui_part(part, message, file_url))
 
     def answer(self, call_id: str, output: ToolOutput, file_url: FileUrl | None) -> None:
+        """A stored result: the first one for a call of this turn wins."""
         tool = self.tools.get(call_id)
-        if tool is None or tool["state"] != "input-available":
-            return  # no call in this turn to attach it to, or answered already (first wins)
-        _set_output(tool, output, file_url)
+        if tool is not None and tool["state"] == "input-available":
+            self.settle(call_id, output, file_url)
+
+    def settle(self, call_id: str, output: ToolOutput, file_url: FileUrl | None) -> None:
+        _set_output(self.tools[call_id], output, file_url)
         if isinstance(output, ContentOutput):
             self.kinds[call_id] = "content"
+        else:
+            self.kinds.pop(call_id, None)
 
     def finish(
         self, lifecycles: dict[str, ToolCall] | None, *, last: bool, file_url: FileUrl | None
     ) -> JsonDict:
+        """The UI message; the lifecycles (when known) decide every tool part's state."""
         for call_id, tool in self.tools.items():
             call = None if lifecycles is None else lifecycles.get(call_id)
-            if call is not None:
+            if call is None:
+                if tool["state"] == "input-available" and not last:
+                    _set_error(tool, _INTERRUPTED)  # messages alone: a later turn came
+            elif call.output is not None:
+                self.settle(call_id, call.output, file_url)
+            else:
+                self.kinds.pop(call_id, None)
                 _apply_lifecycle(tool, call)
-                if call.output is not None:
-                    self.kinds.pop(call_id, None)
-                    self.answer_from(call_id, call.output, file_url)
-            elif tool["state"] == "input-available" and not last:
-                _set_error(tool, _INTERRUPTED)
         return _ui_message(self.ui_id, "assistant", self.parts, self.kinds)
-
-    def answer_from(self, call_id: str, output: ToolOutput, file_url: FileUrl | None) -> None:
-        tool = self.tools[call_id]
-        _set_output(tool, output, file_url)
-        if isinstance(output, ContentOutput):
-            self.kinds[call_id] = "content"
 
 
 def _tool_part(part: ToolCallPart) -> JsonDict:
@@ -220,15 +221,14 @@ def _tool_part(part: ToolCallPart) -> JsonDict:
 
 
 def _apply_lifecycle(tool: JsonDict, call: ToolCall) -> None:
+    """The state of a call without a result on its path."""
     match call.status:
-        case ToolCallStatus.PENDING:
-            _reset(tool)
         case ToolCallStatus.CANCELLED:
             _set_error(tool, _CANCELLED)
         case ToolCallStatus.INTERRUPTED:
             _set_error(tool, _INTERRUPTED)
-        case ToolCallStatus.COMPLETE | ToolCallStatus.ERROR:
-            pass  # the output is applied from the lifecycle by the caller
+        case ToolCallStatus.PENDING | ToolCallStatus.COMPLETE | ToolCallStatus.ERROR:
+            _reset(tool)  # complete and error always carry their output
 
 
 def _reset(tool: JsonDict) -> None:

@@ -167,12 +167,10 @@ class ConvstoreSession:
 
         async def pop(store: ConversationStore) -> Item | None:
             try:
-                conversation = await store.load(self.session_id, tenant=tenant, last=0)
-            except ConversationNotFoundError:
-                return None
-            if conversation.head_seq is None:
-                return None
-            return await _item(store, await store.pop(self.session_id, tenant=tenant))
+                popped = await store.pop(self.session_id, tenant=tenant)
+            except (ConversationNotFoundError, InvalidInputError):
+                return None  # no conversation yet, or nothing on it (pop's only bad input)
+            return await _item(store, popped)
 
         return await _complete(self._run(pop))
 
@@ -216,7 +214,8 @@ class ConvstoreSession:
             return await work(self._shared)
         owned = self._owned
         assert owned is not None  # one of the two is always set
-        await asyncio.to_thread(owned.open)  # opening may migrate: keep it off the loop
+        if owned.closed:
+            await asyncio.to_thread(owned.open)  # opening may migrate: keep it off the loop
 
         async def on_store_loop() -> _T:
             return await work(owned.async_store)
