@@ -48,6 +48,7 @@ def data_url(data: bytes, media_type: str = "image/png") -> str:
 IMAGE = png(b"I")
 SHOT = png(b"S")
 PDF = b"%PDF-1.4\n" + os.urandom(300)
+RAW_PDF = b"%PDF-1.7\n" + os.urandom(300)  # sent as bare base64, as ToolOutputFileContent allows
 
 ITEMS: list[dict[str, Any]] = [
     {"role": "system", "content": "Be brief."},
@@ -58,6 +59,8 @@ ITEMS: list[dict[str, Any]] = [
             {"type": "input_image", "image_url": data_url(IMAGE), "detail": "auto"},
             {"type": "input_file", "file_data": data_url(PDF, "application/pdf"),
              "filename": "a.pdf"},
+            {"type": "input_file", "file_data": base64.b64encode(RAW_PDF).decode(),
+             "filename": "b.pdf"},
             {"type": "input_image", "image_url": "https://cdn.example/x.png", "detail": "low"},
         ],
     },
@@ -114,7 +117,7 @@ async def test_items_come_back_exactly_and_images_stay_out_of_the_database(
     assert await session.get_items() == ITEMS
     assert await session.get_items(limit=3) == ITEMS[-3:]
     stored = database_bytes(db)
-    for data in (IMAGE, SHOT, PDF):
+    for data in (IMAGE, SHOT, PDF, RAW_PDF):
         assert data[-200:] not in stored
         assert base64.b64encode(data)[100:300] not in stored
     assert await session.pop_item() == ITEMS[-1]
@@ -133,7 +136,9 @@ async def test_tool_calls_have_lifecycles_and_render_for_another_provider(
         calls = {c.id: (c.status, c.result_kind) for c in conversation.tool_calls}
         assert calls == {"call_1": ("complete", "content"), "call_2": ("complete", "json")}
         user = conversation.messages[1]
-        assert [f.media_type for f in user.files] == ["image/png", "application/pdf", "image/png"]
+        assert [f.media_type for f in user.files] == [
+            "image/png", "application/pdf", "application/pdf", "image/png",
+        ]  # fmt: skip
         rendered = await store.render("s1", "anthropic", model="claude-sonnet-4-5")
         blocks = [b for m in rendered.payload["messages"] for b in m["content"]]
         images = [b for b in blocks if b.get("type") == "image"]

@@ -274,11 +274,18 @@ class _Builder:
         self.cuts: list[_Cut] = []
         self.files = 0
 
-    def file(self, url: Any, path: list[str | int], media_type: str | None) -> FilePart | None:
-        """The canonical file for an image/file URL at ``path`` (cut out when inline)."""
+    def file(
+        self, url: Any, path: list[str | int], media_type: str | None, *, bare: bool = False
+    ) -> FilePart | None:
+        """The canonical file for an image/file URL at ``path`` (cut out when inline).
+
+        ``bare``: the field may also hold plain base64 (``input_file.file_data``).
+        """
         if not isinstance(url, str):
             return None
         inline = _data_url(url)
+        if inline is None and bare:
+            inline = _bare_base64(url)
         if inline is None:
             if url.startswith(("http://", "https://", "gs://", "s3://")):
                 self.files += 1
@@ -293,6 +300,17 @@ class _Builder:
         self.cuts.append(_Cut(path, prefix, self.files))
         self.files += 1
         return part
+
+
+def _bare_base64(text: str) -> tuple[str, str | None, bytes] | None:
+    """("", None, bytes) of plain canonical base64 text (re-encodes to the same text)."""
+    if len(text) < 8 or len(text) % 4:
+        return None
+    try:
+        data = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return ("", None, data) if base64.b64encode(data).decode("ascii") == text else None
 
 
 def _data_url(url: str) -> tuple[str, str | None, bytes] | None:
@@ -402,7 +420,7 @@ def _content(entry: Mapping[str, Any], path: list[str | int], builder: _Builder)
     if kind == "input_image":
         return builder.file(entry.get("image_url"), [*path, "image_url"], None)
     if kind == "input_file":
-        part = builder.file(entry.get("file_data"), [*path, "file_data"], None)
+        part = builder.file(entry.get("file_data"), [*path, "file_data"], None, bare=True)
         if part is None:
             part = builder.file(entry.get("file_url"), [*path, "file_url"], None)
         filename = entry.get("filename")
