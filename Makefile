@@ -83,6 +83,10 @@ lock:
 	.lock-venv/bin/python -m pip install --quiet -e ".[bench]"
 	{ echo "# Pins for $(BENCH_VENV) (make bench): the project and its [bench] extra. 'make lock'."; \
 	  .lock-venv/bin/python -m pip freeze --exclude-editable | grep -v '^-e'; } > bench/constraints.txt
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install --quiet -e ".[openai-agents]" pytest pytest-asyncio pytest-timeout
+	{ echo "# Pins for $(AGENTS_VENV) (make pytest-agents): [openai-agents] and pytest. 'make lock'."; \
+	  .lock-venv/bin/python -m pip freeze --exclude-editable | grep -v '^-e'; } > $(AGENTS_PINS)
 	rm -rf .lock-venv
 
 clean:
