@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import copy
+import json
 import os
 import threading
 from collections.abc import AsyncIterator
@@ -300,3 +301,25 @@ async def test_repeated_calls_and_outputs_are_kept_like_a_list_would(
     async with ConversationStore(f"sqlite+aiosqlite:///{db}") as store:
         (stored,) = (await store.load("s1")).tool_calls
     assert (stored.id, stored.status, stored.output) == ("c1", "complete", JsonOutput(value="a"))
+
+
+@pytest.mark.parametrize(
+    ("target", "model"),
+    [
+        ("openai-chat", "gpt-4.1"),
+        ("openai-responses", "gpt-5"),
+        ("anthropic", "claude-sonnet-4-5"),
+        ("gemini", "gemini-2.5-pro"),
+        ("mistral", "mistral-large-latest"),
+        ("kimi", "kimi-k2"),
+    ],
+)
+async def test_every_item_kind_renders_for_every_target(
+    session: ConvstoreSession, db: Path, target: str, model: str
+) -> None:
+    await session.add_items(copy.deepcopy(ITEMS))
+    async with ConversationStore(f"sqlite+aiosqlite:///{db}") as store:
+        rendered = await store.render("s1", target, model=model)
+    wire = json.dumps(rendered.payload)
+    for expected in ("Be brief.", "What is this?", "screenshot", "Oslo", "It is 3 degrees."):
+        assert expected in wire
