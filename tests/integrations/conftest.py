@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +19,11 @@ Oracle = Callable[[list[list[dict[str, Any]]]], list[dict[str, Any]]]
 
 
 @pytest.fixture(scope="session")
-def ai_sdk_oracle() -> Oracle:
+def ai_sdk_oracle() -> Iterator[Oracle]:
     """Runs the ``ai`` package's safeValidateUIMessages and convertToModelMessages on histories.
 
-    Installed by ``make test`` (``npm ci --prefix tests/integrations/node``).
+    One node process for the session, one JSON line per request. Installed by ``make test``
+    (``npm ci --prefix tests/integrations/node``).
     """
     node = shutil.which("node")
     installed = (NODE_DIR / "node_modules" / "ai" / "package.json").is_file()
@@ -31,18 +32,28 @@ def ai_sdk_oracle() -> Oracle:
         if IN_CI:
             pytest.fail(f"{message}; under CI=true the AI SDK oracle must run", pytrace=False)
         pytest.skip(message)
+    process = subprocess.Popen(
+        [node, str(NODE_DIR / "oracle.mjs")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    stdin, stdout = process.stdin, process.stdout
 
     def run(histories: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-        done = subprocess.run(
-            [node, str(NODE_DIR / "oracle.mjs")],
-            input=json.dumps(histories),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        results: list[dict[str, Any]] = json.loads(done.stdout)
+        stdin.write(json.dumps(histories) + "\n")
+        stdin.flush()
+        line = stdout.readline()
+        assert line, f"the node oracle exited (status {process.poll()})"
+        results: list[dict[str, Any]] = json.loads(line)
         return results
 
-    return run
+    try:
+        yield run
+    finally:
+        stdin.close()
+        process.wait(timeout=30)
+        stdout.close()

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
 from convstore import (
     AttachmentRef,
@@ -28,6 +29,7 @@ from convstore import (
 )
 from convstore.integrations.ai_sdk import from_ui_messages, to_ui_messages
 from tests.integrations.conftest import Oracle
+from tests.strategies import histories
 
 PNG_HEADER = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489")
 APP = "https://app.example/files/"
@@ -489,3 +491,20 @@ async def test_a_resent_history_appends_only_what_is_new(store: ConversationStor
     assert [m.id for m in conversation.messages] == ["u1", "a1", "a1-1", "a1-2", "u2"]
     assert conversation.tool_calls[0].status == "complete"
     assert to_ui_messages(conversation) == second
+
+
+@settings(max_examples=60, deadline=None)
+@given(history=histories())
+def test_messy_histories_validate_and_read_back_to_the_same_ui(
+    history: list[Message], ai_sdk_oracle: Oracle
+) -> None:
+    messages = [m.model_copy(update={"id": f"m{n}"}) for n, m in enumerate(history)]
+
+    def url(part: FilePart) -> str:
+        return APP + str(part.sha256)
+
+    ui = to_ui_messages(messages, file_url=url)
+    check_format(ui)
+    (result,) = ai_sdk_oracle([ui])
+    assert result.get("valid") and "model" in result, (result, ui)
+    assert to_ui_messages(from_ui_messages(ui), file_url=url) == ui

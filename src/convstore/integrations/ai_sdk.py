@@ -444,6 +444,8 @@ class _Reader:
                 if result is not None:
                     results.append(result)
         flush()
+        if not out:  # an empty turn is still a turn: keep it, and its id
+            out.append(Message(role=Role.ASSISTANT))
         return [
             message.model_copy(update={"id": ui_id if n == 0 else f"{ui_id}-{n}"})
             for n, message in enumerate(out)
