@@ -1,0 +1,1 @@
+"""Framework integrations: each module imports its framework and is an optional extra."""
