@@ -62,6 +62,7 @@ from convstore.model import (
 from convstore.parsing import parse, parse_response
 from convstore.rendering import Rendered, render
 from convstore.store import (
+    ConversationPage,
     ConversationStore,
     ConversationSummary,
     FsckReport,
@@ -88,6 +89,7 @@ __all__ = [
     "ContentOutput",
     "Conversation",
     "ConversationNotFoundError",
+    "ConversationPage",
     "ConversationStore",
     "ConversationSummary",
     "ConvstoreError",

@@ -1,24 +1,28 @@
-"""Rows ⇄ canonical model: how each message, part and tool call is laid out in its table.
+"""Rows ⇄ canonical model: how messages, their parts and tool calls are laid out.
 
 Invariants:
 
 - Row tuples are in table column order (see `convstore.db.statements.column_names`).
-- Both directions live here, side by side, so a field added to a part is added to its row and
+- Both directions live here, side by side, so a field added to a model is added to its row and
   read back in one place. The round-trip property tests hold this module to that.
-- A part row keeps in columns what queries or the lifecycle need (kind, text, call id, result
-  kind, media type, blob hash) and the rest of the part in one JSON ``data`` object.
-- A tool-call part's name and arguments live only in its ``tool_calls`` row; the part row
-  just names the call. A `ContentOutput` result stores one child row per content part.
+- A message's parts are one JSON array (``messages.parts``): each part is an object with its
+  ``kind`` and every field whose value is not ``None`` (``synthetic`` only when true), nested
+  models as nested objects. Decoding fills absent fields with their defaults, so a field added
+  to a part later reads old rows unchanged.
+- A tool call's name and arguments are also kept in its ``tool_calls`` row, which holds its
+  lifecycle; the part in the JSON array is what rendering replays.
 - Decoding builds models with `trusted`: these rows were validated when they were written.
 - Inline bytes and pending streams never reach this module: the store swaps them for blob
-  references first, and `encode_part` refuses them.
+  references first, and `encode_message` refuses them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Final
+
+from pydantic import BaseModel
 
 from convstore.db.tx import Codec, Row
 from convstore.errors import DatabaseError, InvalidMessageError
@@ -31,6 +35,7 @@ from convstore.model import (
     FilePart,
     JsonOutput,
     Message,
+    NativeRecord,
     ResultKind,
     Role,
     TextPart,
@@ -40,60 +45,49 @@ from convstore.model import (
     ToolCallStatus,
     ToolOutput,
     ToolResultPart,
+    Usage,
 )
 from convstore.model._base import trusted
 
 __all__ = [
-    "THINKING_FIELDS",
+    "CALL_COMPLETED_AT",
+    "CALL_RESULT_IDX",
+    "CALL_RESULT_KIND",
+    "CALL_RESULT_SEQ",
+    "CALL_STATUS",
     "CallRow",
+    "ConversationRow",
     "decode_compactions",
-    "decode_conversation_row",
+    "decode_conversation",
     "decode_messages",
-    "decode_result",
-    "decode_tool_call",
+    "decode_parts",
+    "decode_tool_calls",
     "encode_message",
     "encode_parts",
     "encode_tool_call",
     "text_column",
 ]
 
-THINKING_FIELDS: Final = (
-    "provider",
-    "model",
-    "signature",
-    "redacted_data",
-    "reasoning_id",
-    "encrypted_content",
-    "summary",
-    "rides_on",
-    "provider_details",
-)
-"""The `ThinkingPart` fields kept in a thinking row's ``data`` object."""
-
-_new_attachmentref: Final = trusted(AttachmentRef)
-_new_compaction: Final = trusted(Compaction)
-_new_contentoutput: Final = trusted(ContentOutput)
-_new_conversation: Final = trusted(Conversation)
-_new_erroroutput: Final = trusted(ErrorOutput)
-_new_filepart: Final = trusted(FilePart)
-_new_jsonoutput: Final = trusted(JsonOutput)
-_new_message: Final = trusted(Message)
-_new_textpart: Final = trusted(TextPart)
-_new_thinkingpart: Final = trusted(ThinkingPart)
-_new_toolcall: Final = trusted(ToolCall)
-_new_toolcallpart: Final = trusted(ToolCallPart)
-_new_toolresultpart: Final = trusted(ToolResultPart)
-
 _ROLES: Final = {r.value: r for r in Role}
 _STATUSES: Final = {s.value: s for s in ToolCallStatus}
 _RESULT_KINDS: Final = {k.value: k for k in ResultKind}
 
+_new_compaction: Final = trusted(Compaction)
+_new_conversation: Final = trusted(Conversation)
+_new_message: Final = trusted(Message)
+_new_native: Final = trusted(NativeRecord)
+_new_toolcall: Final = trusted(ToolCall)
+_new_usage: Final = trusted(Usage)
+
 CallRow = list[Any]
 """A mutable ``tool_calls`` row: an append may complete a call it created in the same batch."""
 
-
-# ---------------------------------------------------------------------------------------------
-# model -> rows
+# Positions in a CallRow that a completion changes.
+CALL_STATUS: Final = 8
+CALL_RESULT_KIND: Final = 9
+CALL_RESULT_SEQ: Final = 10
+CALL_RESULT_IDX: Final = 11
+CALL_COMPLETED_AT: Final = 14
 
 
 def text_column(value: str | None) -> str | None:
@@ -107,8 +101,126 @@ def text_column(value: str | None) -> str | None:
     return value
 
 
-def encode_message(cid: str, message: Message, seq: int, now: datetime, codec: Codec) -> Row:
+# ---------------------------------------------------------------------------------------------
+# parts <-> JSON
+
+
+class _Shape:
+    """How one model class is written to and read from JSON."""
+
+    def __init__(self, cls: type[BaseModel], nested: dict[str, Any] | None = None) -> None:
+        self.build = trusted(cls)
+        self.defaults: dict[str, Any] = {}
+        for name, info in cls.model_fields.items():
+            if info.default_factory is not None:
+                self.defaults[name] = info.default_factory  # called per object: fresh lists
+            else:
+                # Absent means default; for a required field (only `JsonOutput.value` can be
+                # absent, when it was None) that is None.
+                self.defaults[name] = None if info.is_required() else info.default
+        self.factories = {n for n, i in cls.model_fields.items() if i.default_factory is not None}
+        self.nested = nested or {}
+        """Field name -> how to decode it (a `_Shape`, or a dict of shapes by ``kind``)."""
+
+    def decode(self, obj: dict[str, Any]) -> Any:
+        values = {
+            name: (default() if name in self.factories else default)
+            for name, default in self.defaults.items()
+        }
+        values.update(obj)
+        for name, shape in self.nested.items():
+            value = values.get(name)
+            if value is not None:
+                values[name] = _decode_nested(shape, value)
+        return self.build(values)
+
+
+def _decode_nested(shape: Any, value: Any) -> Any:
+    if isinstance(shape, _Shape):
+        return shape.decode(value)
+    if isinstance(value, list):  # a list of parts tagged by kind
+        return [_by_kind(shape, item) for item in value]
+    return _by_kind(shape, value)
+
+
+def _by_kind(shapes: dict[str, _Shape], obj: dict[str, Any]) -> Any:
+    shape = shapes.get(obj.get("kind", ""))
+    if shape is None:
+        raise DatabaseError(f"unknown kind {obj.get('kind')!r} in stored parts")
+    return shape.decode(obj)
+
+
+_ATTACHMENT = _Shape(AttachmentRef)
+_CONTENT: Final = {
+    "text": _Shape(TextPart),
+    "file": _Shape(FilePart, {"attachment": _ATTACHMENT}),
+}
+_OUTPUTS: Final = {
+    "json": _Shape(JsonOutput),
+    "error": _Shape(ErrorOutput),
+    "content": _Shape(ContentOutput, {"parts": _CONTENT}),
+}
+_PARTS: Final = {
+    **_CONTENT,
+    "thinking": _Shape(ThinkingPart),
+    "tool_call": _Shape(ToolCallPart),
+    "tool_result": _Shape(ToolResultPart, {"output": _OUTPUTS}),
+}
+
+
+def _to_json(model: BaseModel) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in model.__dict__.items():
+        if value is None or (name == "synthetic" and value is False):
+            continue
+        if isinstance(value, BaseModel):
+            out[name] = _to_json(value)
+        elif isinstance(value, list) and value and isinstance(value[0], BaseModel):
+            out[name] = [_to_json(v) for v in value]
+        else:
+            out[name] = value
+    return out
+
+
+def encode_parts(parts: Iterable[Any]) -> list[dict[str, Any]]:
+    """A message's parts as the JSON array stored in ``messages.parts``."""
+    encoded = []
+    for part in parts:
+        for file in _files_of(part):
+            if file.data is not None or file.pending is not None:
+                raise InvalidMessageError("file bytes must be stored as a blob before the row")
+        encoded.append(_to_json(part))
+    return encoded
+
+
+def _files_of(part: Any) -> list[FilePart]:
+    if isinstance(part, FilePart):
+        return [part]
+    if isinstance(part, ToolResultPart) and isinstance(part.output, ContentOutput):
+        return part.output.files
+    return []
+
+
+def decode_parts(raw: list[dict[str, Any]]) -> list[Any]:
+    """The parts of a stored ``messages.parts`` array."""
+    return [_by_kind(_PARTS, obj) for obj in raw]
+
+
+# ---------------------------------------------------------------------------------------------
+# messages and tool calls -> rows
+
+
+def encode_message(
+    cid: str,
+    message: Message,
+    seq: int,
+    parent_seq: int | None,
+    now: datetime,
+    codec: Codec,
+) -> Row:
     """The ``messages`` row."""
+    native = message.native
+    usage = message.usage
     return (
         cid,
         seq,
@@ -117,76 +229,12 @@ def encode_message(cid: str, message: Message, seq: int, now: datetime, codec: C
         text_column(message.model),
         codec.dump_time(now),
         codec.dump_json(message.provider_details),
+        parent_seq,
+        text_column(message.id),
+        codec.dump_json(encode_parts(message.parts)),
+        None if native is None else codec.dump_json({"format": native.format, "data": native.data}),
+        None if usage is None else codec.dump_json(usage.__dict__),
     )
-
-
-def encode_parts(cid: str, seq: int, parts: Iterable[Any], codec: Codec) -> Iterator[Row]:
-    """The ``parts`` rows of one message: the parts in order, then any content children."""
-    parts = list(parts)
-    next_child = len(parts)
-    for idx, part in enumerate(parts):
-        yield _encode_part(cid, seq, idx, None, part, codec)
-        if isinstance(part, ToolResultPart) and isinstance(part.output, ContentOutput):
-            for child in part.output.parts:
-                yield _encode_part(cid, seq, next_child, idx, child, codec)
-                next_child += 1
-
-
-def _encode_part(cid: str, seq: int, idx: int, parent: int | None, part: Any, codec: Codec) -> Row:
-    match part:
-        case TextPart():
-            data = {"provider_details": part.provider_details} if part.provider_details else None
-            return (cid, seq, idx, parent, "text", text_column(part.text), None, None, None, None,
-                    codec.dump_json(data))  # fmt: skip
-        case ThinkingPart():
-            data = {f: v for f in THINKING_FIELDS if (v := getattr(part, f)) is not None}
-            text = text_column(part.text)
-            return (cid, seq, idx, parent, "thinking", text, None, None, None, None,
-                    codec.dump_json(data or None))  # fmt: skip
-        case ToolCallPart():
-            call_id = text_column(part.id)
-            return (cid, seq, idx, parent, "tool_call", None, call_id, None, None, None, None)
-        case ToolResultPart():
-            return _encode_result(cid, seq, idx, parent, part, codec)
-        case FilePart():
-            if part.data is not None or part.pending is not None:
-                raise InvalidMessageError("file bytes must be stored as a blob before the row")
-            file_data: dict[str, Any] = {}
-            if part.filename is not None:
-                file_data["filename"] = part.filename
-            if part.uri is not None:
-                file_data["uri"] = part.uri
-            if part.attachment is not None:
-                file_data["size"] = part.attachment.size
-            sha = part.attachment.sha256 if part.attachment else None
-            media_type = text_column(part.media_type)
-            return (cid, seq, idx, parent, "file", None, None, None, media_type, sha,
-                    codec.dump_json(file_data or None))  # fmt: skip
-    raise InvalidMessageError(f"not a message part: {type(part).__name__}")
-
-
-def _encode_result(
-    cid: str, seq: int, idx: int, parent: int | None, part: ToolResultPart, codec: Codec
-) -> Row:
-    data: dict[str, Any] = {}
-    if part.name is not None:
-        data["name"] = part.name
-    if part.synthetic:
-        data["synthetic"] = True
-    text = None
-    output = part.output
-    match output:
-        case JsonOutput():
-            data["value"] = output.value
-        case ErrorOutput():
-            text = text_column(output.message)
-            if output.details is not None:
-                data["details"] = output.details
-        case ContentOutput():
-            pass  # the content parts are child rows
-    call_id = text_column(part.call_id)
-    return (cid, seq, idx, parent, "tool_result", text, call_id, output.kind, None, None,
-            codec.dump_json(data or None))  # fmt: skip
 
 
 def encode_tool_call(
@@ -212,27 +260,23 @@ def encode_tool_call(
     ]
 
 
-# Positions in a CallRow that a completion changes.
-CALL_STATUS: Final = 8
-CALL_RESULT_KIND: Final = 9
-CALL_RESULT_SEQ: Final = 10
-CALL_RESULT_IDX: Final = 11
-CALL_COMPLETED_AT: Final = 14
-
-
 # ---------------------------------------------------------------------------------------------
 # rows -> model
 
+ConversationRow = tuple[Any, ...]
+"""A ``select_conversation`` row: see `convstore.db.statements.CONVERSATION_COLUMNS`."""
 
-def decode_conversation_row(
-    row: Row,
+
+def decode_conversation(
+    row: ConversationRow,
     codec: Codec,
     messages: list[Message],
     tool_calls: list[ToolCall],
     compactions: list[Compaction],
 ) -> Conversation:
     """A `Conversation` from a ``select_conversation`` row and its loaded contents."""
-    cid, tenant, title, metadata, _last_seq, created_at, updated_at = row
+    (cid, tenant, title, metadata, _last_seq, created_at, updated_at, state, head_seq, revision,
+     _branched) = row  # fmt: skip
     return _new_conversation(
         {
             "id": cid,
@@ -241,9 +285,9 @@ def decode_conversation_row(
             "metadata": codec.load_json(metadata) or {},
             "created_at": codec.load_time(created_at),
             "updated_at": codec.load_time(updated_at),
-            "revision": "",
-            "state": {},
-            "head_seq": messages[-1].seq if messages else None,
+            "revision": revision,
+            "state": codec.load_json(state) or {},
+            "head_seq": head_seq,
             "messages": messages,
             "tool_calls": tool_calls,
             "compactions": compactions,
@@ -261,223 +305,77 @@ def decode_compactions(rows: Iterable[Row], codec: Codec) -> list[Compaction]:
     ]
 
 
-def decode_messages(
-    message_part_rows: Iterable[Row], call_rows: Iterable[Row], codec: Codec
-) -> tuple[list[Message], list[ToolCall]]:
-    """Messages and tool calls from ``select_message_parts`` and ``select_tool_calls`` rows.
+def decode_messages(cid: str, rows: Iterable[Row], codec: Codec) -> list[Message]:
+    """Messages from ``select_messages`` rows, in the order given.
 
     This is the load hot path (thousands of rows per conversation; see PERFORMANCE-NOTES.md):
-    rows are consumed as they are read, each message is built when its last part has been
-    seen, and the codec's functions are bound to locals.
+    the codec's functions are bound to locals and each distinct timestamp is parsed once.
     """
     load_json = codec.load_json
     load_time = codec.load_time
-    call_rows = list(call_rows)
-    arguments: dict[str, dict[str, Any]] = {}
-    call_parts: dict[str, ToolCallPart] = {}
-    for call_id, _seq, name, provider_id, args, raw_arguments, *_, details, _c, _d in call_rows:
-        decoded = arguments[call_id] = load_json(args)
-        call_parts[call_id] = _new_toolcallpart(
-            {
-                "kind": "tool_call",
-                "id": call_id,
-                "name": name,
-                "arguments": decoded,
-                "raw_arguments": raw_arguments,
-                "provider_id": provider_id,
-                "provider_details": None if details is None else load_json(details),
-            }
-        )
-    outputs: dict[tuple[int, int], ToolOutput] = {}
-    messages: list[Message] = []
-    head: Row | None = None  # the current message's columns
-    parts: list[Any] = []
-    pending: _PendingContent | None = None  # content results waiting for their child rows
+    messages = []
     last_time_text: Any = None
     created_at: datetime | None = None
-    for row in message_part_rows:
-        seq = row[0]
-        if head is None or seq != head[0]:
-            if head is not None:
-                messages.append(_message(head, parts, created_at, pending, outputs, load_json))
-            head, parts, pending = row, [], None
-            if row[4] != last_time_text:  # an append writes all its rows with one timestamp
-                last_time_text, created_at = row[4], load_time(row[4])
-        kind = row[8]
-        if kind is None:
-            continue  # a message without parts
-        if row[7] is not None:  # a child of a ContentOutput result
-            if pending is None:
-                pending = _PendingContent()
-            pending.add_child(row[7], _decode_content_part(row, load_json))
-            continue
-        data = row[14]
-        extra = None if data is None else load_json(data)
-        if kind == "text":
-            details = None if extra is None else extra.get("provider_details")
-            parts.append(
-                _new_textpart({"kind": "text", "text": row[9], "provider_details": details})
+    for seq, parent_seq, role, provider, model, time_text, details, message_id, parts, native, \
+            usage in rows:  # fmt: skip
+        if time_text != last_time_text:  # an append writes all its rows with one timestamp
+            last_time_text, created_at = time_text, load_time(time_text)
+        native_obj = None if native is None else load_json(native)
+        usage_obj = None if usage is None else load_json(usage)
+        messages.append(
+            _new_message(
+                {
+                    "role": _ROLES[role],
+                    "id": message_id,
+                    "parts": decode_parts(load_json(parts)),
+                    "provider": provider,
+                    "model": model,
+                    "seq": seq,
+                    "created_at": created_at,
+                    "provider_details": None if details is None else load_json(details),
+                    "native": None if native_obj is None else _new_native(native_obj),
+                    "usage": None if usage_obj is None else _new_usage(usage_obj),
+                    "parent_seq": parent_seq,
+                    "conversation_id": cid,
+                }
             )
-        elif kind == "tool_call":
-            part = call_parts.get(row[10])
-            if part is None:
-                raise DatabaseError(f"tool-call part {row[10]!r} has no tool_calls row")
-            parts.append(part)
-        elif kind == "tool_result":
-            if row[11] == "content":
-                if pending is None:
-                    pending = _PendingContent()
-                pending.add_result(len(parts), row, extra or {})
-                parts.append(None)  # filled in once its child rows are read
-                continue
-            result = _decode_result(row[10], row[11], row[9], extra or {}, [])
-            outputs[(seq, row[6])] = result.output
-            parts.append(result)
-        elif kind == "file":
-            parts.append(_decode_content_part(row, load_json))
-        elif kind == "thinking":
-            fields = dict.fromkeys(THINKING_FIELDS)
-            fields.update(extra or {})
-            fields["kind"] = "thinking"
-            fields["text"] = row[9] or ""
-            parts.append(_new_thinkingpart(fields))
-        else:
-            raise DatabaseError(f"unknown part kind {kind!r} in conversation rows")
-    if head is not None:
-        messages.append(_message(head, parts, created_at, pending, outputs, load_json))
-    tool_calls = [decode_tool_call(row, arguments[row[0]], outputs, codec) for row in call_rows]
-    return messages, tool_calls
+        )
+    return messages
 
 
-class _PendingContent:
-    """`ContentOutput` results of one message, completed once their child rows are read."""
-
-    def __init__(self) -> None:
-        self.results: list[tuple[int, Row, dict[str, Any]]] = []
-        self.children: dict[int, list[TextPart | FilePart]] = {}
-
-    def add_result(self, position: int, row: Row, extra: dict[str, Any]) -> None:
-        self.results.append((position, row, extra))
-
-    def add_child(self, parent_idx: int, part: TextPart | FilePart) -> None:
-        self.children.setdefault(parent_idx, []).append(part)
-
-
-def _message(
-    head: Row,
-    parts: list[Any],
-    created_at: datetime | None,
-    pending: _PendingContent | None,
-    outputs: dict[tuple[int, int], ToolOutput],
-    load_json: Callable[[Any], Any],
-) -> Message:
-    seq, role, provider, model, _time, details = head[:6]
-    if pending is not None:
-        for position, row, extra in pending.results:
-            children = pending.children.get(row[6], [])
-            result = _decode_result(row[10], "content", row[9], extra, children)
-            outputs[(seq, row[6])] = result.output
-            parts[position] = result
-    return _new_message(
-        {
-            "role": _ROLES[role],
-            "parts": parts,
-            "provider": provider,
-            "model": model,
-            "seq": seq,
-            "created_at": created_at,
-            "provider_details": None if details is None else load_json(details),
-            "id": None,
-            "native": None,
-            "usage": None,
-            "parent_seq": None,
-            "conversation_id": None,
-        }
-    )
-
-
-def decode_result(message_part_rows: Iterable[Row], idx: int, codec: Codec) -> ToolResultPart:
-    """The tool result at ``idx`` of the one message ``message_part_rows`` hold."""
-    messages, _ = decode_messages(message_part_rows, [], codec)
+def outputs_of(messages: Iterable[Message]) -> dict[tuple[int, int], ToolOutput]:
+    """Every tool result's output in ``messages``, by (seq, part index)."""
+    found: dict[tuple[int, int], ToolOutput] = {}
     for message in messages:
-        part = message.parts[idx] if idx < len(message.parts) else None
-        if isinstance(part, ToolResultPart):
-            return part
-    raise DatabaseError(f"no stored tool result at part {idx}")
+        if message.role is Role.TOOL:
+            for idx, part in enumerate(message.parts):
+                if isinstance(part, ToolResultPart):
+                    found[(message.seq or 0, idx)] = part.output
+    return found
 
 
-def decode_tool_call(
-    row: Row,
-    arguments: dict[str, Any],
-    outputs: dict[tuple[int, int], ToolOutput],
-    codec: Codec,
-) -> ToolCall:
-    """A `ToolCall` from a ``select_tool_calls`` row; its output from the decoded results."""
-    (call_id, seq, name, provider_id, _args, _raw, status, result_kind, result_seq,
-     result_idx, _details, created_at, completed_at) = row  # fmt: skip
-    return _new_toolcall(
-        {
-            "id": call_id,
-            "name": name,
-            "arguments": arguments,
-            "status": _STATUSES[status],
-            "result_kind": None if result_kind is None else _RESULT_KINDS[result_kind],
-            "output": None if result_seq is None else outputs.get((result_seq, result_idx)),
-            "provider_id": provider_id,
-            "seq": seq,
-            "result_seq": result_seq,
-            "created_at": codec.load_time(created_at),
-            "completed_at": None if completed_at is None else codec.load_time(completed_at),
-        }
-    )
-
-
-def _decode_content_part(row: Row, load_json: Callable[[Any], Any]) -> TextPart | FilePart:
-    kind, text, media_type, sha, data = row[8], row[9], row[12], row[13], row[14]
-    extra = (None if data is None else load_json(data)) or {}
-    if kind == "text":
-        return _new_textpart(
-            {"kind": "text", "text": text, "provider_details": extra.get("provider_details")},
+def decode_tool_calls(
+    rows: Iterable[Row], outputs: dict[tuple[int, int], ToolOutput], codec: Codec
+) -> list[ToolCall]:
+    """`ToolCall`s from ``select_tool_calls`` rows; outputs from the decoded results."""
+    calls = []
+    for (call_id, seq, name, provider_id, args, _raw, status, result_kind, result_seq,
+         result_idx, _details, created_at, completed_at) in rows:  # fmt: skip
+        calls.append(
+            _new_toolcall(
+                {
+                    "id": call_id,
+                    "name": name,
+                    "arguments": codec.load_json(args),
+                    "status": _STATUSES[status],
+                    "result_kind": None if result_kind is None else _RESULT_KINDS[result_kind],
+                    "output": None if result_seq is None else outputs.get((result_seq, result_idx)),
+                    "provider_id": provider_id,
+                    "seq": seq,
+                    "result_seq": result_seq,
+                    "created_at": codec.load_time(created_at),
+                    "completed_at": None if completed_at is None else codec.load_time(completed_at),
+                }
+            )
         )
-    if kind == "file":
-        attachment = _new_attachmentref({"sha256": sha, "size": extra["size"]}) if sha else None
-        return _new_filepart(
-            {
-                "kind": "file",
-                "media_type": media_type,
-                "filename": extra.get("filename"),
-                "data": None,
-                "attachment": attachment,
-                "uri": extra.get("uri"),
-            },
-        )
-    raise DatabaseError(f"a content part row has kind {kind!r}")
-
-
-def _decode_result(
-    call_id: str,
-    result_kind: str,
-    text: str | None,
-    extra: dict[str, Any],
-    children: list[TextPart | FilePart],
-) -> ToolResultPart:
-    output: ToolOutput
-    if result_kind == "json":
-        output = _new_jsonoutput({"kind": "json", "value": extra.get("value")})
-    elif result_kind == "error":
-        output = _new_erroroutput(
-            {"kind": "error", "message": text or "", "details": extra.get("details")}
-        )
-    elif result_kind == "content":
-        output = _new_contentoutput({"kind": "content", "parts": children})
-    else:
-        raise DatabaseError(f"unknown result kind {result_kind!r} in conversation rows")
-    return _new_toolresultpart(
-        {
-            "kind": "tool_result",
-            "call_id": call_id,
-            "output": output,
-            "name": extra.get("name"),
-            "synthetic": bool(extra.get("synthetic", False)),
-        }
-    )
+    return calls

@@ -1,4 +1,4 @@
-"""The relational schema, as SQLAlchemy Core tables.
+"""The relational schema (v2), as SQLAlchemy Core tables.
 
 This module is the single source of table and column names. The Alembic migrations create and
 change the schema (``alembic check`` in the tests proves the two never drift), the SQLAlchemy
@@ -8,13 +8,22 @@ Invariants:
 
 - Every constraint and index has a stable name from `NAMING_CONVENTION`, so migrations can
   drop and alter them on every dialect.
-- A conversation's rows are keyed by ``(conversation_id, seq[, idx])`` that the client computes:
-  ``seq`` comes from the conversation's ``last_seq`` counter, bumped in the same transaction,
-  so sequence numbers are unique, gap-free and increasing per conversation.
-- Children cascade with their conversation. A file part references its blob by SHA-256 through
-  ``attachments``; the bytes themselves never enter the database.
-- A tool result whose output is a `ContentOutput` stores one child part row per content part
-  (``parent_idx`` pointing at the result), so every blob reference is a ``parts.blob_sha256``.
+- Every per-conversation table's primary key leads with ``conversation_id`` and nothing depends
+  on a global sequence: a deployment can hash-partition or distribute every such table by
+  conversation id (see ``docs/scaling.md``). ``attachments`` (one row per blob) is the only
+  table shared across conversations.
+- A conversation's messages are keyed by ``(conversation_id, seq)``; ``seq`` comes from the
+  conversation's ``last_seq`` counter, bumped in the same transaction, so it is unique per
+  conversation and never reused (a popped message's number is gone for good).
+- Messages form a tree by ``parent_seq``; ``conversations.head_seq`` names the active path's
+  newest message. ``branched`` is false while the tree is one chain whose tip is the head, so
+  the common case reads messages by ``seq`` alone.
+- A message's canonical parts are one compact JSON array (``messages.parts``, see
+  `convstore.db.mapping`); tool calls stay relational rows because their lifecycle is queried
+  and updated in place; each file a message references has a ``blob_refs`` row (what gc, fsck
+  and tenant visibility query). The bytes themselves never enter the database.
+- ``tool_calls`` rows hold each call's lifecycle as seen on the active path; switching paths
+  recomputes the lifecycles of the calls on the new path.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from typing import Final
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     ForeignKey,
     ForeignKeyConstraint,
@@ -33,6 +43,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    text,
 )
 
 from convstore.db.types import UTCDateTime
@@ -41,11 +52,11 @@ __all__ = [
     "NAMING_CONVENTION",
     "append_keys",
     "attachments",
+    "blob_refs",
     "compactions",
     "conversations",
     "messages",
     "metadata",
-    "parts",
     "tool_calls",
 ]
 
@@ -78,7 +89,12 @@ conversations: Final = Table(
     Column("last_seq", Integer, nullable=False, server_default="0"),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("updated_at", UTCDateTime(), nullable=False),
-    Index(None, "tenant", "updated_at"),
+    Column("state", NullableJSON, nullable=True),
+    Column("head_seq", Integer, nullable=True),
+    Column("revision", String(32), nullable=False, server_default="0"),
+    Column("branched", Boolean, nullable=False, server_default=text("false")),
+    # Listing order (creation never changes); unlike updated_at it is not rewritten by appends.
+    Index(None, "tenant", "created_at"),
 )
 
 messages: Final = Table(
@@ -96,6 +112,27 @@ messages: Final = Table(
     Column("model", String(255), nullable=True),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("details", NullableJSON, nullable=True),
+    Column("parent_seq", Integer, nullable=True),
+    Column("message_id", String(255), nullable=True),
+    Column("parts", JSON, nullable=False, server_default=text("'[]'")),
+    Column("native", NullableJSON, nullable=True),
+    Column("usage", NullableJSON, nullable=True),
+    # Partial: most messages have no application id, and an index entry per message would cost
+    # every append a page (PERFORMANCE-NOTES.md).
+    Index(
+        None,
+        "conversation_id",
+        "message_id",
+        unique=True,
+        sqlite_where=text("message_id IS NOT NULL"),
+        postgresql_where=text("message_id IS NOT NULL"),
+    ),
+    Index(
+        "ix_messages_message_id",
+        "message_id",
+        sqlite_where=text("message_id IS NOT NULL"),
+        postgresql_where=text("message_id IS NOT NULL"),
+    ),
 )
 
 attachments: Final = Table(
@@ -107,27 +144,20 @@ attachments: Final = Table(
     Column("created_at", UTCDateTime(), nullable=False),
 )
 
-parts: Final = Table(
-    "parts",
+blob_refs: Final = Table(
+    "blob_refs",
     metadata,
     Column("conversation_id", ID, primary_key=True),
     Column("seq", Integer, primary_key=True, autoincrement=False),
-    Column("idx", Integer, primary_key=True, autoincrement=False),
-    Column("parent_idx", Integer, nullable=True),
-    Column("kind", String(16), nullable=False),
-    Column("text", Text, nullable=True),
-    Column("call_id", CALL_ID, nullable=True),
-    Column("result_kind", String(16), nullable=True),
-    Column("media_type", String(255), nullable=True),
-    Column("blob_sha256", String(64), ForeignKey("attachments.sha256"), nullable=True),
-    Column("data", NullableJSON, nullable=True),
+    Column("sha256", String(64), ForeignKey("attachments.sha256"), primary_key=True),
     ForeignKeyConstraint(
         ["conversation_id", "seq"],
         ["messages.conversation_id", "messages.seq"],
         ondelete="CASCADE",
     ),
-    Index(None, "blob_sha256"),
+    Index(None, "sha256"),
 )
+"""One row per (message, blob) it references: its own files and those inside content results."""
 
 tool_calls: Final = Table(
     "tool_calls",
@@ -152,24 +182,32 @@ tool_calls: Final = Table(
         ["messages.conversation_id", "messages.seq"],
         ondelete="CASCADE",
     ),
-    Index(None, "conversation_id", "status"),
+    # Only pending calls: a user turn interrupts them and cancel_tool_calls cancels them, and
+    # neither should scan a conversation's finished calls.
+    Index(
+        "ix_tool_calls_pending",
+        "conversation_id",
+        "seq",
+        sqlite_where=text("status = 'pending'"),
+        postgresql_where=text("status = 'pending'"),
+    ),
 )
 
 compactions: Final = Table(
     "compactions",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
     Column(
         "conversation_id",
         ID,
         ForeignKey("conversations.id", ondelete="CASCADE"),
-        nullable=False,
+        primary_key=True,
     ),
+    Column("id", Integer, primary_key=True, autoincrement=False),
     Column("through_seq", Integer, nullable=False),
     Column("summary", Text, nullable=False),
     Column("created_at", UTCDateTime(), nullable=False),
-    Index(None, "conversation_id", "id"),
 )
+"""``id`` counts a conversation's compactions from 1 (no global sequence)."""
 
 append_keys: Final = Table(
     "append_keys",

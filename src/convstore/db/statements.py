@@ -17,14 +17,21 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import (
+    JSON,
+    BigInteger,
     Delete,
     Insert,
+    Integer,
     Select,
     Table,
     Update,
     bindparam,
+    case,
+    cast,
     delete,
+    func,
     insert,
+    literal_column,
     select,
     update,
 )
@@ -34,14 +41,14 @@ from sqlalchemy.sql.elements import ColumnElement
 from convstore.db.schema import (
     append_keys,
     attachments,
+    blob_refs,
     compactions,
     conversations,
     messages,
-    parts,
     tool_calls,
 )
 
-__all__ = ["Scoped", "Statements", "column_names"]
+__all__ = ["CONVERSATION_COLUMNS", "MESSAGE_COLUMNS", "Scoped", "Statements", "column_names"]
 
 S = TypeVar("S", Select[Any], Update, Delete)
 
@@ -84,7 +91,23 @@ def _upsert_ignore(dialect_name: str, table: Table) -> Insert:
             raise NotImplementedError(f"no upsert for dialect {dialect_name!r}")
 
 
-_CONVERSATION_COLUMNS = (
+def _json_list(dialect_name: str, name: str, *, integers: bool = False) -> Select[Any]:
+    """The values of a JSON array of strings or integers bound as ``:name``, as a subquery.
+
+    One parameter however long the list, so the statement compiles once (an expanding ``IN``
+    would compile per length on the raw SQLite path).
+    """
+    match dialect_name:
+        case "sqlite":
+            return select(literal_column("value")).select_from(func.json_each(bindparam(name)))
+        case "postgresql":
+            values = func.json_array_elements_text(cast(bindparam(name, type_=JSON), JSON))
+            return select(cast(values, Integer) if integers else values)
+        case _:
+            raise NotImplementedError(f"no JSON arrays for dialect {dialect_name!r}")
+
+
+CONVERSATION_COLUMNS = (
     conversations.c.id,
     conversations.c.tenant,
     conversations.c.title,
@@ -92,21 +115,27 @@ _CONVERSATION_COLUMNS = (
     conversations.c.last_seq,
     conversations.c.created_at,
     conversations.c.updated_at,
+    conversations.c.state,
+    conversations.c.head_seq,
+    conversations.c.revision,
+    conversations.c.branched,
 )
+"""A conversation's header, in the order `convstore.db.mapping.decode_conversation` reads it."""
 
-
-_PART_COLUMNS = (
-    parts.c.idx,
-    parts.c.parent_idx,
-    parts.c.kind,
-    parts.c.text,
-    parts.c.call_id,
-    parts.c.result_kind,
-    parts.c.media_type,
-    parts.c.blob_sha256,
-    parts.c.data,
+MESSAGE_COLUMNS = (
+    messages.c.seq,
+    messages.c.parent_seq,
+    messages.c.role,
+    messages.c.provider,
+    messages.c.model,
+    messages.c.created_at,
+    messages.c.details,
+    messages.c.message_id,
+    messages.c.parts,
+    messages.c.native,
+    messages.c.usage,
 )
-"""A part's columns after its message's, in the order `convstore.db.mapping` reads them."""
+"""A message, in the order `convstore.db.mapping.decode_messages` reads it."""
 
 _TOOL_CALL_COLUMNS = (
     tool_calls.c.id,
@@ -126,22 +155,90 @@ _TOOL_CALL_COLUMNS = (
 """The columns a `ToolCall` is built from, in the order `store.load` reads them."""
 
 
-def _list_conversations(tenant_scoped: bool) -> Select[Any]:
-    stmt = select(*_CONVERSATION_COLUMNS)
-    if tenant_scoped:
-        stmt = stmt.where(conversations.c.tenant == bindparam("for_tenant"))
-    return stmt.order_by(conversations.c.updated_at.desc(), conversations.c.id.desc()).limit(
-        bindparam("limit")
+def _message_count() -> Any:
+    return (
+        select(func.count())
+        .where(messages.c.conversation_id == conversations.c.id)
+        .scalar_subquery()
     )
 
 
+def _list_conversations(after_cursor: bool) -> Callable[[bool], Select[Any]]:
+    def build(tenant_scoped: bool) -> Select[Any]:
+        stmt = select(*CONVERSATION_COLUMNS, _message_count())
+        if tenant_scoped:
+            stmt = stmt.where(conversations.c.tenant == bindparam("for_tenant"))
+        if after_cursor:
+            created = bindparam("after_created", type_=conversations.c.created_at.type)
+            cid: Any = bindparam("after_id")
+            stmt = stmt.where(
+                (conversations.c.created_at < created)
+                | ((conversations.c.created_at == created) & (conversations.c.id < cid))
+            )
+        # Creation order never changes, so a cursor walk neither skips nor repeats anything
+        # while other writers update conversations.
+        return stmt.order_by(conversations.c.created_at.desc(), conversations.c.id.desc()).limit(
+            bindparam("limit", type_=BigInteger)
+        )
+
+    return build
+
+
 def _attachment_visible(tenant_scoped: bool) -> Select[Any]:
-    stmt = select(parts.c.conversation_id).where(parts.c.blob_sha256 == bindparam("sha256"))
+    stmt = select(blob_refs.c.conversation_id).where(blob_refs.c.sha256 == bindparam("sha256"))
     if tenant_scoped:
-        stmt = stmt.join(conversations, conversations.c.id == parts.c.conversation_id).where(
+        stmt = stmt.join(conversations, conversations.c.id == blob_refs.c.conversation_id).where(
             conversations.c.tenant == bindparam("for_tenant")
         )
     return stmt.limit(1)
+
+
+def _find_message(tenant_scoped: bool) -> Select[Any]:
+    stmt = (
+        select(messages.c.conversation_id, *MESSAGE_COLUMNS)
+        .join(conversations, conversations.c.id == messages.c.conversation_id)
+        .where(messages.c.message_id == bindparam("message_id"))
+    )
+    if tenant_scoped:
+        stmt = stmt.where(conversations.c.tenant == bindparam("for_tenant"))
+    return stmt.order_by(messages.c.created_at.desc(), messages.c.conversation_id.desc()).limit(1)
+
+
+def _path_window() -> Select[Any]:
+    """The newest ``:n`` messages before ``:before`` on the path ending at ``:head``.
+
+    A recursive walk up the parent pointers that stops once it has ``:n`` messages below
+    ``:before``: its cost follows the window (and its distance from the head), not the size of
+    the conversation or how many branches it has.
+    """
+    cid: Any = bindparam("cid")
+    before = bindparam("before", type_=BigInteger)
+    n = bindparam("n", type_=BigInteger)
+    below = case((messages.c.seq < before, 1), else_=0)
+    path = (
+        select(messages.c.seq, messages.c.parent_seq, below.label("taken"))
+        .where(messages.c.conversation_id == cid)
+        .where(messages.c.seq == bindparam("head"))
+        .cte("path", recursive=True)
+    )
+    step = messages.alias("step")
+    path = path.union_all(
+        select(
+            step.c.seq,
+            step.c.parent_seq,
+            path.c.taken + case((step.c.seq < before, 1), else_=0),
+        )
+        .where(step.c.conversation_id == cid)
+        .where(step.c.seq == path.c.parent_seq)
+        .where(path.c.taken < n)
+    )
+    return (
+        select(*MESSAGE_COLUMNS)
+        .where(messages.c.conversation_id == cid)
+        .where(messages.c.seq.in_(select(path.c.seq).where(path.c.seq < before)))
+        .order_by(messages.c.seq.desc())
+        .limit(n)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,34 +247,63 @@ class Statements:
 
     # conversations
     insert_conversation: Insert
-    bump_seq: Scoped[Update]
-    """``last_seq += :n`` (and ``updated_at = :now``) returning the new ``last_seq``."""
+    insert_conversation_if_absent: Insert
+    lock_conversation: Scoped[Select[Any]]
+    """The header, locked for the rest of the transaction (``FOR UPDATE``; SQLite's write
+    transactions hold the database lock already)."""
     select_conversation: Scoped[Select[Any]]
+    advance_conversation: Update
+    """Sets ``last_seq``, ``head_seq``, ``branched``, ``revision`` and ``updated_at``."""
+    set_header: Update
+    """Sets ``title``, ``metadata``, ``state``, ``revision`` and ``updated_at``."""
     delete_conversation: Scoped[Delete]
     list_conversations: Scoped[Select[Any]]
-    # messages and parts
+    list_conversations_after: Scoped[Select[Any]]
+    # messages
     insert_message: Insert
-    insert_part: Insert
+    insert_blob_ref: Insert
     insert_attachment: Insert
-    select_message_parts: Select[Any]
-    """Messages with their parts, one row per part (a message without parts: one row of
-    NULL part columns), ordered by (seq, idx): one query, and a row fewer per part."""
+    select_messages: Select[Any]
+    """Every message of a conversation, by ``seq`` (the whole path of an unbranched one)."""
+    select_messages_before: Select[Any]
+    """The newest ``:n`` messages below ``:before`` by ``seq`` (windows of an unbranched one)."""
+    select_path_window: Select[Any]
+    select_messages_in: Select[Any]
+    """Messages whose ``seq`` is in the JSON array ``:seqs``."""
+    select_tree: Select[Any]
+    """Every message's ``seq``, ``parent_seq``, role and time: the shape of the tree."""
+    select_message_by_id: Select[Any]
+    find_message: Scoped[Select[Any]]
+    select_child: Select[Any]
+    delete_message: Delete
+    message_id_taken: Select[Any]
+    """Which of the JSON array ``:ids`` of application message ids a conversation holds."""
+    copy_messages: Select[Any]
+    """Full message rows (every column) whose ``seq`` is in ``:seqs``, for a fork."""
     # tool calls
     insert_tool_call: Insert
     select_tool_call: Select[Any]
     select_tool_calls: Select[Any]
     """Every call of a conversation."""
-    select_tool_calls_between: Select[Any]
-    """The calls made, or answered by their stored result, in messages ``first..last``."""
+    select_tool_calls_in: Select[Any]
+    """The calls whose ids are in the JSON array ``:ids``."""
+    copy_tool_calls: Select[Any]
     complete_tool_call: Update
+    set_lifecycle: Update
+    """Sets a call's status, result and completion time (paths switched or results popped)."""
     interrupt_pending: Update
+    select_pending: Select[Any]
     cancel_pending: Update
+    cancel_call: Update
     # compactions and idempotency keys
     insert_compaction: Insert
     select_compactions: Select[Any]
+    copy_compactions: Select[Any]
+    insert_compaction_row: Insert
     insert_append_key: Insert
     select_append_key: Select[Any]
-    # attachments, across conversations (gc, fsck, tenancy checks)
+    # blob references (gc, fsck, tenancy checks)
+    select_blob_refs: Select[Any]
     select_referenced_blobs: Select[Any]
     delete_unreferenced_attachment: Delete
     select_attachment_visible: Scoped[Select[Any]]
@@ -186,70 +312,92 @@ class Statements:
     def for_dialect(cls, dialect_name: str) -> Statements:
         """Build every statement for ``dialect_name`` (``sqlite`` or ``postgresql``)."""
         conv = conversations.c
+        msg = messages.c
         call = tool_calls.c
+        cid: Any = bindparam("cid")
+        seqs = _json_list(dialect_name, "seqs", integers=True)
+        ids = _json_list(dialect_name, "ids")
+        seq_in = msg.seq.in_(seqs)
         return cls(
             insert_conversation=insert(conversations),
-            bump_seq=_scoped(
-                lambda s: (
-                    update(conversations)
-                    .where(_by_conversation(s))
-                    .values(last_seq=conv.last_seq + bindparam("n"), updated_at=bindparam("now"))
-                    .returning(conv.last_seq)
-                )
+            insert_conversation_if_absent=_upsert_ignore(dialect_name, conversations),
+            lock_conversation=_scoped(
+                lambda s: select(*CONVERSATION_COLUMNS).where(_by_conversation(s)).with_for_update()
             ),
             select_conversation=_scoped(
-                lambda s: select(*_CONVERSATION_COLUMNS).where(_by_conversation(s))
+                lambda s: select(*CONVERSATION_COLUMNS).where(_by_conversation(s))
+            ),
+            advance_conversation=update(conversations)
+            .where(conv.id == cid)
+            .values(
+                last_seq=bindparam("last_seq"),
+                head_seq=bindparam("head_seq"),
+                branched=bindparam("branched"),
+                revision=bindparam("revision"),
+                updated_at=bindparam("now"),
+            ),
+            set_header=update(conversations)
+            .where(conv.id == cid)
+            .values(
+                title=bindparam("title"),
+                metadata=bindparam("metadata", type_=conversations.c.metadata.type),
+                state=bindparam("state", type_=conversations.c.state.type),
+                revision=bindparam("revision"),
+                updated_at=bindparam("now"),
             ),
             delete_conversation=_scoped(lambda s: delete(conversations).where(_by_conversation(s))),
-            list_conversations=_scoped(_list_conversations),
+            list_conversations=_scoped(_list_conversations(after_cursor=False)),
+            list_conversations_after=_scoped(_list_conversations(after_cursor=True)),
             insert_message=insert(messages),
-            insert_part=insert(parts),
+            insert_blob_ref=_upsert_ignore(dialect_name, blob_refs),
             insert_attachment=_upsert_ignore(dialect_name, attachments),
-            select_message_parts=select(
-                messages.c.seq,
-                messages.c.role,
-                messages.c.provider,
-                messages.c.model,
-                messages.c.created_at,
-                messages.c.details,
-                *_PART_COLUMNS,
-            )
-            .select_from(
-                messages.outerjoin(
-                    parts,
-                    (parts.c.conversation_id == messages.c.conversation_id)
-                    & (parts.c.seq == messages.c.seq),
-                )
-            )
-            .where(messages.c.conversation_id == bindparam("cid"))
-            .where(messages.c.seq.between(bindparam("first"), bindparam("last")))
-            .order_by(messages.c.seq, parts.c.idx),
+            select_messages=select(*MESSAGE_COLUMNS)
+            .where(msg.conversation_id == cid)
+            .order_by(msg.seq),
+            select_messages_before=select(*MESSAGE_COLUMNS)
+            .where(msg.conversation_id == cid)
+            .where(msg.seq < bindparam("before", type_=BigInteger))
+            .order_by(msg.seq.desc())
+            .limit(bindparam("n", type_=BigInteger)),
+            select_path_window=_path_window(),
+            select_messages_in=select(*MESSAGE_COLUMNS)
+            .where(msg.conversation_id == cid)
+            .where(seq_in)
+            .order_by(msg.seq),
+            select_tree=select(msg.seq, msg.parent_seq, msg.role, msg.created_at)
+            .where(msg.conversation_id == cid)
+            .order_by(msg.seq),
+            select_message_by_id=select(*MESSAGE_COLUMNS)
+            .where(msg.conversation_id == cid)
+            .where(msg.message_id == bindparam("message_id")),
+            find_message=_scoped(_find_message),
+            select_child=select(msg.seq)
+            .where(msg.conversation_id == cid)
+            .where(msg.parent_seq == bindparam("seq"))
+            .limit(1),
+            delete_message=delete(messages)
+            .where(msg.conversation_id == cid)
+            .where(msg.seq == bindparam("seq")),
+            message_id_taken=select(msg.message_id)
+            .where(msg.conversation_id == cid)
+            .where(msg.message_id.in_(ids)),
+            copy_messages=select(messages).where(msg.conversation_id == cid).where(seq_in),
             insert_tool_call=insert(tool_calls),
             select_tool_call=select(*_TOOL_CALL_COLUMNS)
-            .where(call.conversation_id == bindparam("cid"))
+            .where(call.conversation_id == cid)
             .where(call.id == bindparam("call_id")),
             select_tool_calls=select(*_TOOL_CALL_COLUMNS)
-            .where(call.conversation_id == bindparam("cid"))
+            .where(call.conversation_id == cid)
             .order_by(call.seq, call.idx),
-            select_tool_calls_between=select(*_TOOL_CALL_COLUMNS)
-            .where(call.conversation_id == bindparam("cid"))
-            .where(
-                # Found through the window's own part rows (primary-key lookups), so a
-                # window's cost does not grow with the conversation.
-                call.id.in_(
-                    select(parts.c.call_id)
-                    .where(parts.c.conversation_id == bindparam("cid"))
-                    .where(parts.c.seq.between(bindparam("first"), bindparam("last")))
-                    .where(parts.c.call_id.is_not(None))
-                )
-            )
-            .where(
-                call.seq.between(bindparam("first"), bindparam("last"))
-                | call.result_seq.between(bindparam("first"), bindparam("last"))
-            )
+            select_tool_calls_in=select(*_TOOL_CALL_COLUMNS)
+            .where(call.conversation_id == cid)
+            .where(call.id.in_(ids))
             .order_by(call.seq, call.idx),
+            copy_tool_calls=select(tool_calls)
+            .where(call.conversation_id == cid)
+            .where(call.id.in_(ids)),
             complete_tool_call=update(tool_calls)
-            .where(call.conversation_id == bindparam("cid"))
+            .where(call.conversation_id == cid)
             .where(call.id == bindparam("call_id"))
             .values(
                 status=bindparam("status"),
@@ -258,39 +406,67 @@ class Statements:
                 result_idx=bindparam("result_idx"),
                 completed_at=bindparam("now"),
             ),
+            set_lifecycle=update(tool_calls)
+            .where(call.conversation_id == cid)
+            .where(call.id == bindparam("call_id"))
+            .values(
+                status=bindparam("status"),
+                result_kind=bindparam("result_kind"),
+                result_seq=bindparam("result_seq"),
+                result_idx=bindparam("result_idx"),
+                completed_at=bindparam("completed_at"),
+            ),
             interrupt_pending=update(tool_calls)
-            .where(call.conversation_id == bindparam("cid"))
+            .where(call.conversation_id == cid)
             .where(call.status == "pending")
             .where(call.seq < bindparam("before_seq"))
             .values(status="interrupted", completed_at=bindparam("now")),
+            select_pending=select(call.id, call.seq)
+            .where(call.conversation_id == cid)
+            .where(call.status == "pending")
+            .order_by(call.seq, call.idx),
             cancel_pending=update(tool_calls)
-            .where(call.conversation_id == bindparam("cid"))
+            .where(call.conversation_id == cid)
             .where(call.status == "pending")
             .values(status="cancelled", completed_at=bindparam("now"))
             .returning(call.id),
-            insert_compaction=insert(compactions).values(
-                conversation_id=bindparam("cid"),
-                through_seq=bindparam("through_seq"),
-                summary=bindparam("summary"),
-                created_at=bindparam("now"),
+            cancel_call=update(tool_calls)
+            .where(call.conversation_id == cid)
+            .where(call.id == bindparam("call_id"))
+            .values(status="cancelled", completed_at=bindparam("now")),
+            insert_compaction=insert(compactions).from_select(
+                ["conversation_id", "id", "through_seq", "summary", "created_at"],
+                select(
+                    cid,
+                    func.coalesce(func.max(compactions.c.id), 0) + 1,
+                    bindparam("through_seq"),
+                    bindparam("summary"),
+                    bindparam("now", type_=compactions.c.created_at.type),
+                ).where(compactions.c.conversation_id == cid),
             ),
             select_compactions=select(
                 compactions.c.through_seq, compactions.c.summary, compactions.c.created_at
             )
-            .where(compactions.c.conversation_id == bindparam("cid"))
+            .where(compactions.c.conversation_id == cid)
             .order_by(compactions.c.id),
+            copy_compactions=select(compactions)
+            .where(compactions.c.conversation_id == cid)
+            .where(compactions.c.through_seq <= bindparam("at_seq"))
+            .order_by(compactions.c.id),
+            insert_compaction_row=insert(compactions),
             insert_append_key=insert(append_keys),
             select_append_key=select(append_keys.c.first_seq, append_keys.c.count)
-            .where(append_keys.c.conversation_id == bindparam("cid"))
+            .where(append_keys.c.conversation_id == cid)
             .where(append_keys.c.key == bindparam("key")),
-            select_referenced_blobs=select(parts.c.blob_sha256)
-            .where(parts.c.blob_sha256.is_not(None))
-            .distinct(),
+            select_blob_refs=select(blob_refs)
+            .where(blob_refs.c.conversation_id == cid)
+            .where(blob_refs.c.seq.in_(seqs)),
+            select_referenced_blobs=select(blob_refs.c.sha256).distinct(),
             delete_unreferenced_attachment=delete(attachments)
             .where(attachments.c.sha256 == bindparam("sha256"))
             .where(
-                ~select(parts.c.blob_sha256)
-                .where(parts.c.blob_sha256 == bindparam("sha256"))
+                ~select(blob_refs.c.sha256)
+                .where(blob_refs.c.sha256 == bindparam("sha256"))
                 .exists()
             ),
             select_attachment_visible=_scoped(_attachment_visible),

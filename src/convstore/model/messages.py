@@ -92,6 +92,18 @@ class Message(CanonicalModel):
                     f"a {self.role.value} message cannot hold a {part.kind} part "
                     f"(parts[{index}]); allowed: {', '.join(sorted(allowed))}"
                 )
+            if isinstance(part, ThinkingPart) and (
+                (part.provider is None and self.provider is not None)
+                or (part.model is None and self.model is not None)
+            ):
+                # Thinking is replayed only to the provider (and model) that produced it, so
+                # one without its own provenance takes its message's.
+                self.parts[index] = part.model_copy(
+                    update={
+                        "provider": part.provider or self.provider,
+                        "model": part.model or self.model,
+                    }
+                )
         return self
 
     # Convenience constructors for the common shapes.

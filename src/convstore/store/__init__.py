@@ -6,10 +6,11 @@ the tool-call state machine; ``attachments`` the blobs-before-rows step.
 
 from convstore.store.conversation_store import DEFAULT_MAX_ATTACHMENT_SIZE, ConversationStore
 from convstore.store.maintenance import FsckReport, GarbageReport, collect_garbage, fsck
-from convstore.store.reads import ConversationSummary
+from convstore.store.reads import ConversationPage, ConversationSummary
 
 __all__ = [
     "DEFAULT_MAX_ATTACHMENT_SIZE",
+    "ConversationPage",
     "ConversationStore",
     "ConversationSummary",
     "FsckReport",

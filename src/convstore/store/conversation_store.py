@@ -35,6 +35,7 @@ from convstore.errors import (
 )
 from convstore.limits import check_messages
 from convstore.model import (
+    Branch,
     Compaction,
     ContentOutput,
     Conversation,
@@ -49,10 +50,11 @@ from convstore.model import (
 )
 from convstore.model._base import describe_validation_error
 from convstore.rendering import Rendered, render
-from convstore.store import reads, writes
+from convstore.store import branches, conversations, reads, writes
 from convstore.store.attachments import attachment_rows, store_files
+from convstore.store.conversations import UNSET
 from convstore.store.ids import new_id
-from convstore.store.reads import ConversationSummary
+from convstore.store.reads import ConversationPage
 from convstore.store.writes import AppendPlan, NoChange, OnConflict
 from convstore.transcript.planner import OrphanPolicy, attachments_needed
 from convstore.transcript.reasoning import ReasoningPolicy
@@ -78,6 +80,17 @@ def _default_blobs(url: str) -> str:
     if url.startswith("sqlite"):  # in-memory database: in-memory blobs, unique to this store
         return f"memory://convstore-{new_id().lower()}"
     return str(Path.cwd() / "convstore-blobs")
+
+
+def _json_object(value: Any, what: str) -> dict[str, JsonValue]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"{what} must be a JSON object")
+    try:
+        return _METADATA.validate_python(dict(value))
+    except ValidationError as exc:
+        raise InvalidInputError(f"{what} must be a JSON object: {exc}") from exc
 
 
 def _as_messages(messages: Message | Mapping[str, Any] | Sequence[Any]) -> list[Message]:
@@ -200,42 +213,134 @@ class ConversationStore:
         id: str | None = None,
     ) -> Conversation:
         """A new, empty conversation. ``id`` lets the application choose the id."""
+        cid, meta = self._new_header(id, title, tenant, metadata)
+        now = _now()
+        return await self._backend.write(
+            lambda tx: conversations.insert(tx, cid, tenant, title, meta, now)
+        )
+
+    async def get_or_create_conversation(
+        self,
+        conversation_id: str,
+        *,
+        title: str | None = None,
+        tenant: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Conversation:
+        """The conversation with this id, created (with ``title``/``metadata``) if absent.
+
+        Race-free: concurrent calls for one id all return the same single conversation. An id
+        held by another tenant raises `ConversationNotFoundError`.
+        """
+        cid, meta = self._new_header(conversation_id, title, tenant, metadata)
+        now = _now()
+        return await self._backend.write(
+            lambda tx: conversations.get_or_create(tx, cid, tenant, title, meta, now)
+        )
+
+    def _new_header(
+        self,
+        cid: str | None,
+        title: str | None,
+        tenant: str | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> tuple[str, dict[str, JsonValue]]:
         self._require_open()
-        try:
-            meta = _METADATA.validate_python(dict(metadata or {}))
-        except ValidationError as exc:
-            raise InvalidInputError(f"metadata must be a JSON object: {exc}") from exc
-        cid = id if id is not None else new_id()
-        if not cid or len(cid) > 64:
+        meta = _json_object(metadata, "metadata")
+        cid = cid if cid is not None else new_id()
+        if not isinstance(cid, str) or not cid or len(cid) > 64:
             raise InvalidInputError("a conversation id is 1 to 64 characters")
         for value in (cid, title, tenant):
             text_column(value)
+        return cid, meta
+
+    async def update_conversation(
+        self,
+        conversation_id: str,
+        *,
+        title: str | None = UNSET,
+        metadata: Mapping[str, Any] | None = UNSET,
+        tenant: str | None = None,
+        expected_revision: str | None = None,
+    ) -> Conversation:
+        """Rename a conversation or replace its metadata; arguments left out stay as they are.
+
+        Returns the conversation's header (no messages loaded).
+        """
+        self._require_open()
+        changes: dict[str, Any] = {}
+        if title is not UNSET:
+            changes["title"] = text_column(title)
+        if metadata is not UNSET:
+            changes["metadata"] = _json_object(metadata, "metadata")
         now = _now()
+        return await self._backend.write(
+            lambda tx: conversations.update_header(
+                tx, conversation_id, tenant, expected_revision, now, **changes
+            )
+        )
 
-        def insert(tx: Any) -> None:
-            codec = tx.codec
-            row = (cid, tenant, title, codec.dump_json(meta or None), 0, codec.dump_time(now),
-                   codec.dump_time(now))  # fmt: skip
-            writes.create_conversation(tx, row)
+    async def update_state(
+        self,
+        conversation_id: str,
+        patch: Mapping[str, Any],
+        *,
+        tenant: str | None = None,
+        expected_revision: str | None = None,
+    ) -> Conversation:
+        """Apply an RFC 7396 merge patch to the conversation's state object.
 
-        await self._backend.write(insert)
-        return Conversation(
-            id=cid, title=title, tenant=tenant, metadata=meta, created_at=now, updated_at=now
+        ``null`` deletes a key, nested objects merge, anything else replaces. Returns the
+        header (no messages loaded) with the new ``state`` and ``revision``.
+        """
+        self._require_open()
+        if not isinstance(patch, Mapping):
+            raise InvalidInputError("a state patch is a JSON object (RFC 7396 merge patch)")
+        checked = _json_object(patch, "state patch")
+        now = _now()
+        return await self._backend.write(
+            lambda tx: conversations.update_header(
+                tx, conversation_id, tenant, expected_revision, now, state_patch=checked
+            )
         )
 
     async def list_conversations(
-        self, *, tenant: str | None = None, limit: int = 100
-    ) -> list[ConversationSummary]:
-        """The most recently updated conversations (of ``tenant``, when given)."""
-        self._require_open()
-        return await self._backend.read(lambda tx: reads.list_conversations(tx, tenant, limit))
+        self,
+        *,
+        tenant: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ConversationPage:
+        """Conversations newest first (by creation), ``limit`` at a time.
 
-    async def delete_conversation(self, conversation_id: str, *, tenant: str | None = None) -> None:
+        Pass ``page[-1].cursor`` (or ``page.next_cursor``) as ``cursor=`` for the next page;
+        ``metadata={"k": v}`` keeps conversations whose metadata has all those keys equal.
+        """
+        self._require_open()
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise InvalidInputError("limit must be an integer from 1 to 10000")
+        wanted = None if metadata is None else _json_object(metadata, "metadata filter")
+        return await self._backend.read(
+            lambda tx: reads.list_conversations(tx, tenant, limit, cursor, wanted)
+        )
+
+    async def delete_conversation(
+        self,
+        conversation_id: str,
+        *,
+        tenant: str | None = None,
+        expected_revision: str | None = None,
+    ) -> None:
         """Delete a conversation and everything in it; its blobs become collectable."""
         self._require_open()
-        await self._backend.write(
-            lambda tx: writes.delete_conversation(tx, conversation_id, tenant)
-        )
+
+        def delete(tx: Any) -> None:
+            if expected_revision is not None:
+                writes.lock(tx, conversation_id, tenant, expected_revision)
+            writes.delete_conversation(tx, conversation_id, tenant)
+
+        await self._backend.write(delete)
 
     # -- messages -------------------------------------------------------------------------------
 
@@ -247,6 +352,8 @@ class ConversationStore:
         tenant: str | None = None,
         idempotency_key: str | None = None,
         on_conflict: OnConflict = "raise",
+        expected_revision: str | None = None,
+        parent_seq: int | None = None,
     ) -> list[Message]:
         """Store messages at the end of a conversation, atomically; the stored copies.
 
@@ -259,12 +366,21 @@ class ConversationStore:
             on_conflict: what a result that contradicts a call's stored result does:
                 ``"raise"`` (`ToolCallConflictError`, nothing written) or ``"keep-first"``
                 (the later result is kept as history; the call keeps its first result).
+            expected_revision: when given, the conversation must still be at this revision
+                (`RevisionConflictError` otherwise, nothing written).
+            parent_seq: the message the batch follows. Left out: the head. Another message:
+                the batch starts a new branch from it (edit and regenerate) and the head
+                moves to the batch's last message.
 
         Returns:
-            The stored messages, with ``seq`` and ``created_at`` set and file bytes replaced
-            by attachment references.
+            The stored messages, with ``seq``, ``parent_seq``, ``conversation_id`` and
+            ``created_at`` set and file bytes replaced by attachment references.
         """
         batch = _as_messages(messages)
+        if parent_seq is not None and (
+            isinstance(parent_seq, bool) or not isinstance(parent_seq, int) or parent_seq < 1
+        ):
+            raise InvalidInputError("parent_seq is the seq of a message of the conversation")
         if not batch:
             return []
         # Before any blob is written: a batch over a documented limit leaves nothing behind.
@@ -278,6 +394,8 @@ class ConversationStore:
             tenant=tenant,
             idempotency_key=idempotency_key,
             on_conflict=on_conflict,
+            expected_revision=expected_revision,
+            parent_seq=parent_seq,
         )
         try:
             stored, _ = await self._backend.write(lambda tx: writes.append_messages(tx, plan))
@@ -287,14 +405,135 @@ class ConversationStore:
         return stored
 
     async def load(
-        self, conversation_id: str, *, tenant: str | None = None, last: int | None = None
+        self,
+        conversation_id: str,
+        *,
+        tenant: str | None = None,
+        last: int | None = None,
+        before_seq: int | None = None,
     ) -> Conversation:
-        """The conversation; with ``last=N``, only its newest N messages (and their calls)."""
+        """The conversation's active path (root → head), oldest first.
+
+        ``last=N`` keeps only the newest N messages of it (and the calls they made or
+        answered); ``before_seq=S`` only those below S. Together they page back through a long
+        history: pass the first message's ``seq`` of one page as ``before_seq`` of the next.
+        A window is a slice of messages, not a transcript a provider accepts as is:
+        ``render(..., last=N)`` makes one.
+        """
         self._require_open()
-        if last is not None and last < 0:
-            raise InvalidInputError("last must be zero or positive")
+        for name, value in (("last", last), ("before_seq", before_seq)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**62
+            ):
+                raise InvalidInputError(f"{name} must be a non-negative integer")
         return await self._backend.read(
-            lambda tx: reads.load_conversation(tx, conversation_id, tenant, last)
+            lambda tx: reads.load_conversation(tx, conversation_id, tenant, last, before_seq)
+        )
+
+    async def get_message(
+        self,
+        message_id: str,
+        *,
+        conversation_id: str | None = None,
+        tenant: str | None = None,
+    ) -> Message:
+        """The stored message with this application id (`Message.id`).
+
+        Without ``conversation_id``, searched in every conversation (of ``tenant``); if several
+        hold it, the newest wins. `MessageNotFoundError` when there is none.
+        """
+        self._require_open()
+        return await self._backend.read(
+            lambda tx: reads.find_message(tx, message_id, conversation_id, tenant)
+        )
+
+    # -- branches and undo ----------------------------------------------------------------------
+
+    async def pop(
+        self,
+        conversation_id: str,
+        *,
+        tenant: str | None = None,
+        expected_revision: str | None = None,
+    ) -> Message:
+        """Remove the newest message of the active path and return it.
+
+        Popping a tool result makes its call unanswered again; popping the assistant message
+        that made calls removes them. A message other branches run through is kept for them
+        (only the head moves). An empty path raises `InvalidInputError`.
+        """
+        self._require_open()
+        now = _now()
+        return await self._backend.write(
+            lambda tx: branches.pop(tx, conversation_id, tenant, expected_revision, now)
+        )
+
+    async def truncate(
+        self,
+        conversation_id: str,
+        *,
+        after_seq: int,
+        tenant: str | None = None,
+        expected_revision: str | None = None,
+    ) -> list[Message]:
+        """Pop every message after ``after_seq`` on the active path (``0``: all of them).
+
+        Returns the removed messages, newest first.
+        """
+        self._require_open()
+        if isinstance(after_seq, bool) or not isinstance(after_seq, int) or after_seq < 0:
+            raise InvalidInputError("after_seq must be a non-negative integer")
+        now = _now()
+        return await self._backend.write(
+            lambda tx: branches.truncate(
+                tx, conversation_id, tenant, after_seq, expected_revision, now
+            )
+        )
+
+    async def fork(
+        self,
+        conversation_id: str,
+        *,
+        at_seq: int,
+        title: str | None = None,
+        tenant: str | None = None,
+    ) -> Conversation:
+        """A new conversation whose history is this one's active path up to ``at_seq``.
+
+        Messages keep their ``seq`` and ``id``; attachments are shared by hash, never copied.
+        Returns the new conversation's header (no messages loaded).
+        """
+        self._require_open()
+        if isinstance(at_seq, bool) or not isinstance(at_seq, int) or at_seq < 1:
+            raise InvalidInputError("at_seq is the seq of a message on the active path")
+        text_column(title)
+        now = _now()
+        return await self._backend.write(
+            lambda tx: branches.fork(tx, conversation_id, tenant, at_seq, title, now)
+        )
+
+    async def branches(self, conversation_id: str, *, tenant: str | None = None) -> list[Branch]:
+        """The tips of the conversation's message tree, by ``head_seq``; the active one marked."""
+        self._require_open()
+        return await self._backend.read(lambda tx: reads.branches(tx, conversation_id, tenant))
+
+    async def switch_branch(
+        self,
+        conversation_id: str,
+        *,
+        head_seq: int,
+        tenant: str | None = None,
+        expected_revision: str | None = None,
+    ) -> None:
+        """Make ``head_seq`` the head: ``load`` then returns the path root → ``head_seq``."""
+        self._require_open()
+        if isinstance(head_seq, bool) or not isinstance(head_seq, int) or head_seq < 1:
+            raise InvalidInputError("head_seq is the seq of a message of the conversation")
+        now = _now()
+        await self._backend.write(
+            lambda tx: branches.switch_branch(
+                tx, conversation_id, tenant, head_seq, expected_revision, now
+            )
         )
 
     # -- tool calls -----------------------------------------------------------------------------
@@ -306,6 +545,7 @@ class ConversationStore:
         output: ToolOutput | Mapping[str, Any],
         *,
         tenant: str | None = None,
+        expected_revision: str | None = None,
     ) -> ToolCall:
         """Store the result of a call (as a new tool message) and complete its lifecycle.
 
@@ -328,6 +568,7 @@ class ConversationStore:
             now=_now(),
             tenant=tenant,
             completion=True,
+            expected_revision=expected_revision,
         )
         try:
             _, call = await self._backend.write(lambda tx: writes.append_messages(tx, plan))
@@ -338,13 +579,17 @@ class ConversationStore:
         return call
 
     async def cancel_tool_calls(
-        self, conversation_id: str, *, tenant: str | None = None
+        self,
+        conversation_id: str,
+        *,
+        tenant: str | None = None,
+        expected_revision: str | None = None,
     ) -> list[str]:
-        """Move every pending call to ``cancelled``; the ids of the calls it cancelled."""
+        """Move every pending call of the active path to ``cancelled``; the ids it cancelled."""
         self._require_open()
         now = _now()
         return await self._backend.write(
-            lambda tx: writes.cancel_pending(tx, conversation_id, tenant, now)
+            lambda tx: writes.cancel_pending(tx, conversation_id, tenant, now, expected_revision)
         )
 
     async def compact(
@@ -354,6 +599,7 @@ class ConversationStore:
         through_seq: int,
         summary: str,
         tenant: str | None = None,
+        expected_revision: str | None = None,
     ) -> Compaction:
         """Record a summary standing in for messages up to ``through_seq`` when rendering.
 
@@ -362,7 +608,15 @@ class ConversationStore:
         self._require_open()
         now = _now()
         return await self._backend.write(
-            lambda tx: writes.compact(tx, conversation_id, tenant, through_seq, summary, now)
+            lambda tx: writes.compact(
+                tx,
+                conversation_id,
+                tenant,
+                through_seq,
+                summary,
+                now,
+                expected_revision=expected_revision,
+            )
         )
 
     # -- rendering ------------------------------------------------------------------------------

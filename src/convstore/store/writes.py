@@ -2,21 +2,25 @@
 
 Invariants:
 
-- Every write first locks the conversation row by bumping (or touching) its ``last_seq``
-  counter. That one statement proves the conversation exists and is visible to the tenant,
-  serialises writers of one conversation on every database, and yields the sequence numbers
-  the batch will use. Keys are computed in Python, so each table is written with one
-  ``executemany``.
-- An append is all or nothing: any error raises out of ``fn`` and the backend rolls back.
+- Every write first locks the conversation's header row (`lock`). That one statement proves
+  the conversation exists and is visible to the tenant, checks ``expected_revision``,
+  serialises writers of one conversation on every database, and yields the counters the write
+  advances; `advance` then stores a fresh revision with them. Keys are computed in Python, so
+  each table is written with one ``executemany``.
+- A write is all or nothing: any error raises out of ``fn`` and the backend rolls back.
 - The lifecycle of every call the batch touches is decided here, once, by
   `convstore.store.lifecycle.on_result`; calls created and answered in the same batch are
-  inserted already in their final state.
-- A result for an unknown call is kept as history (``append``) or refused
-  (``complete_tool_call``: `ToolCallNotFoundError`).
+  inserted already in their final state. Only calls on the active path are answered: a result
+  for a call on another branch (or none) is kept as history with no lifecycle
+  (``complete_tool_call`` refuses it: `ToolCallNotFoundError`).
+- An append with ``parent_seq`` other than the head starts a branch: the lifecycles of the path
+  it grows from are recomputed first (`convstore.store.branches`).
 """
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -28,17 +32,18 @@ from convstore.db.mapping import (
     CALL_RESULT_SEQ,
     CALL_STATUS,
     CallRow,
-    decode_result,
-    decode_tool_call,
+    decode_tool_calls,
     encode_message,
-    encode_parts,
     encode_tool_call,
+    outputs_of,
 )
 from convstore.db.tx import Row, Tx
 from convstore.errors import (
     AttachmentNotFoundError,
     ConversationNotFoundError,
     InvalidInputError,
+    InvalidMessageError,
+    RevisionConflictError,
     ToolCallConflictError,
     ToolCallNotFoundError,
 )
@@ -54,18 +59,22 @@ from convstore.model import (
 )
 from convstore.model._base import trusted
 from convstore.store.lifecycle import Outcome, on_result, status_for
-from convstore.store.reads import messages_between
+from convstore.store.reads import messages_at, path_seqs
 
 _new_message = trusted(Message)
 
 __all__ = [
     "AppendPlan",
+    "Header",
     "NoChange",
+    "advance",
     "append_messages",
     "cancel_pending",
     "compact",
     "create_conversation",
     "delete_conversation",
+    "lock",
+    "new_revision",
 ]
 
 OnConflict = Literal["raise", "keep-first"]
@@ -94,18 +103,69 @@ class AppendPlan:
     completion: bool = False
     """``complete_tool_call``: the result must answer a known call, and an equal repeat of a
     stored result changes nothing (`NoChange` carries the call)."""
+    expected_revision: str | None = None
+    parent_seq: int | None = None
+    """The message the batch follows; ``None``: the head."""
 
 
-def _bump(tx: Tx, cid: str, tenant: str | None, n: int, now: datetime) -> int:
-    """Lock the conversation, reserve ``n`` sequence numbers; returns the new ``last_seq``."""
+def new_revision() -> str:
+    """An opaque revision token: random, so it never repeats for a conversation."""
+    return secrets.token_hex(8)
+
+
+@dataclass(slots=True)
+class Header:
+    """A conversation's header row, as locked by `lock`."""
+
+    cid: str
+    tenant: str | None
+    title: str | None
+    metadata: Any
+    last_seq: int
+    created_at: Any
+    updated_at: Any
+    state: Any
+    head_seq: int | None
+    revision: str
+    branched: bool
+
+    @classmethod
+    def of(cls, row: Row) -> Header:
+        """From a ``CONVERSATION_COLUMNS`` row."""
+        (cid, tenant, title, metadata, last_seq, created, updated, state, head, revision,
+         branched) = row  # fmt: skip
+        return cls(cid, tenant, title, metadata, last_seq, created, updated, state, head,
+                   revision, bool(branched))  # fmt: skip
+
+
+def lock(tx: Tx, cid: str, tenant: str | None, expected_revision: str | None) -> Header:
+    """Lock the conversation's header for this transaction and check ``expected_revision``."""
     rows = tx.fetch(
-        tx.statements.bump_seq.pick(tenant),
-        {"cid": cid, "n": n, "now": tx.codec.dump_time(now), "for_tenant": tenant},
+        tx.statements.lock_conversation.pick(tenant), {"cid": cid, "for_tenant": tenant}
     )
     if not rows:
         raise ConversationNotFoundError(cid)
-    last_seq: int = rows[0][0]
-    return last_seq
+    header = Header.of(rows[0])
+    if expected_revision is not None and expected_revision != header.revision:
+        raise RevisionConflictError(cid, expected_revision, header.revision)
+    return header
+
+
+def advance(tx: Tx, header: Header, now: datetime) -> str:
+    """Store ``header``'s counters with a new revision (and ``updated_at``); the revision."""
+    header.revision = new_revision()
+    tx.execute(
+        tx.statements.advance_conversation,
+        {
+            "cid": header.cid,
+            "last_seq": header.last_seq,
+            "head_seq": header.head_seq,
+            "branched": header.branched,
+            "revision": header.revision,
+            "now": tx.codec.dump_time(now),
+        },
+    )
+    return header.revision
 
 
 @dataclass(slots=True)
@@ -122,18 +182,21 @@ class _Batch:
 
     tx: Tx
     plan: AppendPlan
+    on_path: Callable[[int], bool]
+    """Whether a stored message is on the path the batch extends."""
     message_rows: list[Row] = field(default_factory=list)
-    part_rows: list[Row] = field(default_factory=list)
+    blob_rows: list[Row] = field(default_factory=list)
     new_calls: dict[str, CallRow] = field(default_factory=dict)
     outputs: dict[tuple[int, int], ToolOutput] = field(default_factory=dict)
     db_calls: dict[str, _DbCall | None] = field(default_factory=dict)
     completions: list[dict[str, Any]] = field(default_factory=list)
     interrupt_before: int | None = None
 
-    def add(self, message: Message, seq: int) -> None:
+    def add(self, message: Message, seq: int, parent_seq: int | None) -> None:
         codec, cid, now = self.tx.codec, self.plan.conversation_id, self.plan.now
-        self.message_rows.append(encode_message(cid, message, seq, now, codec))
-        self.part_rows.extend(encode_parts(cid, seq, message.parts, codec))
+        self.message_rows.append(encode_message(cid, message, seq, parent_seq, now, codec))
+        for sha256 in {f.attachment.sha256 for f in message.files if f.attachment is not None}:
+            self.blob_rows.append((cid, seq, sha256))
         if message.role is Role.USER:
             self._interrupt_pending(seq)
         for idx, part in enumerate(message.parts):
@@ -224,7 +287,7 @@ class _Batch:
                     status=ToolCallStatus(rows[0][6]),
                     result_at=(rows[0][8], rows[0][9]) if rows[0][8] is not None else None,
                 )
-                if rows
+                if rows and self.on_path(rows[0][1])
                 else None
             )
         return self.db_calls[call_id]
@@ -234,19 +297,16 @@ class _Batch:
             return None
         if db_call.result_at in self.outputs:  # answered earlier in this batch
             return self.outputs[db_call.result_at]
-        seq, idx = db_call.result_at
-        rows = self.tx.fetch(
-            self.tx.statements.select_message_parts,
-            {"cid": self.plan.conversation_id, "first": seq, "last": seq},
-        )
-        return decode_result(rows, idx, self.tx.codec).output
+        seq, _ = db_call.result_at
+        stored = messages_at(self.tx, self.plan.conversation_id, [seq])
+        return outputs_of(stored).get(db_call.result_at)
 
     def write(self) -> None:
         tx, st, plan = self.tx, self.tx.statements, self.plan
         stamp = tx.codec.dump_time(plan.now)
         tx.insert_rows(st.insert_attachment, [(*a, stamp) for a in plan.attachments])
         tx.insert_rows(st.insert_message, self.message_rows)
-        tx.insert_rows(st.insert_part, self.part_rows)
+        tx.insert_rows(st.insert_blob_ref, self.blob_rows)
         tx.insert_rows(st.insert_tool_call, [tuple(r) for r in self.new_calls.values()])
         if self.completions:
             tx.execute_many(st.complete_tool_call, self.completions)
@@ -265,37 +325,103 @@ def append_messages(tx: Tx, plan: AppendPlan) -> tuple[list[Message], ToolCall |
     """Store ``plan.messages``; the stored copies (with ``seq``) and, for a completion, the call."""
     st, cid = tx.statements, plan.conversation_id
     count = len(plan.messages)
-    # Lock the conversation (reserving the batch's numbers) before looking the key up: a
-    # concurrent append with the same key has then either committed, and is replayed here, or
-    # not begun. Looked up first, a twin still in flight is missed, and its commit turns this
-    # append into a uniqueness error on PostgreSQL.
-    first_seq = _bump(tx, cid, plan.tenant, count, plan.now) - count + 1
+    # Lock the conversation before looking the key up: a concurrent append with the same key
+    # has then either committed, and is replayed here, or not begun. Looked up first, a twin
+    # still in flight is missed, and its commit turns this append into a uniqueness error on
+    # PostgreSQL.
+    header = lock(tx, cid, plan.tenant, plan.expected_revision)
     if plan.idempotency_key is not None:
         previous = tx.fetch(st.select_append_key, {"cid": cid, "key": plan.idempotency_key})
         if previous:
             first, stored_count = previous[0]
-            # NoChange rolls the transaction back, the reservation with it.
-            raise NoChange((messages_between(tx, cid, first, first + stored_count - 1), None))
+            raise NoChange((messages_at(tx, cid, range(first, first + stored_count)), None))
+    parent = header.head_seq if plan.parent_seq is None else plan.parent_seq
+    if parent != header.head_seq:
+        _start_branch(tx, header, parent, plan.now)
+    _check_message_ids(tx, plan)
     _check_references(tx, plan)
-    batch = _Batch(tx, plan)
+    first_seq = header.last_seq + 1
+    on_path = _path_test(tx, header, parent)
+    batch = _Batch(tx, plan, on_path)
+    previous_seq = parent
     for offset, message in enumerate(plan.messages):
-        batch.add(message, first_seq + offset)
+        batch.add(message, first_seq + offset, previous_seq)
+        previous_seq = first_seq + offset
     batch.write()
     if plan.idempotency_key is not None:
         tx.insert_rows(
             st.insert_append_key,
             [(cid, plan.idempotency_key, first_seq, count, tx.codec.dump_time(plan.now))],
         )
-    stored = [
-        _new_message({**m.__dict__, "seq": first_seq + i, "created_at": plan.now})
-        for i, m in enumerate(plan.messages)
-    ]
+    header.last_seq = first_seq + count - 1
+    header.head_seq = header.last_seq
+    advance(tx, header, plan.now)
+    stored = []
+    for offset, m in enumerate(plan.messages):
+        seq = first_seq + offset
+        stored.append(
+            _new_message(
+                {
+                    **m.__dict__,
+                    "seq": seq,
+                    "created_at": plan.now,
+                    "parent_seq": parent if offset == 0 else seq - 1,
+                    "conversation_id": cid,
+                }
+            )
+        )
     completed = None
     if plan.completion:
         result = plan.messages[0].parts[0]
         assert isinstance(result, ToolResultPart)
         completed = _call_as_stored(tx, cid, result)
     return stored, completed
+
+
+def _start_branch(tx: Tx, header: Header, parent: int | None, now: datetime) -> None:
+    """Make ``parent`` the end of the active path before a batch grows a branch from it."""
+    from convstore.store.branches import recompute_lifecycles  # branches builds on this module
+
+    if parent is not None and not messages_at(tx, header.cid, [parent]):
+        raise InvalidInputError(
+            f"parent_seq {parent} is not a message of conversation {header.cid!r}"
+        )
+    header.branched = True
+    header.head_seq = parent
+    recompute_lifecycles(tx, header.cid, parent, now)
+
+
+def _path_test(tx: Tx, header: Header, end: int | None) -> Callable[[int], bool]:
+    """Whether a stored message is on the path ending at ``end``."""
+    if not header.branched:
+        return lambda _seq: True  # one chain: every message is on it
+    on_path: set[int] | None = None
+
+    def test(seq: int) -> bool:
+        nonlocal on_path
+        if on_path is None:
+            on_path = set(path_seqs(tx, header.cid, end))
+        return seq in on_path
+
+    return test
+
+
+def _check_message_ids(tx: Tx, plan: AppendPlan) -> None:
+    """Refuse an application message id the batch repeats or the conversation already holds."""
+    ids = [m.id for m in plan.messages if m.id is not None]
+    if not ids:
+        return
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise InvalidMessageError(f"message id {dup!r} appears twice in one append")
+    taken = tx.fetch(
+        tx.statements.message_id_taken,
+        {"cid": plan.conversation_id, "ids": tx.codec.dump_json(ids)},
+    )
+    if taken:
+        raise InvalidMessageError(
+            f"message id {taken[0][0]!r} is already used in conversation {plan.conversation_id!r}"
+        )
 
 
 def _check_references(tx: Tx, plan: AppendPlan) -> None:
@@ -323,8 +449,7 @@ def _referenced_blobs(messages: list[Message]) -> set[str]:
 def _call_as_stored(tx: Tx, cid: str, result: ToolResultPart) -> ToolCall:
     """The call ``result`` answers, as the database now holds it, with ``result``'s output."""
     row = tx.fetch(tx.statements.select_tool_call, {"cid": cid, "call_id": result.call_id})[0]
-    at = (row[8], row[9])
-    return decode_tool_call(row, tx.codec.load_json(row[4]), {at: result.output}, tx.codec)
+    return decode_tool_calls([row], {(row[8], row[9]): result.output}, tx.codec)[0]
 
 
 def create_conversation(tx: Tx, row: Row) -> None:
@@ -341,21 +466,40 @@ def delete_conversation(tx: Tx, cid: str, tenant: str | None) -> None:
         raise ConversationNotFoundError(cid)
 
 
-def cancel_pending(tx: Tx, cid: str, tenant: str | None, now: datetime) -> list[str]:
-    """Move every pending call to ``cancelled``; the ids it moved, in call order."""
-    _bump(tx, cid, tenant, 0, now)
-    rows = tx.fetch(tx.statements.cancel_pending, {"cid": cid, "now": tx.codec.dump_time(now)})
-    return [r[0] for r in rows]
+def cancel_pending(
+    tx: Tx, cid: str, tenant: str | None, now: datetime, expected_revision: str | None = None
+) -> list[str]:
+    """Move every pending call of the active path to ``cancelled``; the ids, in call order."""
+    header = lock(tx, cid, tenant, expected_revision)
+    st, stamp = tx.statements, tx.codec.dump_time(now)
+    if not header.branched:
+        cancelled = [r[0] for r in tx.fetch(st.cancel_pending, {"cid": cid, "now": stamp})]
+    else:
+        on_path = set(path_seqs(tx, cid, header.head_seq))
+        pending = tx.fetch(st.select_pending, {"cid": cid})
+        cancelled = [call_id for call_id, seq in pending if seq in on_path]
+        tx.execute_many(
+            st.cancel_call, [{"cid": cid, "call_id": c, "now": stamp} for c in cancelled]
+        )
+    advance(tx, header, now)
+    return cancelled
 
 
 def compact(
-    tx: Tx, cid: str, tenant: str | None, through_seq: int, summary: str, now: datetime
+    tx: Tx,
+    cid: str,
+    tenant: str | None,
+    through_seq: int,
+    summary: str,
+    now: datetime,
+    *,
+    expected_revision: str | None = None,
 ) -> Compaction:
     """Record that ``summary`` stands in for messages up to ``through_seq`` when rendering."""
-    last_seq = _bump(tx, cid, tenant, 0, now)
-    if not 1 <= through_seq <= last_seq:
+    header = lock(tx, cid, tenant, expected_revision)
+    if not 1 <= through_seq <= header.last_seq:
         raise InvalidInputError(
-            f"through_seq must be between 1 and the conversation's last seq ({last_seq}), "
+            f"through_seq must be between 1 and the conversation's last seq ({header.last_seq}), "
             f"got {through_seq}"
         )
     tx.execute(
@@ -367,4 +511,5 @@ def compact(
             "now": tx.codec.dump_time(now),
         },
     )
+    advance(tx, header, now)
     return Compaction(through_seq=through_seq, summary=summary, created_at=now)

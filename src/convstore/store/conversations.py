@@ -1,0 +1,132 @@
+"""Conversation headers: create, get-or-create, rename, metadata and state.
+
+Each operation is a function of one open transaction (``fn(tx)``), like `writes`.
+
+Invariants:
+
+- `get_or_create` is race-free on every database: an insert that does nothing when the id
+  exists, then a read, in one transaction; concurrent callers all get the one conversation.
+- State changes are RFC 7396 merge patches applied under the conversation's lock, so two
+  writers patching different keys both land; ``expected_revision`` turns a read-modify-write
+  into a compare-and-set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from convstore.db.mapping import decode_conversation
+from convstore.db.tx import Tx
+from convstore.errors import ConversationNotFoundError
+from convstore.model import Conversation
+from convstore.store.writes import Header, lock, new_revision
+
+__all__ = ["UNSET", "get_or_create", "insert", "merge_patch", "update_header"]
+
+
+class _Unset:
+    """The default of an argument that was not given (``None`` is a value: no title)."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """``target`` with the RFC 7396 JSON merge ``patch`` applied (neither is modified)."""
+    if not isinstance(patch, Mapping):
+        return patch
+    merged = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged
+
+
+def _row(
+    cid: str,
+    tenant: str | None,
+    title: str | None,
+    metadata: Mapping[str, Any],
+    now: datetime,
+    tx: Tx,
+) -> tuple[Any, ...]:
+    codec, stamp = tx.codec, tx.codec.dump_time(now)
+    return (cid, tenant, title, codec.dump_json(dict(metadata) or None), 0, stamp, stamp, None,
+            None, new_revision(), False)  # fmt: skip
+
+
+def _header(tx: Tx, cid: str, tenant: str | None) -> Conversation:
+    rows = tx.fetch(
+        tx.statements.select_conversation.pick(tenant), {"cid": cid, "for_tenant": tenant}
+    )
+    if not rows:
+        raise ConversationNotFoundError(cid)
+    return decode_conversation(rows[0], tx.codec, [], [], [])
+
+
+def insert(
+    tx: Tx,
+    cid: str,
+    tenant: str | None,
+    title: str | None,
+    metadata: Mapping[str, Any],
+    now: datetime,
+) -> Conversation:
+    """A new conversation (a taken id is a database uniqueness error)."""
+    tx.insert_rows(tx.statements.insert_conversation, [_row(cid, tenant, title, metadata, now, tx)])
+    return _header(tx, cid, None)
+
+
+def get_or_create(
+    tx: Tx,
+    cid: str,
+    tenant: str | None,
+    title: str | None,
+    metadata: Mapping[str, Any],
+    now: datetime,
+) -> Conversation:
+    """The conversation ``cid``, created first if no conversation has that id."""
+    tx.insert_rows(
+        tx.statements.insert_conversation_if_absent, [_row(cid, tenant, title, metadata, now, tx)]
+    )
+    return _header(tx, cid, tenant)
+
+
+def update_header(
+    tx: Tx,
+    cid: str,
+    tenant: str | None,
+    expected_revision: str | None,
+    now: datetime,
+    *,
+    title: Any = UNSET,
+    metadata: Any = UNSET,
+    state_patch: Any = UNSET,
+) -> Conversation:
+    """Change the title, replace the metadata or merge-patch the state; the new header."""
+    header: Header = lock(tx, cid, tenant, expected_revision)
+    codec = tx.codec
+    state = codec.load_json(header.state) or {}
+    if state_patch is not UNSET:
+        state = merge_patch(state, state_patch)
+    tx.execute(
+        tx.statements.set_header,
+        {
+            "cid": cid,
+            "title": header.title if title is UNSET else title,
+            "metadata": header.metadata
+            if metadata is UNSET
+            else codec.dump_json(dict(metadata) or None),
+            "state": codec.dump_json(state or None),
+            "revision": new_revision(),
+            "now": codec.dump_time(now),
+        },
+    )
+    return _header(tx, cid, None)
