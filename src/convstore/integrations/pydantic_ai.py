@@ -56,8 +56,9 @@ but ``store.load``/``render`` of that conversation show the earlier path before 
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from pydantic import JsonValue, TypeAdapter
@@ -67,7 +68,7 @@ from pydantic_ai.conversation_store import (
     ConversationRecord,
 )
 from pydantic_ai.conversation_store import ConversationStore as _FrameworkStore
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from pydantic_ai.messages import BinaryContent, ModelMessage, ModelMessagesTypeAdapter
 
 from convstore.errors import (
     ConversationNotFoundError,
@@ -282,6 +283,9 @@ class ConvstoreConversationStore(_FrameworkStore):
         messages: list[ModelMessage] = ModelMessagesTypeAdapter.validate_python(dumped)
         entries = []
         for (entry_id, native), message in zip(chain, messages, strict=True):
+            classes = native.get("binary_classes")
+            if isinstance(classes, list):
+                _restore_binary_classes(message, [str(name) for name in classes])
             parent = native.get("parent_id")
             entries.append(
                 ConversationEntry(
@@ -377,10 +381,79 @@ def _entry_messages(entry: ConversationEntry) -> list[Message]:
     dumped: Any = ModelMessagesTypeAdapter.dump_python([entry.message], mode="json")[0]
     messages = canonical_messages(entry.id, dumped)
     stripped, _ = externalize(dumped, _binary, "standard")
-    native = NativeRecord(
-        format=FORMAT,
-        data={"kind": entry.kind, "parent_id": entry.parent_id, "message": stripped},
-    )
+    data: dict[str, JsonValue] = {
+        "kind": entry.kind,
+        "parent_id": entry.parent_id,
+        "message": stripped,
+    }
+    classes = [type(found).__name__ for found in _binaries(entry.message)]
+    if classes:
+        data["binary_classes"] = list(classes)
+    native = NativeRecord(format=FORMAT, data=data)
     last = messages[-1].model_copy(update={"id": entry.id, "native": native})
     return [*messages[:-1], last]
 
+
+
+# pydantic-ai's own JSON round trip narrows a `BinaryContent` holding an image to `BinaryImage`
+# (and audio to `BinaryAudio`), which then compares unequal to the message that was saved and
+# would make `save` see a rewritten history. The classes are recorded on write and put back.
+
+
+def _binary_classes() -> dict[str, type[BinaryContent]]:
+    found: dict[str, type[BinaryContent]] = {}
+    pending: list[type[BinaryContent]] = [BinaryContent]
+    while pending:
+        cls = pending.pop()
+        found[cls.__name__] = cls
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+def _walk(node: object, visit: Callable[[object], object]) -> object:
+    """Visit every `BinaryContent` in ``node`` in a fixed order, replacing it by the result."""
+    if isinstance(node, BinaryContent):
+        return visit(node)
+    if isinstance(node, list):
+        for index, item in enumerate(node):
+            node[index] = _walk(item, visit)
+    elif isinstance(node, dict):
+        for key, item in node.items():
+            node[key] = _walk(item, visit)
+    elif dataclasses.is_dataclass(node) and not isinstance(node, type):
+        for field in dataclasses.fields(node):
+            value = getattr(node, field.name, None)
+            if isinstance(value, list | dict | BinaryContent) or (
+                dataclasses.is_dataclass(value) and not isinstance(value, type)
+            ):
+                replaced = _walk(value, visit)
+                if replaced is not value:
+                    object.__setattr__(node, field.name, replaced)
+    return node
+
+
+def _binaries(message: ModelMessage) -> list[BinaryContent]:
+    found: list[BinaryContent] = []
+
+    def collect(binary: object) -> object:
+        assert isinstance(binary, BinaryContent)
+        found.append(binary)
+        return binary
+
+    _walk(message, collect)
+    return found
+
+
+def _restore_binary_classes(message: ModelMessage, names: list[str]) -> None:
+    classes = _binary_classes()
+    wanted = iter(names)
+
+    def swap(binary: object) -> object:
+        cls = classes.get(next(wanted, ""), type(binary))
+        if type(binary) is cls:
+            return binary
+        copy = cls.__new__(cls)
+        copy.__dict__.update(binary.__dict__)
+        return copy
+
+    _walk(message, swap)
