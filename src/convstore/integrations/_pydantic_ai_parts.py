@@ -9,7 +9,7 @@ Invariants:
   the canonical parts; provider-executed (native) tool parts and anything unknown stay only in
   the native record.
 - A `ModelRequest` is a run of messages, one per role in part order: system prompts → ``system``,
-  user prompts and retry prompts without a tool → ``user``, tool returns and tool retry prompts
+  user prompts, retry feedback and retry prompts without a tool → ``user``, tool returns and tool retry prompts
   → ``tool`` results. A request with no canonical part still yields one empty ``user`` message,
   so every entry has a message to carry its id.
 - Tool returns holding files become `ContentOutput` (files as blobs); ``failed``/``retried``
@@ -143,7 +143,9 @@ def _request_part(part: Node) -> tuple[Role, list[Part]] | None:
         return Role.USER, list(_content_parts(part.get("content")))
     if kind == "tool-return":
         return Role.TOOL, [_result(part, _return_output(part))]
-    if kind == "retry-prompt":
+    if kind == "retry-feedback":
+        return Role.USER, [TextPart(text=_retry_text(part))]
+    if kind == "retry-prompt":  # deprecated in pydantic-ai 2.x, still read from stored histories
         text = _retry_text(part)
         if isinstance(part.get("tool_name"), str):
             return Role.TOOL, [_result(part, ErrorOutput(message=text))]
