@@ -29,3 +29,19 @@ def sqlite_file_bytes(db_url: str) -> bytes:
     path = Path(db_url.split("///", 1)[1])
     files = [path, path.with_name(path.name + "-wal")]
     return b"".join(f.read_bytes() for f in files if f.exists())
+
+
+def doc_example(name: str) -> dict[str, object]:
+    """Run the ``python`` block of ``docs/integrations/<name>.md`` that defines ``main``.
+
+    Returns the module namespace the block ran in, so a test can call its ``main``.
+    """
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "integrations" / f"{name}.md").read_text()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "def main" in b]
+    assert len(blocks) == 1, f"one runnable example expected in {name}.md"
+    namespace: dict[str, object] = {"__name__": f"docs_{name.replace('-', '_')}"}
+    exec(compile(blocks[0], f"docs/integrations/{name}.md", "exec"), namespace)  # noqa: S102
+    return namespace

@@ -146,6 +146,11 @@ class ConvstoreSessionService(BaseSessionService):
         """Close the store opened on ``url``, if any (a shared store stays open)."""
         await self._handle.close()
 
+    @staticmethod
+    def conversation_id(app_name: str, user_id: str, session_id: str) -> str:
+        """The convstore conversation holding a session (for ``store.load`` / ``store.render``)."""
+        return _session_cid(app_name, user_id, session_id.strip())
+
     async def __aenter__(self) -> ConvstoreSessionService:
         """The service itself."""
         return self
