@@ -40,8 +40,8 @@ def doc_example(name: str) -> dict[str, object]:
     from pathlib import Path
 
     text = (Path(__file__).parents[2] / "docs" / "integrations" / f"{name}.md").read_text()
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "def main" in b]
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if "def main" in b]
     assert len(blocks) == 1, f"one runnable example expected in {name}.md"
     namespace: dict[str, object] = {"__name__": f"docs_{name.replace('-', '_')}"}
-    exec(compile(blocks[0], f"docs/integrations/{name}.md", "exec"), namespace)  # noqa: S102
+    exec(compile(blocks[0], f"docs/integrations/{name}.md", "exec"), namespace)
     return namespace

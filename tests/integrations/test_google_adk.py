@@ -6,38 +6,64 @@ That suite is not shipped in ADK's sdist; these are our own tests of each behavi
 run against our service (and, where it makes the comparison meaningful, beside ADK's
 `InMemorySessionService` as the reference).
 
-=================================================================  ==========================================
-ADK contract test                                                  ours
-=================================================================  ==========================================
-test_get_empty_session                                             test_missing_session_is_none
-test_create_get_session                                            test_create_get_delete_round_trip
-test_create_and_list_sessions                                      test_list_returns_every_session_with_state
-test_list_sessions_all_users                                       test_list_by_user_and_for_all_users
-test_list_sessions_ordered_by_last_update_time (registry)          test_list_is_oldest_update_first
-test_app_state_is_shared_by_all_users_of_app                       test_app_state_is_shared_across_users
-test_user_state_is_shared_only_by_user_sessions                    test_user_state_is_per_user
-test_session_state_is_not_shared                                   test_session_state_stays_in_its_session
-test_temp_state_is_not_persisted_in_state_or_events                test_temp_keys_are_never_stored
-test_temp_state_visible_across_sequential_events                   test_temp_keys_are_never_stored
-test_get_session_respects_user_id                                  test_same_session_id_for_two_users
-test_create_session_with_existing_id_raises_error                  test_duplicate_session_id_raises
-test_padded_session_id_reads_and_deletes (registry)                test_padded_session_ids_are_stripped
-test_append_event_bytes                                            test_event_bytes_round_trip_as_blobs
-test_append_event_complete                                         test_every_event_field_round_trips
-test_session_last_update_time_updates_on_event                     test_last_update_time_is_the_event_time
-test_get_session_with_config                                       test_get_session_config_filters
-test_partial_events_are_not_persisted                              test_partial_events_are_dropped
-test_get_user_state_returns_empty_dict_when_no_state_exists        test_get_user_state
-test_get_user_state_returns_state_written_via_append_event         test_get_user_state
-test_get_user_state_is_not_visible_across_users                    test_get_user_state
-test_get_user_state_is_not_visible_across_apps                     test_get_user_state
-test_get_user_state_available_before_session_is_created            test_get_user_state
-test_get_user_state_reflects_latest_write                          test_get_user_state
-test_append_event_to_stale_session (DatabaseSessionService)        test_stale_writer_is_rejected
-test_append_event_concurrent_stale_sessions_reject_stale_writer    test_concurrent_stale_writers_one_wins
-test_append_event_allows_timestamp_drift_for_current_session       test_current_session_tolerates_time_drift
-test_append_event_allows_markerless_current_session                test_markerless_session_is_checked_by_events
-=================================================================  ==========================================
+ADK contract test → our test (the registry-only tests come from ``_conformance.py``):
+
+- ``test_get_empty_session``
+  → ``test_missing_session_is_none``
+- ``test_create_get_session``
+  → ``test_create_get_delete_round_trip``
+- ``test_create_and_list_sessions``
+  → ``test_list_returns_every_session_with_state``
+- ``test_list_sessions_all_users``
+  → ``test_list_by_user_and_for_all_users``
+- ``test_list_sessions_ordered_by_last_update_time (registry)``
+  → ``test_list_is_oldest_update_first``
+- ``test_app_state_is_shared_by_all_users_of_app``
+  → ``test_app_state_is_shared_across_users``
+- ``test_user_state_is_shared_only_by_user_sessions``
+  → ``test_user_state_is_per_user``
+- ``test_session_state_is_not_shared``
+  → ``test_session_state_stays_in_its_session``
+- ``test_temp_state_is_not_persisted_in_state_or_events``
+  → ``test_temp_keys_are_never_stored``
+- ``test_temp_state_visible_across_sequential_events``
+  → ``test_temp_keys_are_never_stored``
+- ``test_get_session_respects_user_id``
+  → ``test_same_session_id_for_two_users``
+- ``test_create_session_with_existing_id_raises_error``
+  → ``test_duplicate_session_id_raises``
+- ``test_padded_session_id_reads_and_deletes (registry)``
+  → ``test_padded_session_ids_are_stripped``
+- ``test_append_event_bytes``
+  → ``test_event_bytes_round_trip_as_blobs``
+- ``test_append_event_complete``
+  → ``test_every_event_field_round_trips``
+- ``test_session_last_update_time_updates_on_event``
+  → ``test_last_update_time_is_the_event_time``
+- ``test_get_session_with_config``
+  → ``test_get_session_config_filters``
+- ``test_partial_events_are_not_persisted``
+  → ``test_partial_events_are_dropped``
+- ``test_get_user_state_returns_empty_dict_when_no_state_exists``
+  → ``test_get_user_state``
+- ``test_get_user_state_returns_state_written_via_append_event``
+  → ``test_get_user_state``
+- ``test_get_user_state_is_not_visible_across_users``
+  → ``test_get_user_state``
+- ``test_get_user_state_is_not_visible_across_apps``
+  → ``test_get_user_state``
+- ``test_get_user_state_available_before_session_is_created``
+  → ``test_get_user_state``
+- ``test_get_user_state_reflects_latest_write``
+  → ``test_get_user_state``
+- ``test_append_event_to_stale_session (DatabaseSessionService)``
+  → ``test_stale_writer_is_rejected``
+- ``test_append_event_concurrent_stale_sessions_reject_stale_writer``
+  → ``test_concurrent_stale_writers_one_wins``
+- ``test_append_event_allows_timestamp_drift_for_current_session``
+  → ``test_current_session_tolerates_time_drift``
+- ``test_append_event_allows_markerless_current_session``
+  → ``test_markerless_session_is_checked_by_events``
 
 Not applicable (they test another backend's internals, not the contract): the
 ``DatabaseSessionService`` engine options, read-only factories, rollback spies, table
@@ -86,8 +112,12 @@ def app() -> str:
 
 
 def delta_event(delta: dict[str, Any], **fields: Any) -> Event:
-    return Event(invocation_id=f"inv-{uuid.uuid4().hex[:6]}", author="user",
-                 actions=EventActions(state_delta=delta), **fields)
+    return Event(
+        invocation_id=f"inv-{uuid.uuid4().hex[:6]}",
+        author="user",
+        actions=EventActions(state_delta=delta),
+        **fields,
+    )
 
 
 async def test_missing_session_is_none(service: ConvstoreSessionService) -> None:
@@ -122,7 +152,10 @@ async def test_list_by_user_and_for_all_users(service: ConvstoreSessionService) 
     name = app()
     for user, sid in (("u1", "a"), ("u1", "b"), ("u2", "c")):
         await service.create_session(app_name=name, user_id=user, session_id=sid, state={"k": sid})
-    assert {s.id for s in (await service.list_sessions(app_name=name, user_id="u1")).sessions} == {"a", "b"}
+    assert {s.id for s in (await service.list_sessions(app_name=name, user_id="u1")).sessions} == {
+        "a",
+        "b",
+    }
     only = (await service.list_sessions(app_name=name, user_id="u2")).sessions
     assert [(s.id, s.state) for s in only] == [("c", {"k": "c"})]
     everyone = (await service.list_sessions(app_name=name)).sessions
@@ -212,7 +245,9 @@ async def test_event_bytes_round_trip_as_blobs(
 ) -> None:
     name = app()
     session = await service.create_session(app_name=name, user_id="u")
-    content = types.Content(role="user", parts=[types.Part.from_bytes(data=PNG, mime_type="image/png")])
+    content = types.Content(
+        role="user", parts=[types.Part.from_bytes(data=PNG, mime_type="image/png")]
+    )
     grounding = types.GroundingMetadata(search_entry_point=types.SearchEntryPoint(sdk_blob=b"sdk"))
     event = Event(author="user", content=content, grounding_metadata=grounding)
     await service.append_event(session, event)
@@ -271,7 +306,9 @@ async def test_get_session_config_filters(service: ConvstoreSessionService) -> N
 
     async def stamps(**config: Any) -> list[float]:
         got = await service.get_session(
-            app_name=name, user_id="u", session_id=session.id,
+            app_name=name,
+            user_id="u",
+            session_id=session.id,
             config=GetSessionConfig(**config) if config else None,
         )
         assert got is not None
@@ -283,7 +320,7 @@ async def test_get_session_config_filters(service: ConvstoreSessionService) -> N
     assert await stamps(after_timestamp=4.0) == [4, 5]
     assert await stamps(after_timestamp=50.0) == []
     assert await stamps(after_timestamp=4.0, num_recent_events=3) == [4, 5]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="greater than or equal to 0"):
         GetSessionConfig(num_recent_events=-1)
 
 
@@ -356,11 +393,13 @@ async def test_concurrent_stale_writers_one_wins(service: ConvstoreSessionServic
 async def test_current_session_tolerates_time_drift(service: ConvstoreSessionService) -> None:
     name = app()
     session = await service.create_session(app_name=name, user_id="u")
-    await service.append_event(session, Event(author="user", invocation_id="i1",
-                                              timestamp=session.last_update_time + 10))
+    await service.append_event(
+        session, Event(author="user", invocation_id="i1", timestamp=session.last_update_time + 10)
+    )
     session.last_update_time -= 0.0001
-    await service.append_event(session, Event(author="user", invocation_id="i2",
-                                              timestamp=session.last_update_time + 20))
+    await service.append_event(
+        session, Event(author="user", invocation_id="i2", timestamp=session.last_update_time + 20)
+    )
     got = await service.get_session(app_name=name, user_id="u", session_id=session.id)
     assert got is not None and [e.invocation_id for e in got.events] == ["i1", "i2"]
 
@@ -391,22 +430,41 @@ async def test_agrees_with_adk_in_memory_on_a_scripted_session(
     call = types.FunctionCall(id="adk-1", name="chart", args={"n": 1})
     response = types.FunctionResponse(id="adk-1", name="chart", response={"ok": True})
     events = [
-        Event(author="user", content=types.Content(role="user", parts=[types.Part(text="draw")]),
-              timestamp=10),
-        Event(author="agent", content=types.Content(role="model", parts=[types.Part(function_call=call)]),
-              timestamp=11, actions=EventActions(state_delta={"app:calls": 1, "turn": 1})),
-        Event(author="agent", content=types.Content(role="user", parts=[types.Part(function_response=response)]),
-              timestamp=12, actions=EventActions(state_delta={"user:seen": True, "temp:x": 1})),
-        Event(author="agent", content=types.Content(role="model", parts=[types.Part(text="done")]),
-              timestamp=13),
+        Event(
+            author="user",
+            content=types.Content(role="user", parts=[types.Part(text="draw")]),
+            timestamp=10,
+        ),
+        Event(
+            author="agent",
+            content=types.Content(role="model", parts=[types.Part(function_call=call)]),
+            timestamp=11,
+            actions=EventActions(state_delta={"app:calls": 1, "turn": 1}),
+        ),
+        Event(
+            author="agent",
+            content=types.Content(role="user", parts=[types.Part(function_response=response)]),
+            timestamp=12,
+            actions=EventActions(state_delta={"user:seen": True, "temp:x": 1}),
+        ),
+        Event(
+            author="agent",
+            content=types.Content(role="model", parts=[types.Part(text="done")]),
+            timestamp=13,
+        ),
     ]
     sessions = []
     for svc in (reference, service):
-        session = await svc.create_session(app_name=name, user_id="u", session_id="s", state={"a": 1})
+        session = await svc.create_session(
+            app_name=name, user_id="u", session_id="s", state={"a": 1}
+        )
         for event in events:
             await svc.append_event(session, event.model_copy(deep=True))
         sessions.append(session)
-    got = [await svc.get_session(app_name=name, user_id="u", session_id="s") for svc in (reference, service)]
+    got = [
+        await svc.get_session(app_name=name, user_id="u", session_id="s")
+        for svc in (reference, service)
+    ]
     assert got[0] is not None and got[1] is not None
     assert got[1].events == got[0].events
     assert got[1].state == got[0].state

@@ -14,9 +14,9 @@ require("google.adk")
 
 async def test_documented_example_renders_the_tool_image_for_responses(tmp_path: Path) -> None:
     example = doc_example("google-adk")
-    main = cast(Callable[[str], Awaitable[dict[str, Any]]], example["main"])
+    main = cast("Callable[[str], Awaitable[dict[str, Any]]]", example["main"])
     payload = await main(str(tmp_path))
-    png = cast(bytes, example["PNG"])
+    png = cast("bytes", example["PNG"])
 
     items = payload["input"]
     kinds = [item.get("type", item.get("role")) for item in items]

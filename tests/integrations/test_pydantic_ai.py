@@ -46,7 +46,7 @@ from pydantic_ai.messages import (  # noqa: E402
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.usage import RequestUsage, RunUsage  # noqa: E402
+from pydantic_ai.usage import RequestUsage  # noqa: E402
 
 from convstore.integrations.pydantic_ai import ConvstoreConversationStore  # noqa: E402
 
@@ -81,7 +81,9 @@ def result(name: str, call_id: str, *, image: bool = False, retry: bool = False)
             name, "bad args", tool_call_id=call_id, outcome="retried", timestamp=T0
         )
         feedback = RetryFeedbackPart("say it again", retry=RetryInfo(cause="model_retry"))
-        return ModelRequest(parts=[retried, dataclasses.replace(feedback, timestamp=T0)], timestamp=T0)
+        return ModelRequest(
+            parts=[retried, dataclasses.replace(feedback, timestamp=T0)], timestamp=T0
+        )
     content: Any = BinaryContent(PNG, media_type="image/png") if image else {"ok": name}
     part = ToolReturnPart(name, content, tool_call_id=call_id, timestamp=T0)
     return ModelRequest(parts=[part], timestamp=T0)
@@ -119,9 +121,7 @@ class Twin:
     # conversations this scenario made.
     names: set[str] = dataclasses.field(default_factory=set)
 
-    async def both(
-        self, op: Callable[[Any, int], Awaitable[Any]]
-    ) -> tuple[Any, Any]:
+    async def both(self, op: Callable[[Any, int], Awaitable[Any]]) -> tuple[Any, Any]:
         """Run ``op(store, side)`` on both; equal outcomes (a value or the same error class)."""
         outcomes = []
         for side, store in enumerate((self.ref, self.ours)):
@@ -134,13 +134,16 @@ class Twin:
             assert outcomes[0][1] is outcomes[1][1]
         return outcomes[0][1], outcomes[1][1]
 
-    def pair(self, ref_entries: list[ConversationEntry], our_entries: list[ConversationEntry]) -> None:
+    def pair(
+        self, ref_entries: list[ConversationEntry], our_entries: list[ConversationEntry]
+    ) -> None:
         assert [e.message for e in ref_entries] == [e.message for e in our_entries]
         for ref_entry, our_entry in zip(ref_entries, our_entries, strict=True):
             self.ids[our_entry.id] = ref_entry.id
 
     async def save(self, cid: str, extra: list[ModelMessage], *, scope: str | None = None) -> None:
         """Continue the current handle (or a new conversation) with ``extra`` and save it."""
+
         async def op(store: Any, side: int) -> list[ConversationEntry]:
             # A fresh load, so the handles kept for stale saves are never advanced.
             conv = await store.load(cid) or Conversation(conversation_id=cid)
@@ -154,6 +157,7 @@ class Twin:
 
     async def rewrite(self, cid: str, keep: int, extra: list[ModelMessage]) -> None:
         """Save the loaded history cut to ``keep`` messages plus ``extra``, compared, not marked."""
+
         async def op(store: Any, side: int) -> list[ConversationEntry]:
             loaded = self.handles[cid][side]
             rewritten = Conversation(
@@ -219,7 +223,12 @@ class Twin:
         await self.reload(cid)
 
     async def fork(
-        self, cid: str, new_cid: str, *, at: int | None = None, entry: str | None = None,
+        self,
+        cid: str,
+        new_cid: str,
+        *,
+        at: int | None = None,
+        entry: str | None = None,
         scope: str | None = None,
     ) -> None:
         async def op(store: Any, side: int) -> Conversation:
@@ -287,7 +296,9 @@ async def test_save_load_continue_with_images_and_tool_calls(twin: Twin) -> None
     a = cid()
     await twin.save(a, [user("draw", image=True, system="be brief"), *turn("1", image=True)[1:]])
     await twin.save(a, turn("2"))
-    await twin.save(a, [user("why"), call("check", "c-retry"), result("check", "c-retry", retry=True)])
+    await twin.save(
+        a, [user("why"), call("check", "c-retry"), result("check", "c-retry", retry=True)]
+    )
     await twin.reload(a, limit=3)
     await twin.reload(a, limit=0)
     await twin.entries_alive()
@@ -300,7 +311,9 @@ async def test_stale_and_duplicate_saves_conflict_alike(twin: Twin) -> None:
     await twin.save(a, turn("2"))
     await twin.stale_save(a, stale)
     # A new Conversation object for an id the store already has is a conflict too.
-    await twin.both(lambda store, _: store.save(Conversation(conversation_id=a, messages=turn("x"))))
+    await twin.both(
+        lambda store, _: store.save(Conversation(conversation_id=a, messages=turn("x")))
+    )
     await twin.reload(a)
 
 

@@ -14,9 +14,9 @@ require("pydantic_ai")
 
 async def test_documented_example_renders_the_tool_image_for_anthropic(tmp_path: Path) -> None:
     example = doc_example("pydantic-ai")
-    main = cast(Callable[[str], Awaitable[dict[str, Any]]], example["main"])
+    main = cast("Callable[[str], Awaitable[dict[str, Any]]]", example["main"])
     payload = await main(str(tmp_path))
-    png = cast(bytes, example["PNG"])
+    png = cast("bytes", example["PNG"])
 
     messages = payload["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]

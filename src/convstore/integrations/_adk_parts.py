@@ -45,7 +45,7 @@ __all__ = ["event_messages"]
 def event_messages(event: Event) -> list[Message]:
     """The canonical messages of ``event`` (ids on all but the last, no native record)."""
     content = event.content
-    model = content is not None and content.role == "model" or (
+    model = (content is not None and content.role == "model") or (
         content is not None and content.role is None and event.author != "user"
     )
     runs: list[tuple[Role, list[Part]]] = []

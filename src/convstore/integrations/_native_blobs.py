@@ -126,7 +126,9 @@ def stored_part(placeholder: dict[str, JsonValue]) -> FilePart:
     sha = placeholder["sha256"]
     size = placeholder["size"]
     media_type = placeholder.get("media_type")
-    assert isinstance(sha, str) and isinstance(size, int)  # written by `externalize`
+    # Both written by `externalize`.
+    assert isinstance(sha, str)
+    assert isinstance(size, int)
     return FilePart(
         attachment=AttachmentRef(sha256=sha, size=size),
         media_type=media_type if isinstance(media_type, str) else "application/octet-stream",

@@ -8,10 +8,10 @@ Invariants:
 - A `ModelResponse` is one ``assistant`` message: text, thinking, tool calls and files map to
   the canonical parts; provider-executed (native) tool parts and anything unknown stay only in
   the native record.
-- A `ModelRequest` is a run of messages, one per role in part order: system prompts → ``system``,
-  user prompts, retry feedback and retry prompts without a tool → ``user``, tool returns and tool retry prompts
-  → ``tool`` results. A request with no canonical part still yields one empty ``user`` message,
-  so every entry has a message to carry its id.
+- A `ModelRequest` is a run of messages, one per role in part order: system prompts →
+  ``system``; user prompts, retry feedback and retry prompts without a tool → ``user``; tool
+  returns and tool retry prompts → ``tool`` results. A request with no canonical part still
+  yields one empty ``user`` message, so every entry has a message to carry its id.
 - Tool returns holding files become `ContentOutput` (files as blobs); ``failed``/``retried``
   returns and tool retry prompts become `ErrorOutput`; any other return is `JsonOutput` of the
   returned JSON.
@@ -73,8 +73,10 @@ def canonical_messages(entry_id: str, message: Node) -> list[Message]:
 
 
 def rename_calls(messages: list[Message]) -> list[Message]:
-    """``messages`` with each call id qualified by its message id, and results made in the batch
-    pointing at the renamed calls (results of earlier calls keep their ids)."""
+    """``messages`` with each call id qualified by its message id.
+
+    Results in the batch point at the renamed calls; results of earlier calls keep their ids.
+    """
     renamed: dict[str, str] = {}
     out: list[Message] = []
     for message in messages:
@@ -83,10 +85,11 @@ def rename_calls(messages: list[Message]) -> list[Message]:
             if isinstance(part, ToolCallPart):
                 new_id = f"{part.id}@{message.id}"[:255]
                 renamed[part.id] = new_id
-                part = part.model_copy(update={"id": new_id, "provider_id": part.id})
+                parts.append(part.model_copy(update={"id": new_id, "provider_id": part.id}))
             elif isinstance(part, ToolResultPart) and part.call_id in renamed:
-                part = part.model_copy(update={"call_id": renamed[part.call_id]})
-            parts.append(part)
+                parts.append(part.model_copy(update={"call_id": renamed[part.call_id]}))
+            else:
+                parts.append(part)
         out.append(message.model_copy(update={"parts": parts}))
     return out
 

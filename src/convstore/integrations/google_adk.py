@@ -37,12 +37,14 @@ its session state but loses those deltas).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 import uuid
 from collections.abc import Iterable
 from typing import Any, Final
 
+from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
@@ -66,12 +68,7 @@ from convstore.integrations._adk_parts import event_messages
 from convstore.integrations._native_blobs import externalize, restore
 from convstore.integrations._store_handle import StoreHandle
 from convstore.model import Conversation, FilePart, Message, NativeRecord
-from convstore.store import ConversationStore
-
-try:  # the error ADK raises for a stale writer (a ValueError with ADK's message)
-    from google.adk.errors._stale_session_error import StaleSessionError
-except ImportError:  # pragma: no cover - older releases raised a plain ValueError
-    StaleSessionError = ValueError  # type: ignore[misc,assignment]
+from convstore.store import ConversationStore, ConversationSummary
 
 __all__ = ["ConvstoreSessionService"]
 
@@ -192,7 +189,9 @@ class ConvstoreSessionService(BaseSessionService):
             raise AlreadyExistsError(f"Session with id {session_id} already exists.")
         app_state, user_state = await asyncio.gather(
             self._patch_scope(store, _app_cid(app_name), app_name, None, deltas["app"]),
-            self._patch_scope(store, _user_cid(app_name, user_id), app_name, user_id, deltas["user"]),
+            self._patch_scope(
+                store, _user_cid(app_name, user_id), app_name, user_id, deltas["user"]
+            ),
         )
         session = Session(
             id=session_id,
@@ -248,10 +247,14 @@ class ConvstoreSessionService(BaseSessionService):
     ) -> ListSessionsResponse:
         """The app's sessions (of ``user_id``, or all users), oldest update first, no events."""
         store = await self._handle.get()
-        wanted: dict[str, JsonValue] = {MARKER_KEY: FORMAT, "adk.kind": "session", "adk.app": app_name}
+        wanted: dict[str, JsonValue] = {
+            MARKER_KEY: FORMAT,
+            "adk.kind": "session",
+            "adk.app": app_name,
+        }
         if user_id is not None:
             wanted["adk.user"] = user_id
-        summaries = []
+        summaries: list[ConversationSummary] = []
         cursor: str | None = None
         while True:
             page = await store.list_conversations(limit=500, cursor=cursor, metadata=wanted)
@@ -276,8 +279,10 @@ class ConvstoreSessionService(BaseSessionService):
                     id=str(summary.metadata["adk.session"]),
                     app_name=app_name,
                     user_id=user,
-                    state=_merged(app_state, by_user[user], state if isinstance(state, dict) else {}),
-                    last_update_time=float(snapshot.get("time") or 0.0),  # type: ignore[arg-type]
+                    state=_merged(
+                        app_state, by_user[user], state if isinstance(state, dict) else {}
+                    ),
+                    last_update_time=float(snapshot.get("time") or 0.0),
                 )
             )
         sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
@@ -287,10 +292,8 @@ class ConvstoreSessionService(BaseSessionService):
         """Delete the session and its events (a missing one is not an error)."""
         store = await self._handle.get()
         session_id = session_id.strip() if session_id else session_id
-        try:
+        with contextlib.suppress(ConversationNotFoundError):
             await store.delete_conversation(_session_cid(app_name, user_id, session_id))
-        except ConversationNotFoundError:
-            pass
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         """The user's ``user:`` state, keys without the prefix; ``{}`` when none."""
@@ -328,7 +331,9 @@ class ConvstoreSessionService(BaseSessionService):
         if delta:
             deltas = _session_util.extract_json_safe_state_delta(delta)
             await asyncio.gather(
-                self._patch_scope(store, _app_cid(session.app_name), session.app_name, None, deltas["app"]),
+                self._patch_scope(
+                    store, _app_cid(session.app_name), session.app_name, None, deltas["app"]
+                ),
                 self._patch_scope(
                     store,
                     _user_cid(session.app_name, session.user_id),
@@ -341,9 +346,7 @@ class ConvstoreSessionService(BaseSessionService):
         session.last_update_time = event.timestamp
         return self._commit_event_to_session(session, event)
 
-    async def _check_markerless(
-        self, store: ConversationStore, cid: str, session: Session
-    ) -> str:
+    async def _check_markerless(self, store: ConversationStore, cid: str, session: Session) -> str:
         """ADK's check for a session without a marker: it must hold the newest stored event."""
         conv = await store.load(cid, last=4)
         natives = _natives(conv.messages)
@@ -385,7 +388,11 @@ class ConvstoreSessionService(BaseSessionService):
             state, _ = await self._session_state(store, await store.load(cid), None)
         metadata = {
             **conv.metadata,
-            "adk.snapshot": {"through_seq": stored[-1].seq, "state": state, "time": event.timestamp},
+            "adk.snapshot": {
+                "through_seq": stored[-1].seq,
+                "state": state,
+                "time": event.timestamp,
+            },
         }
         try:
             updated = await store.update_conversation(
@@ -407,16 +414,16 @@ class ConvstoreSessionService(BaseSessionService):
         state = snapshot.get("state")
         state = dict(state) if isinstance(state, dict) else {}
         through = snapshot.get("through_seq")
-        updated = float(snapshot.get("time") or 0.0)  # type: ignore[arg-type]
+        updated = float(snapshot.get("time") or 0.0)
         if through == conv.head_seq or (through == 0 and conv.head_seq is None):
             return state, updated
         # The snapshot lags: fold the events after it (the whole path when not loaded).
-        if natives is None or len(natives) == 0 and conv.head_seq is not None:
+        if natives is None or (len(natives) == 0 and conv.head_seq is not None):
             conv = await store.load(conv.id)
         after = [
             n
             for m in conv.messages
-            if (n := _native_of(m)) is not None and m.seq is not None and m.seq > int(through or 0)  # type: ignore[arg-type]
+            if (n := _native_of(m)) is not None and m.seq is not None and m.seq > int(through or 0)
         ]
         if after:
             timestamp = after[-1].get("timestamp")

@@ -202,11 +202,21 @@ class ConvstoreConversationStore(_FrameworkStore):
         try:
             head_seq = await self._move_head(store, conv, record, new_entries)
             after = await _header(store, cid)
-            if after is None or after.head_seq != head_seq or _record_json(after) != _record_json(conv):
+            if (
+                after is None
+                or after.head_seq != head_seq
+                or _record_json(after) != _record_json(conv)
+            ):
                 raise ConversationConflict(cid)
             fields = _RECORD.dump_python(record, mode="json", exclude={"conversation_id", "scope"})
-            metadata = {**after.metadata, MARKER_KEY: FORMAT, RECORD_KEY: {**fields, "head_seq": head_seq}}
-            await store.update_conversation(cid, metadata=metadata, expected_revision=after.revision)
+            metadata = {
+                **after.metadata,
+                MARKER_KEY: FORMAT,
+                RECORD_KEY: {**fields, "head_seq": head_seq},
+            }
+            await store.update_conversation(
+                cid, metadata=metadata, expected_revision=after.revision
+            )
         except (RevisionConflictError, ConversationNotFoundError) as exc:
             raise ConversationConflict(cid) from exc
         if record.head_id is not None:
@@ -394,7 +404,6 @@ def _entry_messages(entry: ConversationEntry) -> list[Message]:
     return [*messages[:-1], last]
 
 
-
 # pydantic-ai's own JSON round trip narrows a `BinaryContent` holding an image to `BinaryImage`
 # (and audio to `BinaryAudio`), which then compares unequal to the message that was saved and
 # would make `save` see a rewritten history. The classes are recorded on write and put back.
@@ -452,7 +461,7 @@ def _restore_binary_classes(message: ModelMessage, names: list[str]) -> None:
         cls = classes.get(next(wanted, ""), type(binary))
         if type(binary) is cls:
             return binary
-        copy = cls.__new__(cls)
+        copy = object.__new__(cls)
         copy.__dict__.update(binary.__dict__)
         return copy
 
