@@ -10,7 +10,14 @@ STAMP  := $(VENV)/.installed-dev
 BENCH_VENV  := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed-bench
 
-.PHONY: demo test lint typecheck pytest bench lock clean
+# Framework integrations whose pins clash with the dev extra (and with each other) get their
+# own environments; `make test` runs their tests and type-checks there, framework installed.
+PAI_VENV  := .venv-pydantic-ai
+PAI_STAMP := $(PAI_VENV)/.installed-pydantic-ai
+ADK_VENV  := .venv-adk
+ADK_STAMP := $(ADK_VENV)/.installed-google-adk
+
+.PHONY: demo test lint typecheck pytest bench lock clean test-pydantic-ai test-google-adk
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,7 +28,7 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/convstore demo
 
-test: lint typecheck pytest
+test: lint typecheck pytest test-pydantic-ai test-google-adk
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench migrations
@@ -32,6 +39,26 @@ typecheck: $(STAMP)
 
 pytest: $(STAMP)
 	$(BIN)/pytest
+
+$(PAI_STAMP): pyproject.toml constraints-pydantic-ai.txt
+	test -x $(PAI_VENV)/bin/python || $(PYTHON) -m venv $(PAI_VENV)
+	$(PAI_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PAI_VENV)/bin/python -m pip install --quiet -c constraints-pydantic-ai.txt -e ".[dev,pydantic-ai]"
+	touch $@
+
+test-pydantic-ai: $(PAI_STAMP)
+	$(PAI_VENV)/bin/mypy
+	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_pydantic_ai.py tests/integrations/test_pydantic_ai_docs.py
+
+$(ADK_STAMP): pyproject.toml constraints-google-adk.txt
+	test -x $(ADK_VENV)/bin/python || $(PYTHON) -m venv $(ADK_VENV)
+	$(ADK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(ADK_VENV)/bin/python -m pip install --quiet -c constraints-google-adk.txt -e ".[dev,google-adk]"
+	touch $@
+
+test-google-adk: $(ADK_STAMP)
+	$(ADK_VENV)/bin/mypy
+	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(ADK_VENV)/bin/pytest tests/integrations/test_google_adk.py tests/integrations/test_google_adk_docs.py
 
 $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
@@ -55,4 +82,4 @@ lock:
 	rm -rf .lock-venv
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist convstore.db* convstore-blobs
+	rm -rf $(VENV) $(BENCH_VENV) $(PAI_VENV) $(ADK_VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist convstore.db* convstore-blobs
