@@ -242,6 +242,9 @@ class Twin:
             assert ours.messages == ref.messages
             await self.reload(new_cid)
 
+    def ours_store(self) -> ConversationStore:
+        return self.ours._handle._store  # type: ignore[return-value]
+
     def ref_or_ours(self, our_entry: str, side: int) -> str:
         return self.ids[our_entry] if side == 0 else our_entry
 
@@ -322,6 +325,13 @@ async def test_rewritten_history_branches_and_keeps_the_old_branch(twin: Twin) -
     await twin.save(a, [*turn("1"), *turn("2")])
     await twin.rewrite(a, 4, [user("compacted"), answer("summary")])
     await twin.rewrite(a, 2, [result("lookup", "call-1"), answer("again")])  # repeats a call id
+    # A rewrite that makes the same call again (same call id, different message): call ids are
+    # unique per convstore conversation, so the branch's copy of the call gets a qualified id.
+    await twin.rewrite(a, 1, [call("lookup", "call-1", thinking="again"), *turn("1")[2:]])
+    path = await twin.ours_store().load(a)
+    assert [(c.id, c.provider_id, c.status) for c in path.tool_calls] == [
+        (f"call-1@{path.messages[1].id}", "call-1", "complete")
+    ]
     old_tip = next(iter(twin.ids))
     await twin.branch(a, entry=old_tip)
     await twin.branch(a, at=3)

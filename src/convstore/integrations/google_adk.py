@@ -216,16 +216,22 @@ class ConvstoreSessionService(BaseSessionService):
         session_id = session_id.strip() if session_id else session_id
         cid = _session_cid(app_name, user_id, session_id)
         recent = config.num_recent_events if config is not None else None
+        # An event is one message or a few: a window of 3 per event usually holds the newest
+        # `recent` events; when it does not, the whole path is read.
+        window = None if recent is None else 3 * recent + 3 if recent else 0
         try:
             conv, app_state, user_state = await asyncio.gather(
-                store.load(cid, last=0 if recent == 0 else None),
+                store.load(cid, last=window),
                 _scope_state(store, _app_cid(app_name)),
                 _scope_state(store, _user_cid(app_name, user_id)),
             )
         except ConversationNotFoundError:
             return None
         natives = _natives(conv.messages)
-        session_state, updated = await self._session_state(store, conv, natives)
+        if recent and len(natives) < recent and len(conv.messages) == window:
+            conv = await store.load(cid)
+            natives = _natives(conv.messages)
+        session_state, updated = await self._session_state(store, conv)
         if recent is not None:
             natives = natives[-recent:] if recent else []
         events = await _events(store, natives)
@@ -385,7 +391,7 @@ class ConvstoreSessionService(BaseSessionService):
         ):
             state = _fold(state, [event.model_dump(exclude_none=True, mode="json")])
         else:
-            state, _ = await self._session_state(store, await store.load(cid), None)
+            state, _ = await self._session_state(store, conv)
         metadata = {
             **conv.metadata,
             "adk.snapshot": {
@@ -403,10 +409,7 @@ class ConvstoreSessionService(BaseSessionService):
         return updated.revision
 
     async def _session_state(
-        self,
-        store: ConversationStore,
-        conv: Conversation,
-        natives: list[dict[str, JsonValue]] | None,
+        self, store: ConversationStore, conv: Conversation
     ) -> tuple[dict[str, Any], float]:
         """The session-scoped state and last update time: the snapshot, completed if it lags."""
         snapshot = conv.metadata.get("adk.snapshot")
