@@ -390,6 +390,30 @@ async def test_concurrent_stale_writers_one_wins(service: ConvstoreSessionServic
         assert len(written) == 1  # the loser's delta is nowhere: no half-written turn
 
 
+async def test_a_lost_snapshot_is_rebuilt_from_the_events(
+    service: ConvstoreSessionService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer that stops after its append (before its state snapshot) loses no state."""
+    name = app()
+    session = await service.create_session(app_name=name, user_id="u", state={"a": 1})
+    await service.append_event(session, delta_event({"b": 2}))
+
+    async def stopped(*args: Any) -> None:
+        return None
+
+    monkeypatch.setattr(service, "_snapshot", stopped)
+    await service.append_event(session, delta_event({"c": 3, "a": 0}))
+    await service.append_event(session, delta_event({"d": 4}))  # marker-less now: checked by events
+    monkeypatch.undo()
+    got = await service.get_session(app_name=name, user_id="u", session_id=session.id)
+    assert got is not None and got.state == {"a": 0, "b": 2, "c": 3, "d": 4}
+    listed = (await service.list_sessions(app_name=name)).sessions
+    assert listed[0].state == {"a": 1, "b": 2}  # listings show the last snapshot
+    await service.append_event(got, delta_event({"e": 5}))  # the next append catches up
+    listed = (await service.list_sessions(app_name=name)).sessions
+    assert listed[0].state == {"a": 0, "b": 2, "c": 3, "d": 4, "e": 5}
+
+
 async def test_current_session_tolerates_time_drift(service: ConvstoreSessionService) -> None:
     name = app()
     session = await service.create_session(app_name=name, user_id="u")

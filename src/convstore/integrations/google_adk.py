@@ -31,7 +31,9 @@ How ADK's model maps onto convstore's:
 
 Limits: app and user state live in their own conversations, so their deltas are written right
 after the event, not in the same transaction (a process killed in between keeps the event and
-its session state but loses those deltas).
+its session state but loses those deltas). `list_sessions` shows each session's state snapshot,
+which lags only after a writer stopped between its append and its snapshot, until the next append
+(`get_session` always folds the missing events in).
 """
 
 from __future__ import annotations
@@ -420,9 +422,9 @@ class ConvstoreSessionService(BaseSessionService):
         updated = float(snapshot.get("time") or 0.0)
         if through == conv.head_seq or (through == 0 and conv.head_seq is None):
             return state, updated
-        # The snapshot lags: fold the events after it (the whole path when not loaded).
-        if natives is None or (len(natives) == 0 and conv.head_seq is not None):
-            conv = await store.load(conv.id)
+        # The snapshot lags (a writer stopped between its append and its snapshot, or lost the
+        # race to write it): fold the stored events after it, reading the whole path.
+        conv = await store.load(conv.id)
         after = [
             n
             for m in conv.messages
