@@ -17,7 +17,8 @@ PAI_STAMP := $(PAI_VENV)/.installed-pydantic-ai
 ADK_VENV  := .venv-adk
 ADK_STAMP := $(ADK_VENV)/.installed-google-adk
 
-.PHONY: demo test lint typecheck pytest bench lock clean test-pydantic-ai test-google-adk
+.PHONY: demo test lint typecheck pytest bench lock clean test-pydantic-ai test-google-adk \
+	bench-frameworks
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -67,8 +68,13 @@ $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	touch $@
 
 # Every store in its own process, all from .venv-bench; writes docs/performance.md.
-bench: $(BENCH_STAMP)
+bench: $(BENCH_STAMP) bench-frameworks
 	$(BENCH_VENV)/bin/python -m bench.compare --save-json docs/performance.json
+
+# ADK's and pydantic-ai's workloads through the integrations beside the frameworks' own stores.
+bench-frameworks: $(PAI_STAMP) $(ADK_STAMP)
+	$(ADK_VENV)/bin/python -m bench.frameworks_bench adk
+	$(PAI_VENV)/bin/python -m bench.frameworks_bench pydantic-ai
 
 # Re-pin every dependency to what resolves today (run after changing pyproject.toml).
 lock:

@@ -266,14 +266,21 @@ class ConvstoreConversationStore(_FrameworkStore):
         if cid is None:
             cid = (await store.get_message(head_id)).conversation_id
             assert cid is not None  # set on every stored message
-        window = None if limit is None else 4 * limit + 4
-        path = (await store.load(cid, last=window)).messages
-        natives = {m.id: n for m in path if m.id is not None and (n := _native(m)) is not None}
+        # An entry is one message or a few: a window of 2 per entry usually holds the last
+        # `limit` entries; when it does not, the whole path is read once.
+        window = None if limit is None else 2 * limit + 2
+        conv = await store.load(cid, last=window)
+        natives = _natives_by_id(conv.messages)
         chain: list[tuple[str, dict[str, JsonValue]]] = []
         entry_id: str | None = head_id
         while entry_id is not None and (limit is None or len(chain) < limit):
             native = natives.get(entry_id)
-            if native is None:  # off the loaded path: one query for this entry
+            if native is None and window is not None and len(conv.messages) == window:
+                window = None
+                conv = await store.load(cid)
+                natives = _natives_by_id(conv.messages)
+                native = natives.get(entry_id)
+            if native is None:  # off the active path: one query for this entry
                 native = _native(await store.get_message(entry_id, conversation_id=cid))
                 if native is None:
                     raise MessageNotFoundError(entry_id, cid)
@@ -384,6 +391,10 @@ def _native(message: Message) -> dict[str, JsonValue] | None:
     if native is None or native.format != FORMAT or not isinstance(native.data, dict):
         return None
     return native.data
+
+
+def _natives_by_id(messages: list[Message]) -> dict[str, dict[str, JsonValue]]:
+    return {m.id: n for m in messages if m.id is not None and (n := _native(m)) is not None}
 
 
 def _entry_messages(entry: ConversationEntry) -> list[Message]:
