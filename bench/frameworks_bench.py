@@ -114,7 +114,7 @@ async def _adk_workload(service: Any, turns: int, writers: int) -> dict[str, flo
             try:
                 own = await service.create_session(app_name="bench", user_id="u", session_id=sid)
                 break
-            except Exception:  # noqa: BLE001 - counting what the service raises
+            except Exception:
                 errors += 1
         else:
             return
@@ -122,7 +122,7 @@ async def _adk_workload(service: Any, turns: int, writers: int) -> dict[str, flo
             for event in _adk_events(t, f"{sid}-{t}"):
                 try:
                     await service.append_event(own, event)
-                except Exception:  # noqa: BLE001 - counting what the service raises
+                except Exception:
                     errors += 1
 
     start = time.perf_counter()
