@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
+# `make demo` needs only the package itself (no test oracles, no provider SDKs).
+BASE_STAMP := $(VENV)/.installed-base
 # The benchmark's peer stores cannot share .venv with the dev extra's SDK oracles (see the
 # bench extra in pyproject.toml), so `make bench` has its own environment.
 BENCH_VENV  := .venv-bench
@@ -20,13 +22,17 @@ ADK_STAMP := $(ADK_VENV)/.installed-google-adk
 .PHONY: demo test lint typecheck pytest bench lock clean test-pydantic-ai test-google-adk \
 	bench-frameworks
 
-$(STAMP): pyproject.toml constraints.txt
+$(BASE_STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e .
+	touch $@
+
+$(STAMP): $(BASE_STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
 	touch $@
 
-demo: $(STAMP)
+demo: $(BASE_STAMP)
 	$(BIN)/convstore demo
 
 test: lint typecheck pytest test-pydantic-ai test-google-adk

@@ -15,8 +15,10 @@ import asyncio
 import os
 from logging.config import fileConfig
 
+from typing import Any
+
 from alembic import context
-from sqlalchemy import Connection, pool
+from sqlalchemy import JSON, Connection, pool
 from sqlalchemy.ext.asyncio import async_engine_from_config
 
 from convstore.db.schema import metadata
@@ -33,13 +35,31 @@ def _url() -> str:
     return configured or os.environ.get("CONVSTORE_URL") or DEFAULT_URL
 
 
+def _compare_server_default(
+    _context: Any,
+    _inspected_column: Any,
+    metadata_column: Any,
+    inspected_default: str | None,
+    _metadata_default: Any,
+    rendered_metadata_default: str | None,
+) -> bool | None:
+    """Compare JSON column defaults as text: PostgreSQL's ``json`` has no ``=`` to ask it."""
+    if not isinstance(metadata_column.type, JSON):
+        return None  # Alembic's own comparison
+
+    def bare(value: str | None) -> str | None:
+        return None if value is None else value.strip("()").removesuffix("::json").strip("()")
+
+    return bare(inspected_default) != bare(rendered_metadata_default)
+
+
 def _configure(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
-        compare_server_default=True,
+        compare_server_default=_compare_server_default,
     )
 
 

@@ -33,7 +33,7 @@ from convstore.db.schema import metadata
 from tests.support.postgres import PostgresCluster
 
 ROOT = Path(__file__).resolve().parents[2]
-TABLES = {"conversations", "messages", "parts", "tool_calls", "attachments", "compactions"}
+TABLES = {"conversations", "messages", "blob_refs", "tool_calls", "attachments", "compactions"}
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -122,7 +122,7 @@ async def test_database_behind_head_names_the_command(
     store = ConversationStore(empty_url, blobs="memory://x", auto_migrate=True)
     with pytest.raises(SchemaOutOfDateError, match="convstore migrate") as behind:
         await store.open()
-    assert behind.value.current == "0001"
+    assert behind.value.current == head_revision()
     assert behind.value.head == newer
 
 

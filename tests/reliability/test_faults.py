@@ -6,7 +6,7 @@ leaves nothing half-written, and the store keeps working afterwards.
   written, a transient ``database is locked`` that the bounded retry absorbs, one that outlasts
   every retry, and a write lock really held by another connection for a while;
 - PostgreSQL loses the connection mid-transaction: the append is parked on a row lock after
-  it inserted its messages and parts, and its server backend is terminated
+  it inserted its messages and blob refs, and its server backend is terminated
   (``pg_terminate_backend``);
 - an append is cancelled while in flight (both databases);
 - a referenced blob is missing or corrupted when a conversation is rendered.
@@ -189,8 +189,8 @@ async def test_sqlite_error_mid_transaction_rolls_back_everything(
     store = sqlite_store
     conv = await store.create_conversation()
     before = await started(conv.id, store)
-    # The conversation row is bumped and the messages inserted before the parts fail.
-    inject = Injector(monkeypatch, "INSERT INTO parts", "disk I/O error")
+    # The conversation row is locked and the messages inserted before the blob refs fail.
+    inject = Injector(monkeypatch, "INSERT INTO blob_refs", "disk I/O error")
     with pytest.raises(DatabaseError, match="disk I/O error"):
         await store.append(conv.id, [image_result("c1"), Message.user("after")])
     assert inject.raised == 1  # not transient: not retried
@@ -215,7 +215,7 @@ async def test_sqlite_transient_lock_errors_are_retried_whole(
     store = sqlite_store
     conv = await store.create_conversation()
     await started(conv.id, store)
-    inject = Injector(monkeypatch, "INSERT INTO parts", "database is locked")
+    inject = Injector(monkeypatch, "INSERT INTO blob_refs", "database is locked")
     inject.times = 2
     stored = await store.append(conv.id, [image_result("c1"), Message.user("after")])
     assert inject.raised == 2
@@ -288,7 +288,7 @@ async def test_postgres_connection_terminated_mid_transaction(
         holder, observer = await asyncpg.connect(dsn), await asyncpg.connect(dsn)
         try:
             # Lock the call's row: the append bumps the conversation, inserts its attachments,
-            # messages and parts, then parks on this lock when it completes the call.
+            # messages and blob refs, then parks on this lock when it completes the call.
             holder_tx = holder.transaction()
             await holder_tx.start()
             await holder.execute(
@@ -299,10 +299,10 @@ async def test_postgres_connection_terminated_mid_transaction(
             pid = await _backend_waiting_on_lock(observer, database, "UPDATE tool_calls%")
             inserted = await observer.fetchval(
                 "SELECT count(*) FROM pg_locks WHERE pid = $1 AND mode = 'RowExclusiveLock' "
-                "AND relation = 'parts'::regclass",
+                "AND relation = 'blob_refs'::regclass",
                 pid,
             )
-            assert inserted == 1  # the transaction had written parts when it was cut off
+            assert inserted == 1  # the transaction had written blob refs when it was cut off
             assert await observer.fetchval("SELECT pg_terminate_backend($1)", pid)
             with pytest.raises(DatabaseError) as caught:
                 await asyncio.wait_for(append, timeout=30)

@@ -77,4 +77,4 @@ async def test_append_is_one_transaction(store: ConversationStore) -> None:
     if store.backend.dialect_name == "sqlite":
         # sqlite3 reports each executemany row; count distinct statements in order instead.
         tables = list(dict.fromkeys(tables))
-    assert tables == ["messages", "parts", "tool_calls"]
+    assert tables == ["messages", "tool_calls"]

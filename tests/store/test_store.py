@@ -66,8 +66,9 @@ class TestConversations:
         second = await store.create_conversation(tenant=tenant, title="b")
         await store.append(first.id, Message.user("newer activity"))
         listed = await store.list_conversations(tenant=tenant)
-        assert [c.id for c in listed] == [first.id, second.id]
-        assert listed[0].message_count == 1
+        # Newest created first: activity does not reorder a listing (stable cursor paging).
+        assert [c.id for c in listed] == [second.id, first.id]
+        assert listed[1].message_count == 1
 
     async def test_delete_then_everything_is_not_found(self, store: ConversationStore) -> None:
         conv = await store.create_conversation()

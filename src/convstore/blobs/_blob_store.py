@@ -33,7 +33,9 @@ never lists them.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import posixpath
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from datetime import datetime
@@ -45,6 +47,8 @@ from convstore.blobs._layout import (
     blob_path,
     blobs_dir,
     digest_at,
+    namespace_root,
+    namespaces_dir,
     require_digest,
     staging_dir,
     staging_path,
@@ -54,6 +58,7 @@ from convstore.blobs._sources import CHUNK_SIZE, BlobSource, iter_chunks
 from convstore.errors import (
     AttachmentCorruptedError,
     AttachmentNotFoundError,
+    BlobStorageError,
     ClosedError,
     InvalidInputError,
 )
@@ -84,6 +89,9 @@ class BlobStore:
         self._max_size = max_size
         self._backend, self._root = open_backend(url, storage_options or {})
         self._closed = False
+        self._owner: BlobStore | None = None
+        self._namespace = ""
+        self._views: dict[str, BlobStore] = {}
 
     @property
     def url(self) -> str:
@@ -94,6 +102,52 @@ class BlobStore:
     def max_size(self) -> int:
         """The largest blob, in bytes, that a put accepts."""
         return self._max_size
+
+    @property
+    def namespace_name(self) -> str:
+        """The namespace this store reads and writes (``""``: the shared one)."""
+        return self._namespace
+
+    def namespace(self, name: str) -> BlobStore:
+        """The same storage, in namespace ``name`` (lower-case hex; ``""``: the shared one).
+
+        A view shares this store's connection and is closed with it.
+        """
+        owner = self._owner or self
+        if not name:
+            return owner
+        view = owner._views.get(name)
+        if view is None:
+            view = object.__new__(BlobStore)
+            view._url, view._max_size = owner._url, owner._max_size
+            view._backend, view._root = owner._backend, namespace_root(owner._root, name)
+            view._closed, view._owner, view._namespace, view._views = False, owner, name, {}
+            owner._views[name] = view
+        return view
+
+    async def namespaces(self) -> list[str]:
+        """Every namespace holding anything, the shared one (``""``) first."""
+        self._require_open()
+        owner = self._owner or self
+        listing = await self._backend.listdir(namespaces_dir(owner._root))
+        return ["", *sorted(posixpath.basename(d.rstrip("/")) for d in listing.dirs)]
+
+    async def storage_now(self) -> datetime:
+        """The storage's own clock: the modified time of a probe object written just now.
+
+        Ages of blobs are judged against this, never the local clock, so a host or an object
+        store whose clock is off by hours cannot make a fresh blob look old.
+        """
+        self._require_open()
+        probe = staging_path(self._root)
+        await self._backend.write(probe, b"", staging=staging_path(self._root))
+        try:
+            stat = await self._backend.info(probe)
+        finally:
+            await self._backend.remove(probe)
+        if stat is None:
+            raise BlobStorageError(f"the storage clock probe {probe} vanished")
+        return stat.modified
 
     def key(self, sha256: str) -> str:
         """The full URL of the object that holds the blob with that digest."""
@@ -116,7 +170,7 @@ class BlobStore:
         # where the backend can, otherwise write the bytes again.
         if not await self._backend.touch(path):
             await self._backend.write(path, data, staging=staging_path(self._root))
-        return stored
+        return await self._stamped(stored, path)
 
     async def put_stream(self, source: BlobSource, *, media_type: str | None = None) -> StoredBlob:
         """Store the bytes of ``source`` without holding them in memory, and return the address.
@@ -141,8 +195,16 @@ class BlobStore:
             async with aclosing(ingest.rest(head, chunks)) as body:
                 await self._backend.stage(staging, body)
         stored = ingest.result()
-        await self._backend.publish(staging, blob_path(self._root, stored.sha256))
-        return stored
+        path = blob_path(self._root, stored.sha256)
+        await self._backend.publish(staging, path)
+        return await self._stamped(stored, path)
+
+    async def _stamped(self, stored: StoredBlob, path: str) -> StoredBlob:
+        """``stored`` with the object's modified time as the storage reports it now."""
+        stat = await self._backend.info(path)
+        if stat is None:
+            raise BlobStorageError(f"{self._backend.url(path)} vanished right after it was stored")
+        return dataclasses.replace(stored, written_at=stat.modified)
 
     async def get(self, sha256: str) -> bytes:
         """The bytes of a blob, checked against their digest.
@@ -218,8 +280,11 @@ class BlobStore:
         return digest.hexdigest() == sha256
 
     async def close(self) -> None:
-        """Release the backend's connections; the store cannot be used afterwards."""
-        if self._closed:
+        """Release the backend's connections; the store cannot be used afterwards.
+
+        Closing a namespace view does nothing: its owner holds the connection.
+        """
+        if self._closed or self._owner is not None:
             return
         self._closed = True
         await self._backend.close()
@@ -228,5 +293,5 @@ class BlobStore:
         return blob_path(self._root, require_digest(sha256))
 
     def _require_open(self) -> None:
-        if self._closed:
+        if self._closed or (self._owner is not None and self._owner._closed):
             raise ClosedError(f"the blob store at {self._url} is closed")

@@ -10,6 +10,10 @@ Invariants:
   outside the layout (no ``..``, no ``/``).
 - Writes are staged at ``<root>/tmp/<uuid4>`` before they are moved onto their key. Staging
   objects are never blobs: listings skip them.
+- A namespace (one per tenant, unless deduplication is global) is the same layout under
+  ``<root>/tenants/<namespace>``: identical bytes are stored once per namespace, so no tenant's
+  timing or errors depend on what another tenant stored. The shared namespace is ``""``, the
+  root itself. Namespace names are lower-case hex too, so they cannot escape the layout either.
 """
 
 from __future__ import annotations
@@ -23,8 +27,24 @@ from convstore.errors import InvalidInputError
 
 ALGORITHM: Final = "sha256"
 STAGING_DIR: Final = "tmp"
+NAMESPACES_DIR: Final = "tenants"
 
 _DIGEST: Final = re.compile(r"[0-9a-f]{64}")
+_NAMESPACE: Final = re.compile(r"[0-9a-f]{1,64}")
+
+
+def namespace_root(root: str, namespace: str) -> str:
+    """The root of a namespace's layout (``""``: the shared namespace, ``root`` itself)."""
+    if not namespace:
+        return root
+    if not _NAMESPACE.fullmatch(namespace):
+        raise InvalidInputError(f"not a blob namespace: {namespace!r}")
+    return f"{root}/{NAMESPACES_DIR}/{namespace}"
+
+
+def namespaces_dir(root: str) -> str:
+    """The directory holding every namespace but the shared one."""
+    return f"{root}/{NAMESPACES_DIR}"
 
 
 def require_digest(sha256: str) -> str:

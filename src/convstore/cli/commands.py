@@ -49,10 +49,14 @@ async def migrate(args: argparse.Namespace) -> int:
 
 
 async def list_conversations(args: argparse.Namespace) -> int:
-    """Print the most recently updated conversations."""
+    """Print a page of conversations, newest first, and how to get the next one."""
     async with _store(args) as store:
-        rows = await store.list_conversations(tenant=args.tenant, limit=args.limit)
-    print(summary_table(rows))
+        page = await store.list_conversations(
+            tenant=args.tenant, limit=args.limit, cursor=args.cursor
+        )
+    print(summary_table(page))
+    if page.next_cursor is not None:
+        print(f"more: convstore list --cursor {page.next_cursor}")
     return 0
 
 
@@ -60,10 +64,11 @@ async def show(args: argparse.Namespace) -> int:
     """Print one conversation."""
     async with _store(args) as store:
         conversation = await store.load(args.id, tenant=args.tenant)
+        tips = await store.branches(args.id, tenant=args.tenant)
     if args.json:
         print(json.dumps(dump_messages(conversation.messages), indent=2, ensure_ascii=False))
     else:
-        print(conversation_view(conversation))
+        print(conversation_view(conversation, tips))
     return 0
 
 

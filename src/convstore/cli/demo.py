@@ -8,12 +8,14 @@ rendered for every provider target.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import struct
 import zlib
 from typing import Any
 
 from convstore.cli.views import conversation_view
+from convstore.errors import ConversationNotFoundError
 from convstore.model import (
     ContentOutput,
     ErrorOutput,
@@ -27,7 +29,7 @@ from convstore.model import (
 from convstore.rendering import Rendered
 from convstore.store import ConversationStore
 
-__all__ = ["run_demo"]
+__all__ = ["DEMO_ID", "run_demo"]
 
 
 def _png(width: int = 24, height: int = 16) -> bytes:
@@ -83,7 +85,12 @@ def _heading(title: str) -> None:
 async def run_demo(store: ConversationStore) -> None:
     """Store the sample conversation in ``store`` and print what was stored."""
     image, pdf = _png(), _pdf("Lisbon itinerary: 3 nights")
-    conversation = await store.create_conversation(title="Trip to Lisbon", metadata={"demo": True})
+    # One demo conversation however often the demo runs: the previous one makes way.
+    with contextlib.suppress(ConversationNotFoundError):
+        await store.delete_conversation(DEMO_ID)
+    conversation = await store.create_conversation(
+        id=DEMO_ID, title="Trip to Lisbon", metadata={"demo": True}
+    )
     await store.append(
         conversation.id,
         [
@@ -160,6 +167,9 @@ async def run_demo(store: ConversationStore) -> None:
     for line in json.dumps(_shorten(chat.payload), indent=2, ensure_ascii=False).splitlines():
         print("    " + line)
 
+
+DEMO_ID = "demo-trip-to-lisbon"
+"""The demo conversation's id."""
 
 _DEMO_TARGETS = (
     ("openai-chat", "gpt-5"),

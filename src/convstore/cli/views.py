@@ -6,9 +6,11 @@ Invariants: pure formatting (no I/O, no store calls); every part kind is shown, 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Final, assert_never
 
 from convstore.model import (
+    Branch,
     ContentOutput,
     Conversation,
     ErrorOutput,
@@ -93,18 +95,24 @@ def _part(part: Part) -> str:
 def _message(message: Message) -> list[str]:
     origin = "/".join(x for x in (message.provider, message.model) if x)
     head = f"#{message.seq} {message.role.value}" + (f" ({origin})" if origin else "")
+    if message.id is not None:
+        head += f"  id={message.id}"
     return [head, *(f"    {_part(p)}" for p in message.parts)]
 
 
-def conversation_view(conversation: Conversation) -> str:
-    """The whole conversation as readable text."""
+def conversation_view(conversation: Conversation, branches: Sequence[Branch] = ()) -> str:
+    """The active path of a conversation as readable text, with its branches."""
     lines = [
         f"conversation {conversation.id}",
         f"  title: {conversation.title or '-'}   tenant: {conversation.tenant or '-'}",
         f"  created: {conversation.created_at:%Y-%m-%d %H:%M:%S} UTC   "
-        f"messages: {len(conversation.messages)}",
-        "",
+        f"messages: {len(conversation.messages)}   head: #{conversation.head_seq or '-'}   "
+        f"revision: {conversation.revision}",
     ]
+    if len(branches) > 1:
+        tips = ", ".join(f"#{b.head_seq}{' (active)' if b.active else ''}" for b in branches)
+        lines.append(f"  branches: {tips}  (convstore shows the active one)")
+    lines.append("")
     for message in conversation.messages:
         lines.extend(_message(message))
     if conversation.tool_calls:

@@ -14,6 +14,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +30,7 @@ from convstore.db.mapping import text_column
 from convstore.errors import (
     AttachmentCorruptedError,
     AttachmentNotFoundError,
+    BlobStorageError,
     ClosedError,
     InvalidInputError,
     InvalidMessageError,
@@ -51,7 +53,12 @@ from convstore.model import (
 from convstore.model._base import describe_validation_error
 from convstore.rendering import Rendered, render
 from convstore.store import branches, conversations, reads, writes
-from convstore.store.attachments import attachment_rows, store_files
+from convstore.store.attachments import (
+    attachment_rows,
+    needs_storing,
+    store_files,
+    written_times,
+)
 from convstore.store.conversations import UNSET
 from convstore.store.ids import new_id
 from convstore.store.reads import ConversationPage
@@ -63,6 +70,9 @@ __all__ = ["DEFAULT_MAX_ATTACHMENT_SIZE", "ConversationStore"]
 
 DEFAULT_MAX_ATTACHMENT_SIZE = 20 * 1024 * 1024
 _FETCH_CONCURRENCY = 16
+_COLLECTED_RETRIES = 3
+_STALE_TOMBSTONE = 60.0
+"""Seconds after which a garbage collector's mark on a blob is taken for a dead collector's."""
 
 _MESSAGE = TypeAdapter(Message)
 _OUTPUT: TypeAdapter[ToolOutput] = TypeAdapter(ToolOutput)
@@ -126,6 +136,10 @@ class ConversationStore:
         sqlite_synchronous: ``"full"`` (default, durable across power loss) or ``"normal"``
             (WAL-safe against crashes, faster commits).
         blob_options: extra fsspec storage options (credentials, endpoint).
+        dedupe: ``"tenant"`` (default): identical bytes are stored once per tenant, so no
+            tenant can tell from timing or errors whether another stored a file. ``"global"``:
+            once for everyone (less storage; but a tenant that times its own append of a file
+            learns whether anyone stored it before).
     """
 
     def __init__(
@@ -137,7 +151,11 @@ class ConversationStore:
         auto_migrate: bool | None = None,
         sqlite_synchronous: Literal["full", "normal"] = "full",
         blob_options: Mapping[str, Any] | None = None,
+        dedupe: Literal["tenant", "global"] = "tenant",
     ) -> None:
+        if dedupe not in ("tenant", "global"):
+            raise InvalidInputError('dedupe is "tenant" or "global"')
+        self.dedupe = dedupe
         self.url = url
         self.blobs_url = blobs if blobs is not None else _default_blobs(url)
         self._backend: Backend = create_backend(
@@ -385,24 +403,62 @@ class ConversationStore:
             return []
         # Before any blob is written: a batch over a documented limit leaves nothing behind.
         check_messages(batch, max_attachment_size=self.blob_store.max_size)
-        stored_messages, blobs = await store_files(self.blob_store, batch)
-        plan = AppendPlan(
-            conversation_id=conversation_id,
-            messages=stored_messages,
-            attachments=attachment_rows(blobs),
-            now=_now(),
-            tenant=tenant,
-            idempotency_key=idempotency_key,
-            on_conflict=on_conflict,
-            expected_revision=expected_revision,
-            parent_seq=parent_seq,
-        )
         try:
-            stored, _ = await self._backend.write(lambda tx: writes.append_messages(tx, plan))
+            stored, _ = await self._write_batch(
+                conversation_id,
+                batch,
+                tenant=tenant,
+                idempotency_key=idempotency_key,
+                on_conflict=on_conflict,
+                expected_revision=expected_revision,
+                parent_seq=parent_seq,
+            )
         except NoChange as replay:
             replayed: list[Message] = replay.value[0]
             return replayed
         return stored
+
+    def _namespace_of(self, tenant: str | None) -> str:
+        if tenant is None or self.dedupe == "global":
+            return ""
+        return hashlib.sha256(tenant.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+    async def _write_batch(
+        self, conversation_id: str, batch: list[Message], **plan: Any
+    ) -> tuple[list[Message], ToolCall | None]:
+        """Store the batch's files, then its rows; retried if gc is collecting a blob it uses."""
+        blobs = self.blob_store
+        if any(needs_storing(f) for m in batch for f in m.files):
+            tenant = plan.get("tenant")
+            if tenant is None:
+                tenant = await self._backend.read(
+                    lambda tx: reads.conversation_tenant(tx, conversation_id)
+                )
+            blobs = blobs.namespace(self._namespace_of(tenant))
+        for attempt in range(_COLLECTED_RETRIES):
+            stored_messages, stored_blobs = await store_files(blobs, batch)
+            append = AppendPlan(
+                conversation_id=conversation_id,
+                messages=stored_messages,
+                attachments=attachment_rows(stored_blobs),
+                now=_now(),
+                namespace=blobs.namespace_name,
+                written=written_times(stored_blobs),
+                **plan,
+            )
+            try:
+                return await self._backend.write(
+                    lambda tx, append=append: writes.append_messages(tx, append)  # type: ignore[misc]
+                )
+            except writes.BlobBeingCollectedError as collected:
+                if attempt == _COLLECTED_RETRIES - 1:
+                    break
+                # Wait for the collection to end, then store the bytes again (above).
+                await self._wait_for_collection(collected.blobs)
+        raise BlobStorageError(
+            "an attachment of this append was being garbage-collected and could not be stored "
+            "again; nothing was written: retry the append"
+        )
 
     async def load(
         self,
@@ -538,6 +594,27 @@ class ConversationStore:
 
     # -- tool calls -----------------------------------------------------------------------------
 
+    async def _wait_for_collection(self, blobs: list[tuple[str, str]]) -> None:
+        """Wait until garbage collection has finished with ``blobs`` (namespace, digest).
+
+        A collector holds its mark for one stat and one delete; a mark older than
+        `_STALE_TOMBSTONE` was left by a collector that died, and is cleared here.
+        """
+        deadline = asyncio.get_running_loop().time() + _STALE_TOMBSTONE
+        delay = 0.01
+        while await self._backend.read(lambda tx: reads.tombstoned(tx, blobs)):
+            if asyncio.get_running_loop().time() > deadline:
+                await self._give_up_on_collector(blobs)
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    async def _give_up_on_collector(self, blobs: list[tuple[str, str]]) -> None:
+        # Whether the dead collector deleted the bytes is unknown: take them as deleted now,
+        # so the retry stores them again.
+        now = await self.blob_store.storage_now()
+        await self._backend.write(lambda tx: writes.finish_tombstones(tx, blobs, now))
+
     async def complete_tool_call(
         self,
         conversation_id: str,
@@ -560,18 +637,14 @@ class ConversationStore:
                 raise InvalidMessageError(describe_validation_error(exc)) from exc
         result = Message(role=Role.TOOL, parts=[ToolResultPart(call_id=call_id, output=output)])
         check_messages([result], max_attachment_size=self.blob_store.max_size)
-        (stored,), blobs = await store_files(self.blob_store, [result])
-        plan = AppendPlan(
-            conversation_id=conversation_id,
-            messages=[stored],
-            attachments=attachment_rows(blobs),
-            now=_now(),
-            tenant=tenant,
-            completion=True,
-            expected_revision=expected_revision,
-        )
         try:
-            _, call = await self._backend.write(lambda tx: writes.append_messages(tx, plan))
+            _, call = await self._write_batch(
+                conversation_id,
+                [result],
+                tenant=tenant,
+                completion=True,
+                expected_revision=expected_revision,
+            )
         except NoChange as unchanged:
             same: ToolCall = unchanged.value
             return same
@@ -646,7 +719,7 @@ class ConversationStore:
             model=model,
             compaction=conversation.compaction,
         )
-        fetched = await self._fetch_attachments(needed, missing_attachments)
+        fetched = await self._fetch_attachments(conversation_id, needed, missing_attachments)
         return render(
             conversation,
             target,
@@ -657,15 +730,20 @@ class ConversationStore:
         )
 
     async def _fetch_attachments(
-        self, hashes: set[str], missing: Literal["error", "placeholder"]
+        self, conversation_id: str, hashes: set[str], missing: Literal["error", "placeholder"]
     ) -> dict[str, bytes]:
         blobs = self._require_open()
         limit = asyncio.Semaphore(_FETCH_CONCURRENCY)
+        namespaces = (
+            await self._backend.read(lambda tx: reads.blob_namespaces(tx, conversation_id))
+            if hashes
+            else {}
+        )
 
         async def fetch(sha: str) -> bytes | None:
             async with limit:
                 try:
-                    return await blobs.get(sha)
+                    return await blobs.namespace(namespaces.get(sha, "")).get(sha)
                 except (AttachmentNotFoundError, AttachmentCorruptedError):
                     if missing == "error":
                         raise
@@ -688,8 +766,9 @@ class ConversationStore:
         if part.attachment is None:
             raise InvalidInputError("only stored or inline file parts have bytes to read")
         sha = part.attachment.sha256
-        if tenant is not None:
-            visible = await self._backend.read(lambda tx: reads.attachment_visible(tx, sha, tenant))
-            if not visible:
-                raise AttachmentNotFoundError(self.blob_store.key(sha))
-        return await self.blob_store.get(sha)
+        namespace = await self._backend.read(lambda tx: reads.attachment_namespace(tx, sha, tenant))
+        if namespace is None:
+            # Not referenced by any conversation the caller may see: said without a storage
+            # path, which would tell where (and whether) someone else keeps these bytes.
+            raise AttachmentNotFoundError(f"sha256:{sha}")
+        return await self.blob_store.namespace(namespace).get(sha)
