@@ -15,6 +15,17 @@ from types import ModuleType
 import pytest
 
 
+@pytest.fixture
+def blobs_url() -> str:
+    """One in-memory blob location for every integration test of the session.
+
+    The PostgreSQL database is shared by the session's tests, and the store trusts the
+    database's record of which blobs it holds; the same image appended by two tests must find
+    its bytes where the first one put them.
+    """
+    return "memory://convstore-integrations"
+
+
 def require(module: str) -> ModuleType:
     """Import ``module``; skip the calling test module when it is absent, unless required."""
     if os.environ.get("CONVSTORE_REQUIRE_FRAMEWORKS") == "1":
