@@ -414,6 +414,19 @@ async def test_a_lost_snapshot_is_rebuilt_from_the_events(
     assert listed[0].state == {"a": 0, "b": 2, "c": 3, "d": 4, "e": 5}
 
 
+async def test_events_sharing_an_id(service: ConvstoreSessionService) -> None:
+    """An equal re-delivery is stored once; a different event reusing an id is kept too."""
+    name = app()
+    session = await service.create_session(app_name=name, user_id="u")
+    first = delta_event({"n": 1}, id="fixed", timestamp=1.0)
+    await service.append_event(session, first)
+    await service.append_event(session, first.model_copy(deep=True))  # retried delivery
+    await service.append_event(session, delta_event({"n": 2}, id="fixed", timestamp=2.0))
+    got = await service.get_session(app_name=name, user_id="u", session_id=session.id)
+    assert got is not None and [e.timestamp for e in got.events] == [1.0, 2.0]
+    assert [e.id for e in got.events] == ["fixed", "fixed"] and got.state == {"n": 2}
+
+
 async def test_current_session_tolerates_time_drift(service: ConvstoreSessionService) -> None:
     name = app()
     session = await service.create_session(app_name=name, user_id="u")

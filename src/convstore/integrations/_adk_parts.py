@@ -10,7 +10,8 @@ Invariants:
   a run of ``user`` and ``tool`` messages, one per role change, so function responses are tool
   results. An event without content is one empty message (``user`` when the user wrote it,
   ``assistant`` otherwise) that only carries the native record.
-- Sub-messages are named ``<event id>~<n>``; the caller gives the last one the event id.
+- Sub-messages are named ``<key>~<n>`` (the key is the event id unless that is taken); the
+  caller names the last one ``<key>``.
 """
 
 from __future__ import annotations
@@ -42,8 +43,11 @@ from convstore.model import (
 __all__ = ["event_messages"]
 
 
-def event_messages(event: Event) -> list[Message]:
-    """The canonical messages of ``event`` (ids on all but the last, no native record)."""
+def event_messages(event: Event, key: str) -> list[Message]:
+    """The canonical messages of ``event``, named after ``key``.
+
+    The last one's id and native record are the caller's to set.
+    """
     content = event.content
     model = (content is not None and content.role == "model") or (
         content is not None and content.role is None and event.author != "user"
@@ -68,7 +72,7 @@ def event_messages(event: Event) -> list[Message]:
             Message(
                 role=role,
                 parts=parts,
-                id=f"{event.id}~{index}",
+                id=f"{key}~{index}",
                 model=event.model_version[:255] if assistant and event.model_version else None,
                 usage=usage if assistant else None,
             )

@@ -326,15 +326,18 @@ class ConvstoreSessionService(BaseSessionService):
         try:
             if marker is None:
                 marker = await self._check_markerless(store, cid, session)
-            stored = await store.append(cid, _messages(event), expected_revision=marker)
+            try:
+                stored = await _append(store, cid, event, event.id, marker)
+            except InvalidMessageError:
+                if await self._already_stored(store, cid, event):
+                    return event  # an equal re-delivery: idempotent, as ADK's own services are
+                # A different event reusing an id (ADK keeps both): the messages get a fresh
+                # handle; the event keeps its id in the native record.
+                stored = await _append(store, cid, event, f"{event.id}#{uuid.uuid4().hex}", marker)
         except ConversationNotFoundError as exc:
             raise SessionNotFoundError(f"Session {session.id} not found.") from exc
         except RevisionConflictError as exc:
             raise StaleSessionError(_STALE) from exc
-        except InvalidMessageError:
-            if await self._already_stored(store, cid, event):
-                return event  # an equal re-delivery: idempotent, as ADK's own services are
-            raise
         delta = event.actions.state_delta if event.actions else None
         if delta:
             deltas = _session_util.extract_json_safe_state_delta(delta)
@@ -497,11 +500,24 @@ def _since(events: list[Event], after: float) -> list[Event]:
     return events[index:]
 
 
-def _messages(event: Event) -> list[Message]:
-    """The canonical messages of an event; the last carries its id and the native record."""
+async def _append(
+    store: ConversationStore, cid: str, event: Event, key: str, marker: str | None
+) -> list[Message]:
+    """Append the event's messages (named after ``key``), checked against ``marker``.
+
+    A second, different result for a call is kept as history (the call keeps its first), as
+    ADK stores whatever events it is given.
+    """
+    return await store.append(
+        cid, _messages(event, key), expected_revision=marker, on_conflict="keep-first"
+    )
+
+
+def _messages(event: Event, key: str) -> list[Message]:
+    """The canonical messages of an event; the last carries ``key`` and the native record."""
     data: Any = event.model_dump(exclude_none=True, mode="json")
     stripped, _ = externalize(data, _blob, "urlsafe")
-    messages = event_messages(event)
+    messages = event_messages(event, key)
     native = NativeRecord(format=FORMAT, data=stripped)
-    last = messages[-1].model_copy(update={"id": event.id or None, "native": native})
+    last = messages[-1].model_copy(update={"id": key or None, "native": native})
     return [*messages[:-1], last]

@@ -229,16 +229,10 @@ class ConvstoreConversationStore(_FrameworkStore):
         stored = _record_of(conv) if conv is not None else None
         if conv is None or stored is None or stored.revision != expected_revision:
             raise ConversationConflict(conversation_id)
-        # Take the record away with a revision-checked write first, so a writer that read it
-        # before cannot save over the conversation being deleted.
-        metadata = {k: v for k, v in conv.metadata.items() if k != RECORD_KEY}
-        try:
-            await store.update_conversation(
-                conversation_id, metadata=metadata, expected_revision=conv.revision
-            )
+        try:  # revision-checked: a record saved since it was read is not deleted
+            await store.delete_conversation(conversation_id, expected_revision=conv.revision)
         except (RevisionConflictError, ConversationNotFoundError) as exc:
             raise ConversationConflict(conversation_id) from exc
-        await store.delete_conversation(conversation_id)
 
     # -- entries ---------------------------------------------------------------------------------
 
@@ -330,7 +324,11 @@ class ConvstoreConversationStore(_FrameworkStore):
         if messages:
             try:
                 stored = await store.append(
-                    cid, messages, expected_revision=conv.revision, parent_seq=parent_seq
+                    cid,
+                    messages,
+                    expected_revision=conv.revision,
+                    parent_seq=parent_seq,
+                    on_conflict="keep-first",
                 )
             except ToolCallConflictError:
                 # A rewritten history can repeat a call id that an earlier branch holds; call
@@ -340,6 +338,7 @@ class ConvstoreConversationStore(_FrameworkStore):
                     rename_calls(messages),
                     expected_revision=conv.revision,
                     parent_seq=parent_seq,
+                    on_conflict="keep-first",
                 )
             return stored[-1].seq
         if parent_seq is not None and parent_seq != conv.head_seq:
