@@ -50,10 +50,11 @@ A writer that loses between its two writes leaves its new entries as an unrefere
 Limits: a conversation id is a convstore conversation id (1 to 64 characters). Listing reads
 every record's header (records are ordered by the ``updated_at`` pydantic-ai stamps, which
 convstore's listing order does not know). A tool result that is not JSON (a Python object a
-tool returned) comes back as its JSON form, as with any serializing store. A history rewritten from its very first message starts a
-new root in the record, which convstore cannot yet make the active path of a non-empty
-conversation (there is no ``switch_branch`` to an empty path): the record still loads exactly,
-but ``store.load``/``render`` of that conversation show the earlier path before the new root.
+tool returned) comes back as its JSON form, as with any serializing store. A history rewritten
+from its very first message starts a new root in the record, which convstore cannot yet make
+the active path of a non-empty conversation (there is no ``switch_branch`` to an empty path):
+the record still loads exactly, but ``store.load``/``render`` of that conversation show the
+earlier path before the new root.
 """
 
 from __future__ import annotations
