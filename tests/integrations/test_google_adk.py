@@ -83,7 +83,11 @@ from typing import Any
 import pytest
 
 from convstore import ConversationStore
-from tests.integrations.conftest import require, sqlite_file_bytes
+from tests.integrations.pydantic_ai_google_adk_support import (  # noqa: F401 - blobs_url: a fixture
+    blobs_url,
+    require,
+    sqlite_file_bytes,
+)
 
 require("google.adk")
 

@@ -7,7 +7,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, cast
 
-from tests.integrations.conftest import doc_example, require, sqlite_file_bytes
+from tests.integrations.pydantic_ai_google_adk_support import (
+    doc_example,
+    require,
+    sqlite_file_bytes,
+)
 
 require("pydantic_ai")
 

@@ -1,4 +1,4 @@
-"""Helpers for the framework integration tests.
+"""Helpers for the pydantic-ai and google-adk integration tests.
 
 Each framework is an optional extra, installed in its own virtual environment by the Makefile
 (``.venv-pydantic-ai``, ``.venv-adk``), which sets ``CONVSTORE_REQUIRE_FRAMEWORKS=1`` there.
@@ -16,7 +16,7 @@ import pytest
 
 
 @pytest.fixture
-def blobs_url() -> str:
+def blobs_url() -> str:  # imported by the test modules: overrides the suite's fixture there
     """One in-memory blob location for every integration test of the session.
 
     The PostgreSQL database is shared by the session's tests, and the store trusts the
