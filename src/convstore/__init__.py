@@ -53,13 +53,14 @@ from convstore.model import (
     ToolCall,
     ToolCallPart,
     ToolCallStatus,
+    ToolDefinition,
     ToolOutput,
     ToolResultPart,
     Usage,
     dump_messages,
     load_messages,
 )
-from convstore.parsing import parse, parse_response
+from convstore.parsing import parse, parse_response, parse_tools
 from convstore.rendering import Rendered, render
 from convstore.store import (
     ConversationPage,
@@ -122,6 +123,7 @@ __all__ = [
     "ToolCallNotFoundError",
     "ToolCallPart",
     "ToolCallStatus",
+    "ToolDefinition",
     "ToolOutput",
     "ToolResultPart",
     "UnsupportedFormatError",
@@ -135,5 +137,6 @@ __all__ = [
     "migrate",
     "parse",
     "parse_response",
+    "parse_tools",
     "render",
 ]

@@ -66,11 +66,23 @@ def build_parser() -> argparse.ArgumentParser:
     show = command("show", "show one conversation: messages, parts, tool calls, attachments")
     show.add_argument("id", help="conversation id")
     show.add_argument("--tenant", help="the conversation's tenant")
-    show.add_argument("--json", action="store_true", help="print the versioned JSON form")
-    importing = command("import", "import a provider request payload as a new conversation")
+    show.add_argument(
+        "--json",
+        action="store_true",
+        help="print the whole conversation as a JSON document ('import --format convstore' "
+        "reads it back)",
+    )
+    importing = command(
+        "import",
+        "import a provider request payload (its messages, tools and model), or a 'show --json' "
+        "document, as a new conversation",
+    )
     importing.add_argument("file", help="JSON file holding the payload ('-' for stdin)")
     importing.add_argument(
-        "--format", required=True, choices=sorted(SOURCES), help="the payload's wire format"
+        "--format",
+        required=True,
+        choices=[*sorted({*SOURCES, "mistral", "kimi"}), "convstore"],
+        help="the payload's wire format ('convstore': a 'show --json' document)",
     )
     importing.add_argument("--title", help="title of the new conversation")
     importing.add_argument("--tenant", help="tenant of the new conversation")
@@ -88,7 +100,21 @@ def build_parser() -> argparse.ArgumentParser:
     rendering.add_argument(
         "--diagnostics",
         action="store_true",
-        help="print the diagnostics record (every repair and projection) instead",
+        help="print one JSON document with the payload and the diagnostics record (every "
+        "repair and projection)",
+    )
+    rendering.add_argument(
+        "--last",
+        type=int,
+        metavar="N",
+        help="render a window of the newest N messages (system prompt kept, no result "
+        "without its call)",
+    )
+    rendering.add_argument(
+        "--tools",
+        metavar="FILE",
+        help="JSON file with tool definitions to send: a list of {name, description, "
+        "parameters, strict} (default: the tools imported with the conversation)",
     )
     gc = command("gc", "delete blobs no conversation references (older than a grace period)")
     gc.add_argument("--dry-run", action="store_true", help="list what would be deleted")

@@ -185,13 +185,17 @@ def _list_conversations(after_cursor: bool) -> Callable[[bool], Select[Any]]:
     return build
 
 
-def _attachment_visible(tenant_scoped: bool) -> Select[Any]:
+def _attachment_namespaces(tenant_scoped: bool) -> Select[Any]:
     stmt = select(blob_refs.c.namespace).where(blob_refs.c.sha256 == bindparam("sha256"))
     if tenant_scoped:
         stmt = stmt.join(conversations, conversations.c.id == blob_refs.c.conversation_id).where(
             conversations.c.tenant == bindparam("for_tenant")
         )
-    return stmt.limit(1)
+    return stmt.distinct()
+
+
+def _attachment_visible(tenant_scoped: bool) -> Select[Any]:
+    return _attachment_namespaces(tenant_scoped).limit(1)
 
 
 def _find_message(tenant_scoped: bool) -> Select[Any]:
@@ -315,6 +319,8 @@ class Statements:
     delete_unreferenced_attachment: Delete
     select_attachment_visible: Scoped[Select[Any]]
     """The namespace of a blob some conversation (of the tenant) references."""
+    select_attachment_namespaces: Scoped[Select[Any]]
+    """Every namespace in which conversations (of the tenant) reference a blob."""
     lock_attachment_shared: Select[Any]
     """A blob's catalogue row, locked against a collector (``FOR SHARE``; SQLite: its
     write transactions exclude each other already)."""
@@ -504,6 +510,7 @@ class Statements:
                 .exists()
             ),
             select_attachment_visible=_scoped(_attachment_visible),
+            select_attachment_namespaces=_scoped(_attachment_namespaces),
             lock_attachment_shared=select(attachments.c.sha256)
             .where(attachments.c.sha256 == bindparam("sha256"))
             .with_for_update(read=True),
@@ -511,17 +518,19 @@ class Statements:
             .where(attachments.c.sha256 == bindparam("sha256"))
             .with_for_update(),
             insert_tombstone=insert(blob_tombstones),
+            # Parameters named apart from the columns: SQLAlchemy reserves column names in the
+            # SET clause of an UPDATE for the values it sets.
             delete_tombstone=delete(blob_tombstones)
-            .where(blob_tombstones.c.namespace == bindparam("namespace"))
-            .where(blob_tombstones.c.sha256 == bindparam("sha256")),
+            .where(blob_tombstones.c.namespace == bindparam("ns"))
+            .where(blob_tombstones.c.sha256 == bindparam("digest")),
             finish_tombstone=update(blob_tombstones)
-            .where(blob_tombstones.c.namespace == bindparam("namespace"))
-            .where(blob_tombstones.c.sha256 == bindparam("sha256"))
+            .where(blob_tombstones.c.namespace == bindparam("ns"))
+            .where(blob_tombstones.c.sha256 == bindparam("digest"))
             .values(deleted_at=bindparam("deleted_at")),
             purge_tombstones=delete(blob_tombstones).where(
                 blob_tombstones.c.deleted_at < bindparam("before")
             ),
             select_tombstone=select(blob_tombstones.c.deleted_at)
-            .where(blob_tombstones.c.namespace == bindparam("namespace"))
-            .where(blob_tombstones.c.sha256 == bindparam("sha256")),
+            .where(blob_tombstones.c.namespace == bindparam("ns"))
+            .where(blob_tombstones.c.sha256 == bindparam("digest")),
         )

@@ -12,9 +12,11 @@ from convstore.model.outputs import ContentOutput, ErrorOutput, JsonOutput, Resu
 from convstore.model.parts import Part, ThinkingPart, ToolCallPart, ToolResultPart
 from convstore.model.records import NativeRecord, Usage
 from convstore.model.serialization import FORMAT_VERSION, dump_messages, load_messages
+from convstore.model.tools import TOOL_DEFINITIONS, ToolDefinition
 
 __all__ = [
     "FORMAT_VERSION",
+    "TOOL_DEFINITIONS",
     "AttachmentRef",
     "Branch",
     "Compaction",
@@ -33,6 +35,7 @@ __all__ = [
     "ToolCall",
     "ToolCallPart",
     "ToolCallStatus",
+    "ToolDefinition",
     "ToolOutput",
     "ToolResultPart",
     "Usage",

@@ -112,20 +112,24 @@ def recompute_lifecycles(tx: Tx, cid: str, end: int | None, now: datetime) -> No
         tx.execute_many(st.set_lifecycle, changes)
 
 
-def _reopen_answered_by(tx: Tx, header: Header, message: Message, now: datetime) -> None:
-    """The head ``message`` leaves the path: calls its results answered are unanswered again."""
+def _after_leaving_path(tx: Tx, header: Header, message: Message, now: datetime) -> None:
+    """The head ``message`` left the path: rederive what it decided for earlier calls.
+
+    A tool message may have answered calls (now unanswered again); a user message may have
+    interrupted them (now pending again, unless another user turn still follows them).
+    """
+    if message.role is Role.USER:
+        recompute_lifecycles(tx, header.cid, header.head_seq, now)
+        return
     answered = {p.call_id for p in message.parts if isinstance(p, ToolResultPart)}
     if not answered:
         return
-    st = tx.statements
     rows = tx.fetch(
-        st.select_tool_calls_in,
+        tx.statements.select_tool_calls_in,
         {"cid": header.cid, "ids": tx.codec.dump_json(sorted(answered))},
     )
-    if not any(row[8] == message.seq for row in rows):
-        return
-    # Which calls a user message interrupts depends on the rest of the path: rederive them.
-    recompute_lifecycles(tx, header.cid, header.head_seq, now)
+    if any(row[8] == message.seq for row in rows):
+        recompute_lifecycles(tx, header.cid, header.head_seq, now)
 
 
 def pop(
@@ -151,7 +155,7 @@ def _pop_one(tx: Tx, header: Header, now: datetime) -> Message:
     else:
         tx.execute(st.delete_message, {"cid": header.cid, "seq": seq})
     header.head_seq = message.parent_seq
-    _reopen_answered_by(tx, header, message, now)
+    _after_leaving_path(tx, header, message, now)
     return message
 
 

@@ -47,6 +47,7 @@ from convstore.model import (
     Message,
     Role,
     ToolCall,
+    ToolDefinition,
     ToolOutput,
     ToolResultPart,
 )
@@ -62,6 +63,7 @@ from convstore.store.attachments import (
 from convstore.store.conversations import UNSET
 from convstore.store.ids import new_id
 from convstore.store.reads import ConversationPage
+from convstore.store.tools import stored_tools
 from convstore.store.writes import AppendPlan, NoChange, OnConflict
 from convstore.transcript.planner import OrphanPolicy, attachments_needed
 from convstore.transcript.reasoning import ReasoningPolicy
@@ -704,6 +706,8 @@ class ConversationStore:
         reasoning: ReasoningPolicy = "drop",
         orphan_results: OrphanPolicy = "drop",
         missing_attachments: Literal["error", "placeholder"] = "error",
+        tools: Sequence[ToolDefinition] | None = None,
+        last: int | None = None,
     ) -> Rendered:
         """Load a conversation and render it for ``target`` (see `convstore.render`).
 
@@ -711,13 +715,24 @@ class ConversationStore:
         hash-verified. A missing or corrupted one raises (`AttachmentNotFoundError`,
         `AttachmentCorruptedError`), or with ``missing_attachments="placeholder"`` is rendered
         as a text note, listed in the diagnostics.
+
+        ``tools`` defaults to the tool definitions kept with the conversation (`stored_tools`:
+        an imported request's tools); pass ``[]`` to send none. ``last=N`` renders a window of
+        the newest N messages that the target accepts (system prompt kept, no result without
+        its call, the compaction summary kept; see `convstore.render`): the whole conversation
+        is loaded so the window can reach back to the system prompt and the compaction.
         """
+        if last is not None and last < 0:
+            raise InvalidInputError("last must be zero or positive")
         conversation = await self.load(conversation_id, tenant=tenant)
+        if tools is None:
+            tools = stored_tools(conversation)
         needed = attachments_needed(
             conversation.messages,
             target=target,
             model=model,
             compaction=conversation.compaction,
+            last=last,
         )
         fetched = await self._fetch_attachments(conversation_id, needed, missing_attachments)
         return render(
@@ -727,6 +742,8 @@ class ConversationStore:
             reasoning=reasoning,
             orphan_results=orphan_results,
             attachments=fetched,
+            tools=tools,
+            last=last,
         )
 
     async def _fetch_attachments(
@@ -766,9 +783,16 @@ class ConversationStore:
         if part.attachment is None:
             raise InvalidInputError("only stored or inline file parts have bytes to read")
         sha = part.attachment.sha256
-        namespace = await self._backend.read(lambda tx: reads.attachment_namespace(tx, sha, tenant))
-        if namespace is None:
-            # Not referenced by any conversation the caller may see: said without a storage
-            # path, which would tell where (and whether) someone else keeps these bytes.
-            raise AttachmentNotFoundError(f"sha256:{sha}")
-        return await self.blob_store.namespace(namespace).get(sha)
+        namespaces = await self._backend.read(
+            lambda tx: reads.attachment_namespaces(tx, sha, tenant)
+        )
+        # The same bytes may be referenced from several namespaces (tenants): any copy will do.
+        for namespace in namespaces:
+            try:
+                return await self.blob_store.namespace(namespace).get(sha)
+            except AttachmentNotFoundError:
+                if namespace == namespaces[-1]:
+                    raise
+        # Not referenced by any conversation the caller may see: said without a storage path,
+        # which would tell where (and whether) someone else keeps these bytes.
+        raise AttachmentNotFoundError(f"sha256:{sha}")

@@ -30,7 +30,15 @@ from convstore.db.tx import Tx
 from convstore.store.conversation_store import ConversationStore
 from convstore.store.reads import referenced_blobs
 
-__all__ = ["DEFAULT_GRACE", "FsckReport", "GarbageReport", "Progress", "collect_garbage", "fsck"]
+__all__ = [
+    "DEFAULT_GRACE",
+    "FsckReport",
+    "GarbageReport",
+    "Progress",
+    "blob_url",
+    "collect_garbage",
+    "fsck",
+]
 
 DEFAULT_GRACE = timedelta(hours=1)
 
@@ -81,6 +89,12 @@ def _silent(stage: str, done: int, total: int | None) -> None:
 
 def _label(namespace: str, sha256: str) -> str:
     return f"{namespace}:{sha256}" if namespace else sha256
+
+
+def blob_url(store: ConversationStore, label: str) -> str:
+    """The storage URL of a blob as the reports name it (``[<namespace>:]<digest>``)."""
+    namespace, _, sha256 = label.rpartition(":")
+    return store.blob_store.namespace(namespace).key(sha256)
 
 
 async def collect_garbage(
@@ -135,14 +149,14 @@ async def _collect(store: ConversationStore, namespace: str, sha256: str, cutoff
         tx.fetch(st.lock_attachment_exclusive, {"sha256": sha256})
         if tx.fetch(st.select_blob_referenced_in, params):
             return False  # an append committed a reference since the listing
-        tx.execute(st.delete_tombstone, params)  # a record of an earlier deletion
+        tx.execute(st.delete_tombstone, {"ns": namespace, "digest": sha256})  # an earlier one
         tx.insert_rows(st.insert_tombstone, [(namespace, sha256, stamp, None)])
         return True
 
     if not await store.backend.write(mark):
         return False
     blobs = store.blob_store.namespace(namespace)
-    params = {"namespace": namespace, "sha256": sha256}
+    params = {"ns": namespace, "digest": sha256}
     deleted_at: datetime | None = None
     try:
         # Every append that stored or touched these bytes before the mark committed did so

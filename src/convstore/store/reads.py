@@ -38,7 +38,7 @@ from convstore.model import Branch, Conversation, Message, ToolCallPart, ToolRes
 __all__ = [
     "ConversationPage",
     "ConversationSummary",
-    "attachment_namespace",
+    "attachment_namespaces",
     "blob_namespaces",
     "branches",
     "conversation_tenant",
@@ -281,13 +281,13 @@ def branches(tx: Tx, cid: str, tenant: str | None) -> list[Branch]:
     return found
 
 
-def attachment_namespace(tx: Tx, sha256: str, tenant: str | None) -> str | None:
-    """The blob namespace of a blob some conversation (of ``tenant``) references, or ``None``."""
+def attachment_namespaces(tx: Tx, sha256: str, tenant: str | None) -> list[str]:
+    """The namespaces in which conversations (of ``tenant``) reference a blob, shared first."""
     rows = tx.fetch(
-        tx.statements.select_attachment_visible.pick(tenant),
+        tx.statements.select_attachment_namespaces.pick(tenant),
         {"sha256": sha256, "for_tenant": tenant},
     )
-    return str(rows[0][0]) if rows else None
+    return sorted({str(row[0]) for row in rows})
 
 
 def blob_namespaces(tx: Tx, cid: str) -> dict[str, str]:
@@ -308,7 +308,7 @@ def tombstoned(tx: Tx, blobs: Iterable[tuple[str, str]]) -> bool:
     """Whether garbage collection is deleting any of these (namespace, digest) blobs now."""
     st = tx.statements
     for ns, sha in blobs:
-        mark = tx.fetch(st.select_tombstone, {"namespace": ns, "sha256": sha})
+        mark = tx.fetch(st.select_tombstone, {"ns": ns, "digest": sha})
         if mark and mark[0][0] is None:
             return True
     return False

@@ -470,7 +470,7 @@ def _check_references(tx: Tx, plan: AppendPlan) -> dict[str, str]:
     collected = []
     for sha, ns in sorted(namespaces.items()):
         tx.fetch(st.lock_attachment_shared, {"sha256": sha})
-        mark = tx.fetch(st.select_tombstone, {"namespace": ns, "sha256": sha})
+        mark = tx.fetch(st.select_tombstone, {"ns": ns, "digest": sha})
         if not mark:
             continue
         deleted_at, written = mark[0][0], plan.written.get(sha)
@@ -498,7 +498,7 @@ def finish_tombstones(tx: Tx, blobs: list[tuple[str, str]], deleted_at: datetime
     stamp = tx.codec.dump_time(deleted_at)
     tx.execute_many(
         tx.statements.finish_tombstone,
-        [{"namespace": ns, "sha256": sha, "deleted_at": stamp} for ns, sha in blobs],
+        [{"ns": ns, "digest": sha, "deleted_at": stamp} for ns, sha in blobs],
     )
 
 
