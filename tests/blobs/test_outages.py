@@ -98,7 +98,9 @@ async def test_s3_that_never_answers_fails_fast(silent_endpoint: str, operation:
     finally:
         with contextlib.suppress(BlobStorageError):
             await store.close()
-    assert time.monotonic() - started < 10 * TIMEOUT  # bounded; was minutes
+    # The typed error above says the timeout fired; this only says nothing hung for minutes
+    # (loose: a loaded CI machine must not make it flaky).
+    assert time.monotonic() - started < 60
 
 
 async def test_an_append_against_silent_storage_fails_fast_and_writes_nothing(
@@ -167,7 +169,7 @@ async def test_a_synchronous_filesystem_that_never_returns_fails_fast(
             BlobStorageError, match=f"did not answer within 0.5 s {action} stalled://"
         ):
             await call(store)
-        assert time.monotonic() - started < 10 * TIMEOUT
+        assert time.monotonic() - started < 60  # loose: only "not minutes"
     finally:
         # The abandoned worker thread is still blocked; the event loop's executor waits for it
         # when the loop closes (a documented limit of synchronous filesystems), so let it go.
