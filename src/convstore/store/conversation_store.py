@@ -61,7 +61,7 @@ from convstore.model import (
 )
 from convstore.model._base import describe_validation_error
 from convstore.rendering import Rendered, render
-from convstore.store import branches, conversations, reads, writes
+from convstore.store import branches, conversations, reads, settings, writes
 from convstore.store.attachments import (
     attachment_rows,
     needs_storing,
@@ -198,6 +198,7 @@ class ConversationStore:
         self.dedupe = dedupe
         self.url = url
         self.blobs_url = blobs if blobs is not None else _default_blobs(url)
+        self._blobs_given = blobs is not None
         self._backend: Backend = create_backend(
             url, auto_migrate=auto_migrate, sqlite_synchronous=sqlite_synchronous
         )
@@ -211,18 +212,36 @@ class ConversationStore:
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def open(self) -> Self:
-        """Connect (and create the schema of a new SQLite database)."""
+        """Connect (and create the schema of a new SQLite database).
+
+        The blob location is recorded in the database the first time a store opens it, and a
+        store opened without ``blobs=`` uses the recorded one: `convstore gc` and ``fsck`` find
+        the blobs from any directory.
+        """
         if self._blobs is None:
             blobs = self._blobs = BlobStore(self.blobs_url, **self._blob_args)
             try:
                 await self._backend.open()
+                recorded = await self._blob_location()
             except BaseException:
                 # A close() racing this open may already have taken and closed the blob store.
                 if self._blobs is blobs:
                     self._blobs = None
                 await blobs.close()
                 raise
+            if recorded is not None and recorded != self.blobs_url and not self._blobs_given:
+                self.blobs_url = recorded
+                self._blobs = BlobStore(recorded, **self._blob_args)
+                await blobs.close()
         return self
+
+    async def _blob_location(self) -> str | None:
+        """The recorded blob location; records this store's first if there is none."""
+        recorded = await self._backend.read(settings.blob_location)
+        if recorded is None and settings.recordable(self.blobs_url):
+            location = settings.absolute(self.blobs_url)
+            recorded = await self._backend.write(lambda tx: settings.record(tx, location))
+        return recorded
 
     async def close(self) -> None:
         """Release connections (idempotent)."""
