@@ -129,13 +129,6 @@ async def test_a_mapping_tagged_as_a_known_output_is_still_validated(
 # Point 8: empty objects round-trip as empty objects
 # --------------------------------------------------------------------------------------------
 
-_MAPPING_TODO = pytest.mark.xfail(
-    strict=True,
-    reason="db/mapping.py (_encode_part) stores an empty TextPart.provider_details as no "
-    "details; mapping is rewritten by the schema-v2 work (parts as one JSON column), which "
-    "must make this pass",
-)
-
 EMPTY_OBJECTS: dict[str, Callable[[], list[Message]]] = {
     "Message.provider_details": lambda: [
         Message(role=Role.USER, parts=[TextPart(text="x")], provider_details={})
@@ -165,18 +158,8 @@ EMPTY_OBJECTS: dict[str, Callable[[], list[Message]]] = {
     "NativeRecord.data": lambda: [Message.user("x", native=NativeRecord(format="f", data={}))],
 }  # fmt: skip
 
-_FAILING_TODAY = {"TextPart.provider_details", "TextPart.provider_details in a content result"}
-_NOT_STORED_YET = {"NativeRecord.data"}  # native records arrive with schema v2
 
-
-@pytest.mark.parametrize(
-    "case",
-    [
-        pytest.param(c, marks=_MAPPING_TODO) if c in _FAILING_TODAY else c
-        for c in EMPTY_OBJECTS
-        if c not in _NOT_STORED_YET
-    ],
-)
+@pytest.mark.parametrize("case", list(EMPTY_OBJECTS))
 async def test_empty_objects_round_trip_through_the_store(
     store: ConversationStore, case: str
 ) -> None:
