@@ -856,9 +856,13 @@ class ConversationStore:
             lambda tx: reads.attachment_namespaces(tx, sha, tenant)
         )
         if not namespaces:
-            # Not referenced by any conversation the caller may see: said without a storage
-            # path, which would tell where (and whether) someone else keeps these bytes.
-            raise AttachmentNotFoundError.not_visible(sha)
+            if tenant is not None:
+                # Not referenced by any conversation the caller may see: said without a storage
+                # path, which would tell where (and whether) someone else keeps these bytes.
+                raise AttachmentNotFoundError.not_visible(sha)
+            # A trusted caller may read bytes this database does not reference (a conversation
+            # exported from another database on the same storage): look in every namespace.
+            namespaces = await self.blob_store.namespaces()
         # The same bytes may be referenced from several namespaces (tenants): any copy will do.
         for namespace in namespaces[:-1]:
             with contextlib.suppress(AttachmentNotFoundError):
