@@ -135,7 +135,8 @@ async def test_store_render_every_window_of_the_demo(
 ) -> None:
     await run_demo(store)
     capsys.readouterr()
-    (summary,) = await store.list_conversations()
+    # The newest conversation is the demo's (a PostgreSQL store is shared by the session).
+    summary = next(s for s in await store.list_conversations() if s.title == "Trip to Lisbon")
     conversation = await store.load(summary.id)
     count = sum(1 for m in conversation.messages if m.role is not Role.SYSTEM)
     for last in range(count + 2):
