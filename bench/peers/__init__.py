@@ -16,7 +16,11 @@ Modules:
 - ``adk_database``: google-adk ``DatabaseSessionService`` (events with ``google.genai`` content).
 - ``langchain_sql``: langchain-community ``SQLChatMessageHistory`` (LangChain messages).
 - ``raw_sqlite3``: the floor: the standard library's sqlite3, one JSON row per item, one
-  transaction per turn, ``journal_mode=WAL`` and ``synchronous=FULL``.
+  transaction per turn, ``journal_mode=WAL`` and ``synchronous=FULL``; ``raw_sqlite3_thread``:
+  the same through ``asyncio.to_thread`` (the floor of any asyncio store).
+- ``convstore_v1``: convstore before the schema-v2 layout change (commit d7b1e98).
+- PostgreSQL: ``convstore_pg``, ``agents_sqlalchemy_pg`` (``SQLAlchemySession`` on asyncpg) and
+  ``raw_asyncpg`` (the floor: convstore's rows in one statement per turn).
 """
 
 from __future__ import annotations
@@ -24,15 +28,26 @@ from __future__ import annotations
 from typing import Final
 
 BASELINE: Final = "convstore_store"
-"""The store every ratio is taken against."""
+"""The store every SQLite ratio is taken against."""
 
-STORES: Final = (
+POSTGRES_BASELINE: Final = "convstore_pg"
+"""The store every PostgreSQL ratio is taken against."""
+
+SQLITE_STORES: Final = (
     "convstore_store",
+    "convstore_v1",
     "agents_sqlite",
     "agents_sqlalchemy",
     "convstore_session",
     "adk_database",
     "langchain_sql",
     "raw_sqlite3",
+    "raw_sqlite3_thread",
 )
-"""Every store, in the order of the first repetition (later repetitions rotate it)."""
+"""SQLite stores, in the order of the first repetition (later repetitions rotate it)."""
+
+POSTGRES_STORES: Final = ("convstore_pg", "agents_sqlalchemy_pg", "raw_asyncpg")
+"""PostgreSQL stores (a throwaway cluster started by `bench.compare`)."""
+
+STORES: Final = (*SQLITE_STORES, *POSTGRES_STORES)
+"""Every store."""

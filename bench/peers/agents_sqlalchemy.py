@@ -31,7 +31,9 @@ PEER = Peer(
 )
 
 
-class _Store:
+class Store:
+    """The sessions behind the runner's `Store` protocol (shared with the PostgreSQL peer)."""
+
     def __init__(self, engine: Any) -> None:
         self._engine = engine
 
@@ -56,14 +58,14 @@ class _Store:
 
 
 @asynccontextmanager
-async def open_store(path: Path) -> AsyncIterator[_Store]:
+async def open_store(path: Path) -> AsyncIterator[Store]:
     """One shared async engine on ``path``, disposed on exit."""
     from agents.extensions.memory import SQLAlchemySession  # noqa: F401  (fail early)
     from sqlalchemy.ext.asyncio import create_async_engine
 
     engine = create_async_engine(f"sqlite+aiosqlite:///{path}")
     try:
-        yield _Store(engine)
+        yield Store(engine)
     finally:
         await engine.dispose()
 

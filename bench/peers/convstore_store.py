@@ -24,12 +24,14 @@ PEER = Peer(
     append_api="1 x append (5 messages)",
     load_api="load(id)",
     last_api="load(id, last=50)",
-    shape="canonical Message models: relational rows (messages, parts, tool calls)",
+    shape="canonical Message models: messages (parts as one JSON column), tool calls",
     durability="WAL + synchronous=FULL (its defaults), busy_timeout 5 s",
 )
 
 
-class _Store:
+class Store:
+    """convstore behind the runner's `Store` protocol (shared with `bench.peers.convstore_pg`)."""
+
     def __init__(self, store: Any) -> None:
         self._store = store
 
@@ -51,12 +53,12 @@ class _Store:
 
 
 @asynccontextmanager
-async def open_store(path: Path) -> AsyncIterator[_Store]:
+async def open_store(path: Path) -> AsyncIterator[Store]:
     """A default `ConversationStore` on ``path``."""
     from convstore import ConversationStore
 
     async with ConversationStore(f"sqlite+aiosqlite:///{path}") as store:
-        yield _Store(store)
+        yield Store(store)
 
 
 if __name__ == "__main__":

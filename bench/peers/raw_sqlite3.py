@@ -46,7 +46,9 @@ CREATE INDEX IF NOT EXISTS items_conversation ON items (conversation, id);
 """
 
 
-class _Store:
+class Store:
+    """The floor behind the runner's `Store` protocol (shared with the to_thread floor)."""
+
     def __init__(self, path: Path) -> None:
         self._path = path
         self._local = threading.local()
@@ -104,9 +106,9 @@ class _Store:
 
 
 @asynccontextmanager
-async def open_store(path: Path) -> AsyncIterator[_Store]:
+async def open_store(path: Path) -> AsyncIterator[Store]:
     """The table on ``path``; every connection closed on exit."""
-    store = _Store(path)
+    store = Store(path)
     try:
         yield store
     finally:

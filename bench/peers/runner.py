@@ -100,6 +100,9 @@ class Peer:
     """The item shape written, in a few words."""
     durability: str
     """The SQLite settings the store applies itself (read from its source)."""
+    database: str = "sqlite"
+    """``sqlite`` (a fresh file per repetition) or ``postgresql`` (a fresh database per
+    repetition on the cluster `bench.compare` starts: see `postgres_dsn`)."""
 
 
 class Store(Protocol):
@@ -145,6 +148,8 @@ class Repetition:
     first_error: str | None
     journal_mode: str
     database_bytes: int
+    wal_pages_per_append: float | None = None
+    """WAL frames (pages) written, and fsynced, per append: SQLite stores only."""
 
 
 class AdapterError(AssertionError):
@@ -262,6 +267,7 @@ class Settings:
     conversations: int = 20
     conversation_turns: int = 50
     journal: str = "wal"
+    wal_turns: int = 50
 
 
 async def _single(
@@ -336,16 +342,72 @@ async def _concurrent(
     return items_s, len(errors), lost, errors[0] if errors else None
 
 
+_WAL_HEADER = 32
+_WAL_FRAME_HEADER = 24
+
+
+async def _wal_pages(open_store: OpenStore, path: Path, turns: int) -> float:
+    """WAL frames one append writes, on average over ``turns`` appends.
+
+    An observer holds a read transaction open meanwhile, so no checkpoint can restart the WAL:
+    it only grows, by one frame (page + 24-byte header) per page each commit writes.
+    """
+    wal = path.with_name(path.name + "-wal")
+    async with open_store(path) as store:
+        conversation = await _call(store.new_conversation, "bench-wal")
+        payloads = [store.payload(n) for n in range(turns + 3)]
+        for payload in payloads[:3]:  # frames in the WAL: the observer reads from it
+            await _call(store.append_turn, conversation, payload)
+        with closing(sqlite3.connect(path, isolation_level=None)) as observer:
+            (page_size,) = observer.execute("PRAGMA page_size").fetchone()
+            observer.execute("BEGIN")
+            observer.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            before = wal.stat().st_size
+            for payload in payloads[3:]:
+                await _call(store.append_turn, conversation, payload)
+            after = wal.stat().st_size
+            observer.execute("COMMIT")
+    return (after - before) / (page_size + _WAL_FRAME_HEADER) / turns
+
+
+def postgres_dsn() -> str:
+    """The cluster `bench.compare` started (``BENCH_POSTGRES_DSN``), without a database name."""
+    dsn = os.environ.get("BENCH_POSTGRES_DSN")
+    if not dsn:
+        raise ImportError("no PostgreSQL cluster: run through `python -m bench.compare`")
+    return dsn
+
+
+async def fresh_postgres_database(prefix: str) -> str:
+    """A new empty database on the benchmark's cluster; its name."""
+    import uuid
+
+    import asyncpg
+
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(f"{postgres_dsn()}/postgres")
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    return name
+
+
 async def _repetition(
     peer: Peer, open_store: OpenStore, s: Settings, tmpdir: str | None
 ) -> Repetition:
+    sqlite = peer.database == "sqlite"
     with tempfile.TemporaryDirectory(prefix=f"bench-{peer.name}-", dir=tmpdir) as tmp:
         single = _fresh_file(Path(tmp) / "single" / "store.db", s.journal)
         items_s, p50, p99, full_ms, last_ms = await _single(peer, open_store, single, s)
-        journal = _journal_mode(single)
-        size = _database_bytes(single)
+        journal = _journal_mode(single) if sqlite else "postgresql"
+        size = _database_bytes(single) if sqlite else 0
         many = _fresh_file(Path(tmp) / "concurrent" / "store.db", s.journal)
         conc_s, errors, lost, first = await _concurrent(peer, open_store, many, s)
+        wal_pages = None
+        if sqlite and s.journal == "wal" and s.wal_turns:
+            wal_file = _fresh_file(Path(tmp) / "wal" / "store.db", s.journal)
+            wal_pages = await _wal_pages(open_store, wal_file, s.wal_turns)
     return Repetition(
         append_items_s=items_s,
         append_p50_ms=p50,
@@ -358,13 +420,14 @@ async def _repetition(
         first_error=first,
         journal_mode=journal,
         database_bytes=size,
+        wal_pages_per_append=wal_pages,
     )
 
 
 async def _warm_up(peer: Peer, open_store: OpenStore, s: Settings, tmpdir: str | None) -> None:
     small = Settings(
         turns=20, loads=2, last=s.last, lasts=2, conversations=2, conversation_turns=3,
-        journal=s.journal,
+        journal=s.journal, wal_turns=2,
     )  # fmt: skip
     await _repetition(peer, open_store, small, tmpdir)
 
@@ -429,7 +492,7 @@ def _print_summary(result: dict[str, Any]) -> None:
     reps = result["repetitions"]
 
     def line(key: str, unit: str, spec: str) -> str:
-        values = [r[key] for r in reps if r[key] is not None]
+        values = [r[key] for r in reps if r.get(key) is not None]
         if not values:
             return f"  {key:<20} n/a"
         mid, low, high = spread(values)
@@ -444,6 +507,7 @@ def _print_summary(result: dict[str, Any]) -> None:
         ("full_load_ms", "ms", ".2f"),
         ("last_ms", "ms", ".3f"),
         ("concurrent_items_s", "items/s", ",.0f"),
+        ("wal_pages_per_append", "pages", ".2f"),
     ):
         print(line(key, unit, spec))
     print(

@@ -18,6 +18,8 @@ Invariants:
 
 from __future__ import annotations
 
+import gc
+import threading
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Final
@@ -65,6 +67,7 @@ __all__ = [
     "encode_message",
     "encode_parts",
     "encode_tool_call",
+    "gc_paused",
     "text_column",
 ]
 
@@ -110,26 +113,31 @@ class _Shape:
 
     def __init__(self, cls: type[BaseModel], nested: dict[str, Any] | None = None) -> None:
         self.build = trusted(cls)
-        self.defaults: dict[str, Any] = {}
+        self.template: dict[str, Any] = {}
+        """Every field, in declaration order, with its default (copied per object)."""
+        factories = []
         for name, info in cls.model_fields.items():
             if info.default_factory is not None:
-                self.defaults[name] = info.default_factory  # called per object: fresh lists
+                self.template[name] = None
+                factories.append((name, info.default_factory))  # called per object: fresh lists
             else:
                 # Absent means default; for a required field (only `JsonOutput.value` can be
                 # absent, when it was None) that is None.
-                self.defaults[name] = None if info.is_required() else info.default
-        self.factories = {n for n, i in cls.model_fields.items() if i.default_factory is not None}
-        self.nested = nested or {}
+                self.template[name] = None if info.is_required() else info.default
+        self.factories: tuple[tuple[str, Any], ...] = tuple(factories)
+        self.nested = tuple((nested or {}).items())
         """Field name -> how to decode it (a `_Shape`, or a dict of shapes by ``kind``)."""
 
     def decode(self, obj: dict[str, Any]) -> Any:
-        values = {
-            name: (default() if name in self.factories else default)
-            for name, default in self.defaults.items()
-        }
+        # The per-part cost of a load: a dict copy and an update in C; factories only for
+        # the fields the stored object leaves out.
+        values = self.template.copy()
         values.update(obj)
-        for name, shape in self.nested.items():
-            value = values.get(name)
+        for name, factory in self.factories:
+            if name not in obj:
+                values[name] = factory()
+        for name, shape in self.nested:
+            value = values[name]
             if value is not None:
                 values[name] = _decode_nested(shape, value)
         return self.build(values)
@@ -306,12 +314,53 @@ def decode_compactions(rows: Iterable[Row], codec: Codec) -> list[Compaction]:
     ]
 
 
+class _GcPause:
+    """Holds the cyclic garbage collector off while loads build their objects.
+
+    A load allocates thousands of objects that all survive it, so every collection the
+    allocations trigger scans them for nothing (about a fifth of a full load,
+    PERFORMANCE-NOTES.md). Loads may decode in several threads at once (SQLite's readers):
+    the first one in pauses the collector, only if it was enabled, and the last one out
+    re-enables it, also when a decode fails.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._resume = False
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._depth == 0:
+                self._resume = gc.isenabled()
+                if self._resume:
+                    gc.disable()
+            self._depth += 1
+
+    def __exit__(self, *_exc: object) -> None:
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0 and self._resume:
+                self._resume = False
+                gc.enable()
+
+
+gc_paused: Final = _GcPause()
+"""``with gc_paused:`` around a block that builds many long-lived objects."""
+
+
 def decode_messages(cid: str, rows: Iterable[Row], codec: Codec) -> list[Message]:
     """Messages from ``select_messages`` rows, in the order given.
 
     This is the load hot path (thousands of rows per conversation; see PERFORMANCE-NOTES.md):
-    the codec's functions are bound to locals and each distinct timestamp is parsed once.
+    the codec's functions are bound to locals, each distinct timestamp is parsed once, and the
+    cyclic GC is held off (`gc_paused`).
     """
+    with gc_paused:
+        return _decode_messages(cid, rows, codec)
+
+
+def _decode_messages(cid: str, rows: Iterable[Row], codec: Codec) -> list[Message]:
     load_json = codec.load_json
     load_time = codec.load_time
     messages = []
@@ -359,6 +408,13 @@ def decode_tool_calls(
     rows: Iterable[Row], outputs: dict[tuple[int, int], ToolOutput], codec: Codec
 ) -> list[ToolCall]:
     """`ToolCall`s from ``select_tool_calls`` rows; outputs from the decoded results."""
+    with gc_paused:
+        return _decode_tool_calls(rows, outputs, codec)
+
+
+def _decode_tool_calls(
+    rows: Iterable[Row], outputs: dict[tuple[int, int], ToolOutput], codec: Codec
+) -> list[ToolCall]:
     calls = []
     for (call_id, seq, name, provider_id, args, _raw, status, result_kind, result_seq,
          result_idx, _details, created_at, completed_at) in rows:  # fmt: skip
