@@ -139,6 +139,7 @@ class ConversationStore:
         auto_migrate: bool | None = None,
         sqlite_synchronous: Literal["full", "normal"] = "full",
         blob_options: Mapping[str, Any] | None = None,
+        dedupe: Literal["tenant", "global"] = "tenant",
     ) -> None:
         # Nothing starts here: the thread and connections exist only between open and close.
         self._store = AsyncConversationStore(
@@ -148,6 +149,7 @@ class ConversationStore:
             auto_migrate=auto_migrate,
             sqlite_synchronous=sqlite_synchronous,
             blob_options=blob_options,
+            dedupe=dedupe,
         )
         self._runner: _LoopThread | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None

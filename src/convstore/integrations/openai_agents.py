@@ -52,6 +52,7 @@ from convstore.errors import (
     ConversationNotFoundError,
     InvalidInputError,
     MediaTypeMismatchError,
+    RevisionConflictError,
     ToolCallConflictError,
 )
 from convstore.model import (
@@ -166,11 +167,22 @@ class ConvstoreSession:
         tenant = self._tenant_for(wrapper)
 
         async def pop(store: ConversationStore) -> Item | None:
-            try:
-                popped = await store.pop(self.session_id, tenant=tenant)
-            except (ConversationNotFoundError, InvalidInputError):
-                return None  # no conversation yet, or nothing on it (pop's only bad input)
-            return await _item(store, popped)
+            # The item is read before it is removed: once its row is gone, so are the
+            # references that lead read_attachment to its bytes. The revision check makes the
+            # read and the pop one step; a write in between means looking again.
+            while True:
+                try:
+                    head = await store.load(self.session_id, tenant=tenant, last=1)
+                except ConversationNotFoundError:
+                    return None
+                if not head.messages:
+                    return None
+                item = await _item(store, head.messages[-1])
+                try:
+                    await store.pop(self.session_id, tenant=tenant, expected_revision=head.revision)
+                except RevisionConflictError:
+                    continue
+                return item
 
         return await _complete(self._run(pop))
 
