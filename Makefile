@@ -21,7 +21,15 @@ AGENTS_VENV  := .venv-agents
 AGENTS_PINS  := tests/integrations/openai_agents_contract/constraints.txt
 AGENTS_STAMP := $(AGENTS_VENV)/.installed-agents
 
-.PHONY: demo test lint typecheck pytest pytest-agents bench lock clean
+# Framework integrations whose pins clash with the dev extra (and with each other) get their
+# own environments; `make test` runs their tests and type-checks there, framework installed.
+PAI_VENV  := .venv-pydantic-ai
+PAI_STAMP := $(PAI_VENV)/.installed-pydantic-ai
+ADK_VENV  := .venv-adk
+ADK_STAMP := $(ADK_VENV)/.installed-google-adk
+
+.PHONY: demo test lint typecheck pytest pytest-agents bench lock clean test-pydantic-ai \
+	test-google-adk bench-frameworks
 
 $(BASE_STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,7 +44,7 @@ $(STAMP): $(BASE_STAMP)
 demo: $(BASE_STAMP)
 	$(BIN)/convstore demo
 
-test: lint typecheck pytest pytest-agents
+test: lint typecheck pytest pytest-agents test-pydantic-ai test-google-adk
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench migrations
@@ -64,6 +72,26 @@ pytest-agents: $(AGENTS_STAMP)
 	$(AGENTS_VENV)/bin/pytest --noconftest tests/integrations/test_openai_agents.py \
 		tests/integrations/test_openai_agents_contract.py tests/integrations/test_openai_agents_docs.py
 
+$(PAI_STAMP): pyproject.toml constraints-pydantic-ai.txt
+	test -x $(PAI_VENV)/bin/python || $(PYTHON) -m venv $(PAI_VENV)
+	$(PAI_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PAI_VENV)/bin/python -m pip install --quiet -c constraints-pydantic-ai.txt -e ".[dev,pydantic-ai]"
+	touch $@
+
+test-pydantic-ai: $(PAI_STAMP)
+	$(PAI_VENV)/bin/mypy
+	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_pydantic_ai.py tests/integrations/test_pydantic_ai_docs.py
+
+$(ADK_STAMP): pyproject.toml constraints-google-adk.txt
+	test -x $(ADK_VENV)/bin/python || $(PYTHON) -m venv $(ADK_VENV)
+	$(ADK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(ADK_VENV)/bin/python -m pip install --quiet -c constraints-google-adk.txt -e ".[dev,google-adk]"
+	touch $@
+
+test-google-adk: $(ADK_STAMP)
+	$(ADK_VENV)/bin/mypy
+	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(ADK_VENV)/bin/pytest tests/integrations/test_google_adk.py tests/integrations/test_google_adk_docs.py
+
 $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
@@ -71,8 +99,13 @@ $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	touch $@
 
 # Every store in its own process, all from .venv-bench; writes docs/performance.md.
-bench: $(BENCH_STAMP)
+bench: $(BENCH_STAMP) bench-frameworks
 	$(BENCH_VENV)/bin/python -m bench.compare --save-json docs/performance.json
+
+# ADK's and pydantic-ai's workloads through the integrations beside the frameworks' own stores.
+bench-frameworks: $(PAI_STAMP) $(ADK_STAMP)
+	$(ADK_VENV)/bin/python -m bench.frameworks_bench adk
+	$(PAI_VENV)/bin/python -m bench.frameworks_bench pydantic-ai
 
 # Re-pin every dependency to what resolves today (run after changing pyproject.toml).
 lock:
@@ -90,4 +123,5 @@ lock:
 	rm -rf .lock-venv
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(AGENTS_VENV) $(AI_SDK_NODE)/node_modules .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist convstore.db* convstore-blobs
+	rm -rf $(VENV) $(BENCH_VENV) $(AGENTS_VENV) $(PAI_VENV) $(ADK_VENV) $(AI_SDK_NODE)/node_modules \
+		.mypy_cache .pytest_cache .ruff_cache .hypothesis build dist convstore.db* convstore-blobs

@@ -13,7 +13,7 @@ dropped by the downgrade; messages of every branch stay, in ``seq`` order).
   the form `convstore.db.mapping` reads), ``native`` and ``usage``.
 - ``parts`` is replaced by ``blob_refs`` (one row per message and blob it references, with the
   blob namespace: v1 blobs are all in the shared namespace ``""``); ``blob_tombstones`` marks
-  blobs garbage collection is deleting.
+  blobs garbage collection is deleting; ``settings`` records where the blobs live.
 - ``conversations`` gains ``state``, ``head_seq`` (the newest message), ``revision`` and
   ``branched``; it is listed by creation time, so its index moves from ``updated_at`` (which
   every append rewrote) to ``created_at``.
@@ -159,6 +159,12 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("conversation_id", "seq", "sha256", name=op.f("pk_blob_refs")),
     )
     op.create_index(op.f("ix_blob_refs_sha256"), "blob_refs", ["sha256"])
+    op.create_table(
+        "settings",
+        sa.Column("key", sa.String(length=64), nullable=False),
+        sa.Column("value", sa.Text(), nullable=False),
+        sa.PrimaryKeyConstraint("key", name=op.f("pk_settings")),
+    )
     op.create_table(
         "blob_tombstones",
         sa.Column("namespace", sa.String(length=64), nullable=False),
@@ -381,6 +387,7 @@ def downgrade() -> None:
     op.create_index(op.f("ix_parts_blob_sha256"), "parts", ["blob_sha256"])
     _unfold_parts(bind)
     op.drop_table("blob_tombstones")
+    op.drop_table("settings")
     op.drop_index(op.f("ix_blob_refs_sha256"), table_name="blob_refs")
     op.drop_table("blob_refs")
 

@@ -249,8 +249,9 @@ async def test_attachment_reads_do_not_cross_tenants(world: World) -> None:
         assert part.attachment is not None
         with pytest.raises(AttachmentNotFoundError) as raised:
             await store.read_attachment(part, tenant=tenant)
-        sha256 = part.attachment.sha256
-        observed.append(_masked(raised.value, store.blob_store.key(sha256), sha256))
+        sha = part.attachment.sha256
+        observed.append(_masked(raised.value, store.blob_store.key(sha), sha))
+        assert store.blob_store.url not in str(raised.value)  # no storage path, ever
     assert len(set(observed)) == 1, observed
     assert await snapshot(world) == before
 

@@ -42,11 +42,13 @@ from datetime import datetime
 from typing import Any, Final
 
 from convstore.blobs._adapter import open_backend
+from convstore.blobs._backend import DEFAULT_TIMEOUT
 from convstore.blobs._ingest import Ingest, sha256_hex, update_digest
 from convstore.blobs._layout import (
     blob_path,
     blobs_dir,
     digest_at,
+    is_staging_path,
     namespace_root,
     namespaces_dir,
     require_digest,
@@ -72,6 +74,8 @@ class BlobStore:
     ``url`` is a local directory (a path or ``file://`` URL; created on first write),
     ``memory://prefix`` (tests), ``s3://bucket/prefix``, ``gs://bucket/prefix`` or any other
     fsspec URL; ``storage_options`` go to the filesystem (credentials, ``client_kwargs``, ...).
+    ``timeout`` is how many seconds one storage request may take (default 30; ``None``: no
+    limit) before the operation fails with a `BlobStorageError` naming it.
     A store on an asynchronous filesystem such as S3 must be used from one event loop and closed
     with `close` there.
     """
@@ -82,12 +86,15 @@ class BlobStore:
         *,
         max_size: int = DEFAULT_MAX_SIZE,
         storage_options: Mapping[str, Any] | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> None:
         if max_size < 0:
             raise InvalidInputError(f"max_size must not be negative, got {max_size}")
+        if timeout is not None and not timeout > 0:
+            raise InvalidInputError(f"timeout must be positive seconds or None, got {timeout}")
         self._url = url
         self._max_size = max_size
-        self._backend, self._root = open_backend(url, storage_options or {})
+        self._backend, self._root = open_backend(url, storage_options or {}, timeout=timeout)
         self._closed = False
         self._owner: BlobStore | None = None
         self._namespace = ""
@@ -238,12 +245,18 @@ class BlobStore:
     async def sweep_staging(self, *, older_than: datetime, dry_run: bool = False) -> int:
         """Delete staging objects older than ``older_than``; how many there were.
 
-        A process killed between staging a write and publishing it leaves its staging object
-        behind, and `iter_blobs` never lists those; garbage collection sweeps them here.
+        Only objects named like the store's own staging objects are considered. A process
+        killed between staging a write and publishing it leaves its staging object behind, and
+        `iter_blobs` never lists those; garbage collection sweeps them here.
         """
         self._require_open()
-        stale = [s for s in (await self._backend.listdir(staging_dir(self._root))).files
-                 if s.modified < older_than]  # fmt: skip
+        listing = await self._backend.listdir(staging_dir(self._root))
+        # Only what this store's writers name: a file someone else put under tmp/ is not ours.
+        stale = [
+            stat
+            for stat in listing.files
+            if stat.modified < older_than and is_staging_path(stat.path)
+        ]
         if not dry_run:
             for stat in stale:
                 await self._backend.remove(stat.path)

@@ -8,8 +8,9 @@ Invariants:
   be added beside it without moving anything; the two-digit shard keeps directories small.
 - Only lower-case hex digests are accepted as addresses, so no caller-supplied string can reach
   outside the layout (no ``..``, no ``/``).
-- Writes are staged at ``<root>/tmp/<uuid4>`` before they are moved onto their key. Staging
-  objects are never blobs: listings skip them.
+- Writes are staged at ``<root>/tmp/<uuid4 hex>`` before they are moved onto their key.
+  Staging objects are never blobs: listings skip them, and only names of that shape are ever
+  swept as staging leftovers.
 - A namespace (one per tenant, unless deduplication is global) is the same layout under
   ``<root>/tenants/<namespace>``: identical bytes are stored once per namespace, so no tenant's
   timing or errors depend on what another tenant stored. The shared namespace is ``""``, the
@@ -47,6 +48,9 @@ def namespaces_dir(root: str) -> str:
     return f"{root}/{NAMESPACES_DIR}"
 
 
+_STAGING_NAME: Final = re.compile(r"[0-9a-f]{32}")
+
+
 def require_digest(sha256: str) -> str:
     """``sha256`` itself if it is a lower-case hex SHA-256 digest, else `InvalidInputError`."""
     if not _DIGEST.fullmatch(sha256):
@@ -72,6 +76,14 @@ def staging_dir(root: str) -> str:
 def staging_path(root: str) -> str:
     """A fresh, unique path to stage one write at."""
     return f"{staging_dir(root)}/{uuid.uuid4().hex}"
+
+
+def is_staging_path(path: str) -> bool:
+    """Whether ``path`` is named as `staging_path` names them (a uuid4 in hex).
+
+    Garbage collection removes only these: anything else under ``tmp/`` is not the store's.
+    """
+    return _STAGING_NAME.fullmatch(posixpath.basename(path.rstrip("/"))) is not None
 
 
 def digest_at(path: str) -> str | None:

@@ -17,7 +17,8 @@ from convstore.cli.demo import run_demo
 from convstore.cli.transfer import conversation_document, import_document
 from convstore.cli.views import conversation_view, summary_table
 from convstore.db import migrate as migrate_database
-from convstore.errors import InvalidInputError
+from convstore.db import parse_url, sqlite_path
+from convstore.errors import DatabaseNotFoundError, InvalidInputError
 from convstore.model import TOOL_DEFINITIONS, ToolDefinition
 from convstore.model._base import describe_validation_error
 from convstore.parsing import parse, parse_tools
@@ -41,6 +42,26 @@ def _store(args: argparse.Namespace) -> ConversationStore:
     return ConversationStore(args.url, blobs=args.blobs)
 
 
+def _existing_store(args: argparse.Namespace) -> ConversationStore:
+    """A store on a database that must already exist: reading commands never create one.
+
+    A mistyped ``--url`` would otherwise create an empty SQLite file, migrate it and report an
+    empty, successful listing.
+    """
+    path = sqlite_path(args.url)
+    if path is not None and not path.exists():
+        raise DatabaseNotFoundError(str(path))
+    return _store(args)
+
+
+def masked_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for anything printed)."""
+    try:
+        return parse_url(url).render_as_string(hide_password=True)
+    except InvalidInputError:
+        return "<an unparsable URL>"
+
+
 async def demo(args: argparse.Namespace) -> int:
     """Store a sample conversation and print what was stored."""
     async with _store(args) as store:
@@ -51,13 +72,13 @@ async def demo(args: argparse.Namespace) -> int:
 async def migrate(args: argparse.Namespace) -> int:
     """Upgrade the schema."""
     await migrate_database(args.url, args.revision)
-    print(f"migrated {args.url} to {args.revision}")
+    print(f"migrated {masked_url(args.url)} to {args.revision}")
     return 0
 
 
 async def list_conversations(args: argparse.Namespace) -> int:
     """Print a page of conversations, newest first, and how to get the next one."""
-    async with _store(args) as store:
+    async with _existing_store(args) as store:
         page = await store.list_conversations(
             tenant=args.tenant, limit=args.limit, cursor=args.cursor
         )
@@ -69,7 +90,7 @@ async def list_conversations(args: argparse.Namespace) -> int:
 
 async def show(args: argparse.Namespace) -> int:
     """Print one conversation."""
-    async with _store(args) as store:
+    async with _existing_store(args) as store:
         conversation = await store.load(args.id, tenant=args.tenant)
         tips = await store.branches(args.id, tenant=args.tenant)
     if args.json:
@@ -156,7 +177,7 @@ async def render(args: argparse.Namespace) -> int:
     model defaults to the one an imported request named, when rendering to its own format.
     """
     tools = await _tools_file(args.tools)
-    async with _store(args) as store:
+    async with _existing_store(args) as store:
         model = args.model
         if model is None:
             stored = (await store.load(args.id, tenant=args.tenant, last=0)).metadata
@@ -180,7 +201,7 @@ async def render(args: argparse.Namespace) -> int:
 
 async def gc(args: argparse.Namespace) -> int:
     """Collect unreferenced blobs."""
-    async with _store(args) as store:
+    async with _existing_store(args) as store:
         report = await collect_garbage(
             store,
             grace=timedelta(seconds=args.grace),
@@ -201,7 +222,7 @@ async def gc(args: argparse.Namespace) -> int:
 
 async def fsck_command(args: argparse.Namespace) -> int:
     """Check referenced blobs; exit status 1 when any is missing or corrupted."""
-    async with _store(args) as store:
+    async with _existing_store(args) as store:
         report = await fsck(store, progress=_ProgressLine())
         for sha in report.missing:
             print(f"MISSING   {blob_url(store, sha)}")

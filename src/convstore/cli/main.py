@@ -13,9 +13,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, get_args
+from urllib.parse import quote
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from convstore.capabilities import TARGETS
 from convstore.cli import commands
@@ -144,6 +149,24 @@ _HANDLERS: dict[str, Handler] = {
 }
 
 
+_USERINFO_PASSWORD = re.compile(r"://[^/@:]*:([^/@]+)@")
+
+
+def _without_password(text: str, url: str) -> str:
+    """``text`` with the database password, however it is spelled in ``url``, masked."""
+    try:
+        password = make_url(url).password
+    except (ArgumentError, ValueError):
+        # Not a URL SQLAlchemy reads (a bad port, say): find the userinfo's password by hand.
+        found = _USERINFO_PASSWORD.search(url)
+        password = found.group(1) if found else None
+    if not password:
+        return text
+    for spelling in {str(password), quote(str(password), safe=""), quote(str(password))}:
+        text = text.replace(spelling, "***")
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
@@ -151,7 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return asyncio.run(handler(args))
     except ConvstoreError as exc:
-        print(f"convstore: {type(exc).__name__}: {exc}", file=sys.stderr)
+        message = _without_password(str(exc), args.url)
+        print(f"convstore: {type(exc).__name__}: {message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

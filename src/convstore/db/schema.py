@@ -58,6 +58,7 @@ __all__ = [
     "conversations",
     "messages",
     "metadata",
+    "settings",
     "tool_calls",
 ]
 
@@ -239,3 +240,11 @@ append_keys: Final = Table(
     Column("count", Integer, nullable=False),
     Column("created_at", UTCDateTime(), nullable=False),
 )
+
+settings: Final = Table(
+    "settings",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+"""Store-wide settings, such as where the blobs live (so gc and fsck find them from anywhere)."""

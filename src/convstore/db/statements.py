@@ -46,6 +46,7 @@ from convstore.db.schema import (
     compactions,
     conversations,
     messages,
+    settings,
     tool_calls,
 )
 
@@ -326,6 +327,8 @@ class Statements:
     write transactions exclude each other already)."""
     lock_attachment_exclusive: Select[Any]
     """A blob's catalogue row, locked against appends referencing it (``FOR UPDATE``)."""
+    select_setting: Select[Any]
+    insert_setting_if_absent: Insert
     insert_tombstone: Insert
     delete_tombstone: Delete
     finish_tombstone: Update
@@ -517,6 +520,8 @@ class Statements:
             lock_attachment_exclusive=select(attachments.c.sha256)
             .where(attachments.c.sha256 == bindparam("sha256"))
             .with_for_update(),
+            select_setting=select(settings.c.value).where(settings.c.key == bindparam("key")),
+            insert_setting_if_absent=_upsert_ignore(dialect_name, settings),
             insert_tombstone=insert(blob_tombstones),
             # Parameters named apart from the columns: SQLAlchemy reserves column names in the
             # SET clause of an UPDATE for the values it sets.

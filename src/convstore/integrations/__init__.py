@@ -9,4 +9,8 @@ store API, and imports its framework only inside its own module (an optional ext
   (``pip install convstore[openai-agents]``).
 - `convstore.integrations.ai_sdk`: ``to_ui_messages`` / ``from_ui_messages``, the AI SDK's
   UIMessage JSON (no dependency).
+- `convstore.integrations.pydantic_ai`: ``ConvstoreConversationStore``, a pydantic-ai
+  ``ConversationStore`` backend (``pip install convstore[pydantic-ai]``).
+- `convstore.integrations.google_adk`: ``ConvstoreSessionService``, a google-adk
+  ``BaseSessionService`` (``pip install convstore[google-adk]``).
 """

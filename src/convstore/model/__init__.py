@@ -6,7 +6,14 @@ these values to rows and the renderers map them to provider JSON.
 """
 
 from convstore.model.content import AttachmentRef, FilePart, TextPart
-from convstore.model.conversation import Branch, Compaction, Conversation, ToolCall, ToolCallStatus
+from convstore.model.conversation import (
+    Branch,
+    Compaction,
+    Conversation,
+    OrphanResult,
+    ToolCall,
+    ToolCallStatus,
+)
 from convstore.model.messages import Message, Role
 from convstore.model.outputs import ContentOutput, ErrorOutput, JsonOutput, ResultKind, ToolOutput
 from convstore.model.parts import Part, ThinkingPart, ToolCallPart, ToolResultPart
@@ -27,6 +34,7 @@ __all__ = [
     "JsonOutput",
     "Message",
     "NativeRecord",
+    "OrphanResult",
     "Part",
     "ResultKind",
     "Role",

@@ -14,6 +14,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -26,7 +27,6 @@ from pydantic import JsonValue, TypeAdapter, ValidationError
 from convstore.blobs import BlobStore
 from convstore.db import DEFAULT_URL, create_backend, sqlite_path
 from convstore.db.backend import Backend
-from convstore.db.mapping import text_column
 from convstore.errors import (
     AttachmentCorruptedError,
     AttachmentNotFoundError,
@@ -35,7 +35,15 @@ from convstore.errors import (
     InvalidInputError,
     InvalidMessageError,
 )
-from convstore.limits import check_messages
+from convstore.limits import (
+    MAX_CONVERSATION_ID_LENGTH,
+    MAX_LIST_LIMIT,
+    check_count,
+    check_json_object,
+    check_key,
+    check_messages,
+    check_text,
+)
 from convstore.model import (
     Branch,
     Compaction,
@@ -53,7 +61,7 @@ from convstore.model import (
 )
 from convstore.model._base import describe_validation_error
 from convstore.rendering import Rendered, render
-from convstore.store import branches, conversations, reads, writes
+from convstore.store import branches, conversations, reads, settings, writes
 from convstore.store.attachments import (
     attachment_rows,
     needs_storing,
@@ -68,9 +76,10 @@ from convstore.store.writes import AppendPlan, NoChange, OnConflict
 from convstore.transcript.planner import OrphanPolicy, attachments_needed
 from convstore.transcript.reasoning import ReasoningPolicy
 
-__all__ = ["DEFAULT_MAX_ATTACHMENT_SIZE", "ConversationStore"]
+__all__ = ["DEFAULT_BLOB_TIMEOUT", "DEFAULT_MAX_ATTACHMENT_SIZE", "ConversationStore"]
 
 DEFAULT_MAX_ATTACHMENT_SIZE = 20 * 1024 * 1024
+DEFAULT_BLOB_TIMEOUT = 30.0
 _FETCH_CONCURRENCY = 16
 _COLLECTED_RETRIES = 3
 _STALE_TOMBSTONE = 60.0
@@ -79,6 +88,12 @@ _STALE_TOMBSTONE = 60.0
 _MESSAGE = TypeAdapter(Message)
 _OUTPUT: TypeAdapter[ToolOutput] = TypeAdapter(ToolOutput)
 _METADATA = TypeAdapter(dict[str, JsonValue])
+
+
+def _check_ref(conversation_id: str, tenant: str | None) -> None:
+    """Refuse ids no database can look up alike (a longer one simply is not found)."""
+    check_text(conversation_id, "conversation id")
+    check_text(tenant, "tenant")
 
 
 def _now() -> datetime:
@@ -101,7 +116,7 @@ def _json_object(value: Any, what: str) -> dict[str, JsonValue]:
         raise InvalidInputError(f"{what} must be a JSON object")
     try:
         return _METADATA.validate_python(dict(value))
-    except ValidationError as exc:
+    except (ValidationError, TypeError, ValueError) as exc:
         raise InvalidInputError(f"{what} must be a JSON object: {exc}") from exc
 
 
@@ -110,8 +125,11 @@ def _as_messages(messages: Message | Mapping[str, Any] | Sequence[Any]) -> list[
         return [messages]
     if isinstance(messages, Mapping):
         messages = [messages]
-    if isinstance(messages, str | bytes):
-        raise InvalidMessageError("append takes a Message or a sequence of messages")
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidMessageError(
+            "append takes a Message, a mapping or a sequence of them, "
+            f"not {type(messages).__name__}"
+        )
     out = []
     for item in messages:
         if isinstance(item, Message):
@@ -122,6 +140,23 @@ def _as_messages(messages: Message | Mapping[str, Any] | Sequence[Any]) -> list[
         except ValidationError as exc:
             raise InvalidMessageError(describe_validation_error(exc)) from exc
     return out
+
+
+_OUTPUT_KINDS = frozenset({"json", "content", "error"})
+
+
+def _as_output(output: Any) -> ToolOutput:
+    """A typed output from what `complete_tool_call` was given (see there)."""
+    if isinstance(output, JsonOutput | ContentOutput | ErrorOutput):
+        return output
+    if isinstance(output, Mapping) and output.get("kind") in _OUTPUT_KINDS:
+        try:
+            return _OUTPUT.validate_python(output)
+        except ValidationError as exc:
+            raise InvalidMessageError(describe_validation_error(exc)) from exc
+    if isinstance(output, Mapping):
+        output = dict(output)
+    return JsonOutput(value=output)
 
 
 class ConversationStore:
@@ -142,6 +177,8 @@ class ConversationStore:
             tenant can tell from timing or errors whether another stored a file. ``"global"``:
             once for everyone (less storage; but a tenant that times its own append of a file
             learns whether anyone stored it before).
+        blob_timeout: seconds one blob storage request may take (default 30; ``None``: no
+            limit); one that does not answer fails the operation with `BlobStorageError`.
     """
 
     def __init__(
@@ -154,36 +191,57 @@ class ConversationStore:
         sqlite_synchronous: Literal["full", "normal"] = "full",
         blob_options: Mapping[str, Any] | None = None,
         dedupe: Literal["tenant", "global"] = "tenant",
+        blob_timeout: float | None = DEFAULT_BLOB_TIMEOUT,
     ) -> None:
         if dedupe not in ("tenant", "global"):
             raise InvalidInputError('dedupe is "tenant" or "global"')
         self.dedupe = dedupe
         self.url = url
         self.blobs_url = blobs if blobs is not None else _default_blobs(url)
+        self._blobs_given = blobs is not None
         self._backend: Backend = create_backend(
             url, auto_migrate=auto_migrate, sqlite_synchronous=sqlite_synchronous
         )
         self._blob_args: dict[str, Any] = {
             "max_size": max_attachment_size,
             "storage_options": blob_options,
+            "timeout": blob_timeout,
         }
         self._blobs: BlobStore | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def open(self) -> Self:
-        """Connect (and create the schema of a new SQLite database)."""
+        """Connect (and create the schema of a new SQLite database).
+
+        The blob location is recorded in the database the first time a store opens it, and a
+        store opened without ``blobs=`` uses the recorded one: `convstore gc` and ``fsck`` find
+        the blobs from any directory.
+        """
         if self._blobs is None:
             blobs = self._blobs = BlobStore(self.blobs_url, **self._blob_args)
             try:
                 await self._backend.open()
+                recorded = await self._blob_location()
             except BaseException:
                 # A close() racing this open may already have taken and closed the blob store.
                 if self._blobs is blobs:
                     self._blobs = None
                 await blobs.close()
                 raise
+            if recorded is not None and recorded != self.blobs_url and not self._blobs_given:
+                self.blobs_url = recorded
+                self._blobs = BlobStore(recorded, **self._blob_args)
+                await blobs.close()
         return self
+
+    async def _blob_location(self) -> str | None:
+        """The recorded blob location; records this store's first if there is none."""
+        recorded = await self._backend.read(settings.blob_location)
+        if recorded is None and settings.recordable(self.blobs_url):
+            location = settings.absolute(self.blobs_url)
+            recorded = await self._backend.write(lambda tx: settings.record(tx, location))
+        return recorded
 
     async def close(self) -> None:
         """Release connections (idempotent)."""
@@ -267,11 +325,11 @@ class ConversationStore:
     ) -> tuple[str, dict[str, JsonValue]]:
         self._require_open()
         meta = _json_object(metadata, "metadata")
+        check_json_object(meta, "metadata")
         cid = cid if cid is not None else new_id()
-        if not isinstance(cid, str) or not cid or len(cid) > 64:
-            raise InvalidInputError("a conversation id is 1 to 64 characters")
-        for value in (cid, title, tenant):
-            text_column(value)
+        check_text(cid, "conversation id", max_length=MAX_CONVERSATION_ID_LENGTH)
+        check_text(title, "title")
+        check_key(tenant, "tenant")
         return cid, meta
 
     async def update_conversation(
@@ -289,8 +347,10 @@ class ConversationStore:
         """
         self._require_open()
         changes: dict[str, Any] = {}
+        _check_ref(conversation_id, tenant)
         if title is not UNSET:
-            changes["title"] = text_column(title)
+            check_text(title, "title")
+            changes["title"] = title
         if metadata is not UNSET:
             changes["metadata"] = _json_object(metadata, "metadata")
         now = _now()
@@ -338,8 +398,8 @@ class ConversationStore:
         ``metadata={"k": v}`` keeps conversations whose metadata has all those keys equal.
         """
         self._require_open()
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
-            raise InvalidInputError("limit must be an integer from 1 to 10000")
+        check_text(tenant, "tenant")
+        check_count(limit, "limit", maximum=MAX_LIST_LIMIT)
         wanted = None if metadata is None else _json_object(metadata, "metadata filter")
         return await self._backend.read(
             lambda tx: reads.list_conversations(tx, tenant, limit, cursor, wanted)
@@ -354,6 +414,7 @@ class ConversationStore:
     ) -> None:
         """Delete a conversation and everything in it; its blobs become collectable."""
         self._require_open()
+        _check_ref(conversation_id, tenant)
 
         def delete(tx: Any) -> None:
             if expected_revision is not None:
@@ -396,6 +457,8 @@ class ConversationStore:
             The stored messages, with ``seq``, ``parent_seq``, ``conversation_id`` and
             ``created_at`` set and file bytes replaced by attachment references.
         """
+        _check_ref(conversation_id, tenant)
+        check_key(idempotency_key, "idempotency key")
         batch = _as_messages(messages)
         if parent_seq is not None and (
             isinstance(parent_seq, bool) or not isinstance(parent_seq, int) or parent_seq < 1
@@ -479,11 +542,9 @@ class ConversationStore:
         ``render(..., last=N)`` makes one.
         """
         self._require_open()
-        for name, value in (("last", last), ("before_seq", before_seq)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**62
-            ):
-                raise InvalidInputError(f"{name} must be a non-negative integer")
+        _check_ref(conversation_id, tenant)
+        check_count(last, "last")
+        check_count(before_seq, "before_seq")
         return await self._backend.read(
             lambda tx: reads.load_conversation(tx, conversation_id, tenant, last, before_seq)
         )
@@ -564,7 +625,8 @@ class ConversationStore:
         self._require_open()
         if isinstance(at_seq, bool) or not isinstance(at_seq, int) or at_seq < 1:
             raise InvalidInputError("at_seq is the seq of a message on the active path")
-        text_column(title)
+        _check_ref(conversation_id, tenant)
+        check_text(title, "title")
         now = _now()
         return await self._backend.write(
             lambda tx: branches.fork(tx, conversation_id, tenant, at_seq, title, now)
@@ -631,12 +693,14 @@ class ConversationStore:
         Completing again with an equal output changes nothing; with a different output, or
         for a cancelled call, it raises `ToolCallConflictError`; an unknown call raises
         `ToolCallNotFoundError`. Returns the call as stored.
+
+        ``output`` is a typed output, a mapping with a ``kind`` of a known output kind
+        (validated as that output), or any other JSON value, stored as a `JsonOutput` (as
+        `Message.tool_result` does).
         """
-        if not isinstance(output, JsonOutput | ContentOutput | ErrorOutput):
-            try:
-                output = _OUTPUT.validate_python(output)
-            except ValidationError as exc:
-                raise InvalidMessageError(describe_validation_error(exc)) from exc
+        _check_ref(conversation_id, tenant)
+        check_key(call_id, "call id")
+        output = _as_output(output)
         result = Message(role=Role.TOOL, parts=[ToolResultPart(call_id=call_id, output=output)])
         check_messages([result], max_attachment_size=self.blob_store.max_size)
         try:
@@ -662,6 +726,7 @@ class ConversationStore:
     ) -> list[str]:
         """Move every pending call of the active path to ``cancelled``; the ids it cancelled."""
         self._require_open()
+        _check_ref(conversation_id, tenant)
         now = _now()
         return await self._backend.write(
             lambda tx: writes.cancel_pending(tx, conversation_id, tenant, now, expected_revision)
@@ -681,6 +746,9 @@ class ConversationStore:
         Non-destructive: every message stays stored and loadable.
         """
         self._require_open()
+        _check_ref(conversation_id, tenant)
+        check_count(through_seq, "through_seq")
+        check_text(summary, "summary")
         now = _now()
         return await self._backend.write(
             lambda tx: writes.compact(
@@ -778,6 +846,7 @@ class ConversationStore:
         With ``tenant``, the attachment must be referenced by a conversation of that tenant;
         otherwise it is reported as not found.
         """
+        check_text(tenant, "tenant")
         if part.data is not None:
             return part.data
         if part.attachment is None:
@@ -786,13 +855,18 @@ class ConversationStore:
         namespaces = await self._backend.read(
             lambda tx: reads.attachment_namespaces(tx, sha, tenant)
         )
+        if not namespaces:
+            # Not referenced by any conversation the caller may see: said without a storage
+            # path, which would tell where (and whether) someone else keeps these bytes.
+            raise AttachmentNotFoundError.not_visible(sha)
         # The same bytes may be referenced from several namespaces (tenants): any copy will do.
-        for namespace in namespaces:
-            try:
+        for namespace in namespaces[:-1]:
+            with contextlib.suppress(AttachmentNotFoundError):
                 return await self.blob_store.namespace(namespace).get(sha)
-            except AttachmentNotFoundError:
-                if namespace == namespaces[-1]:
-                    raise
-        # Not referenced by any conversation the caller may see: said without a storage path,
-        # which would tell where (and whether) someone else keeps these bytes.
-        raise AttachmentNotFoundError(f"sha256:{sha}")
+        try:
+            return await self.blob_store.namespace(namespaces[-1]).get(sha)
+        except AttachmentNotFoundError as exc:
+            if tenant is None:
+                raise
+            # Worded as for another tenant's: a tenant learns nothing from the difference.
+            raise AttachmentNotFoundError.not_visible(sha) from exc
