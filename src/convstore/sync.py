@@ -33,6 +33,7 @@ from convstore.db import DEFAULT_URL
 from convstore.errors import ClosedError, InvalidInputError
 from convstore.store import DEFAULT_MAX_ATTACHMENT_SIZE
 from convstore.store import ConversationStore as AsyncConversationStore
+from convstore.store.conversation_store import DEFAULT_BLOB_TIMEOUT
 
 __all__ = ["ConversationStore"]
 
@@ -139,6 +140,8 @@ class ConversationStore:
         auto_migrate: bool | None = None,
         sqlite_synchronous: Literal["full", "normal"] = "full",
         blob_options: Mapping[str, Any] | None = None,
+        dedupe: Literal["tenant", "global"] = "tenant",
+        blob_timeout: float | None = DEFAULT_BLOB_TIMEOUT,
     ) -> None:
         # Nothing starts here: the thread and connections exist only between open and close.
         self._store = AsyncConversationStore(
@@ -148,6 +151,8 @@ class ConversationStore:
             auto_migrate=auto_migrate,
             sqlite_synchronous=sqlite_synchronous,
             blob_options=blob_options,
+            dedupe=dedupe,
+            blob_timeout=blob_timeout,
         )
         self._runner: _LoopThread | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None

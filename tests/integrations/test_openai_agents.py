@@ -207,8 +207,13 @@ async def test_the_run_wrapper_routes_the_session_to_a_tenant(db: Path) -> None:
     try:
         acme = RunContextWrapper(context={"tenant": "acme"})
         other = RunContextWrapper(context={"tenant": "other"})
-        await session.add_items([{"role": "user", "content": "secret"}], wrapper=acme)
-        assert await session.get_items(wrapper=acme) == [{"role": "user", "content": "secret"}]
+        secret = [
+            {"role": "user", "content": "secret"},
+            {"role": "user", "content": [{"type": "input_image", "image_url": data_url(IMAGE)}]},
+        ]
+        await session.add_items(copy.deepcopy(secret), wrapper=acme)
+        assert await session.get_items(wrapper=acme) == secret
+        assert await session.pop_item(wrapper=acme) == secret[1]
         assert await session.get_items(wrapper=other) == []
         assert await session.pop_item(wrapper=other) is None
         with pytest.raises(Exception, match="run context"):
