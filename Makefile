@@ -11,8 +11,25 @@ BASE_STAMP := $(VENV)/.installed-base
 # bench extra in pyproject.toml), so `make bench` has its own environment.
 BENCH_VENV  := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed-bench
+# The AI SDK's own validator for tests/integrations/test_ai_sdk.py: node (from the system) and
+# the `ai` npm package, pinned by its package-lock.json, in a project-local node_modules.
+AI_SDK_NODE  := tests/integrations/node
+AI_SDK_STAMP := $(AI_SDK_NODE)/node_modules/.installed
+# openai-agents pins websockets<17, which the dev extra's SDK oracles do not allow: its tests
+# (ConvstoreSession, and the SDK's own session suites from its sdist) run in .venv-agents.
+AGENTS_VENV  := .venv-agents
+AGENTS_PINS  := tests/integrations/openai_agents_contract/constraints.txt
+AGENTS_STAMP := $(AGENTS_VENV)/.installed-agents
 
-.PHONY: demo test lint typecheck pytest bench lock clean
+# Framework integrations whose pins clash with the dev extra (and with each other) get their
+# own environments; `make test` runs their tests and type-checks there, framework installed.
+PAI_VENV  := .venv-pydantic-ai
+PAI_STAMP := $(PAI_VENV)/.installed-pydantic-ai
+ADK_VENV  := .venv-adk
+ADK_STAMP := $(ADK_VENV)/.installed-google-adk
+
+.PHONY: demo test lint typecheck pytest pytest-agents bench lock clean test-pydantic-ai \
+	test-google-adk bench-frameworks
 
 $(BASE_STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,7 +44,7 @@ $(STAMP): $(BASE_STAMP)
 demo: $(BASE_STAMP)
 	$(BIN)/convstore demo
 
-test: lint typecheck pytest
+test: lint typecheck pytest pytest-agents test-pydantic-ai test-google-adk
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench migrations
@@ -36,8 +53,44 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(AI_SDK_STAMP)
 	$(BIN)/pytest
+
+$(AI_SDK_STAMP): $(AI_SDK_NODE)/package.json $(AI_SDK_NODE)/package-lock.json
+	npm ci --prefix $(AI_SDK_NODE) --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(AGENTS_STAMP): pyproject.toml $(AGENTS_PINS)
+	test -x $(AGENTS_VENV)/bin/python || $(PYTHON) -m venv $(AGENTS_VENV)
+	$(AGENTS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(AGENTS_VENV)/bin/python -m pip install --quiet -c $(AGENTS_PINS) -e ".[openai-agents]" \
+		pytest pytest-asyncio pytest-timeout
+	touch $@
+
+# --noconftest: the suite-wide conftest needs the dev extra (moto, boto3), not installed here.
+pytest-agents: $(AGENTS_STAMP)
+	$(AGENTS_VENV)/bin/pytest --noconftest tests/integrations/test_openai_agents.py \
+		tests/integrations/test_openai_agents_contract.py tests/integrations/test_openai_agents_docs.py
+
+$(PAI_STAMP): pyproject.toml constraints-pydantic-ai.txt
+	test -x $(PAI_VENV)/bin/python || $(PYTHON) -m venv $(PAI_VENV)
+	$(PAI_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PAI_VENV)/bin/python -m pip install --quiet -c constraints-pydantic-ai.txt -e ".[dev,pydantic-ai]"
+	touch $@
+
+test-pydantic-ai: $(PAI_STAMP)
+	$(PAI_VENV)/bin/mypy
+	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_pydantic_ai.py tests/integrations/test_pydantic_ai_docs.py
+
+$(ADK_STAMP): pyproject.toml constraints-google-adk.txt
+	test -x $(ADK_VENV)/bin/python || $(PYTHON) -m venv $(ADK_VENV)
+	$(ADK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(ADK_VENV)/bin/python -m pip install --quiet -c constraints-google-adk.txt -e ".[dev,google-adk]"
+	touch $@
+
+test-google-adk: $(ADK_STAMP)
+	$(ADK_VENV)/bin/mypy
+	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(ADK_VENV)/bin/pytest tests/integrations/test_google_adk.py tests/integrations/test_google_adk_docs.py
 
 $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
@@ -46,8 +99,13 @@ $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	touch $@
 
 # Every store in its own process, all from .venv-bench; writes docs/performance.md.
-bench: $(BENCH_STAMP)
+bench: $(BENCH_STAMP) bench-frameworks
 	$(BENCH_VENV)/bin/python -m bench.compare --save-json docs/performance.json
+
+# ADK's and pydantic-ai's workloads through the integrations beside the frameworks' own stores.
+bench-frameworks: $(PAI_STAMP) $(ADK_STAMP)
+	$(ADK_VENV)/bin/python -m bench.frameworks_bench adk
+	$(PAI_VENV)/bin/python -m bench.frameworks_bench pydantic-ai
 
 # Re-pin every dependency to what resolves today (run after changing pyproject.toml).
 lock:
@@ -58,7 +116,12 @@ lock:
 	.lock-venv/bin/python -m pip install --quiet -e ".[bench]"
 	{ echo "# Pins for $(BENCH_VENV) (make bench): the project and its [bench] extra. 'make lock'."; \
 	  .lock-venv/bin/python -m pip freeze --exclude-editable | grep -v '^-e'; } > bench/constraints.txt
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install --quiet -e ".[openai-agents]" pytest pytest-asyncio pytest-timeout
+	{ echo "# Pins for $(AGENTS_VENV) (make pytest-agents): [openai-agents] and pytest. 'make lock'."; \
+	  .lock-venv/bin/python -m pip freeze --exclude-editable | grep -v '^-e'; } > $(AGENTS_PINS)
 	rm -rf .lock-venv
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist convstore.db* convstore-blobs
+	rm -rf $(VENV) $(BENCH_VENV) $(AGENTS_VENV) $(PAI_VENV) $(ADK_VENV) $(AI_SDK_NODE)/node_modules \
+		.mypy_cache .pytest_cache .ruff_cache .hypothesis build dist convstore.db* convstore-blobs

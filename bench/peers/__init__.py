@@ -11,6 +11,8 @@ Modules:
 - ``convstore_store``: convstore's `ConversationStore` (the reference every ratio is taken to).
 - ``agents_sqlite``, ``agents_sqlalchemy``: openai-agents ``SQLiteSession`` and
   ``SQLAlchemySession`` (items in the Responses-API shape of `bench.peers.shapes`).
+- ``convstore_session``: convstore's own openai-agents session, ``ConvstoreSession``, on the
+  same items and calls as those two.
 - ``adk_database``: google-adk ``DatabaseSessionService`` (events with ``google.genai`` content).
 - ``langchain_sql``: langchain-community ``SQLChatMessageHistory`` (LangChain messages).
 - ``raw_sqlite3``: the floor: the standard library's sqlite3, one JSON row per item, one
@@ -28,6 +30,7 @@ STORES: Final = (
     "convstore_store",
     "agents_sqlite",
     "agents_sqlalchemy",
+    "convstore_session",
     "adk_database",
     "langchain_sql",
     "raw_sqlite3",

@@ -11,13 +11,15 @@ dropped by the downgrade; messages of every branch stay, in ``seq`` order).
 - ``messages`` gains ``parent_seq`` (v1 histories are chains: the previous ``seq``),
   ``message_id``, ``parts`` (the rows of ``parts`` folded into one JSON array per message, in
   the form `convstore.db.mapping` reads), ``native`` and ``usage``.
-- ``parts`` is replaced by ``blob_refs`` (one row per message and blob it references).
+- ``parts`` is replaced by ``blob_refs`` (one row per message and blob it references, with the
+  blob namespace: v1 blobs are all in the shared namespace ``""``); ``blob_tombstones`` marks
+  blobs garbage collection is deleting.
 - ``conversations`` gains ``state``, ``head_seq`` (the newest message), ``revision`` and
   ``branched``; it is listed by creation time, so its index moves from ``updated_at`` (which
   every append rewrote) to ``created_at``.
 - ``compactions`` is keyed by ``(conversation_id, id)``, with no global sequence.
 - ``tool_calls``: the ``(conversation_id, status)`` index becomes a partial index of pending
-  calls.
+  calls; ``cancelled_at`` keeps a cancellation when another path answers the call.
 
 The conversion between part rows and JSON is written out here rather than imported, so that this
 revision keeps doing what it did whatever later code does. Tables change with native ``ALTER
@@ -30,6 +32,8 @@ from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
+
+from convstore.db.types import UTCDateTime
 
 revision: str = "0002"
 down_revision: str | None = "0001"
@@ -142,6 +146,7 @@ def upgrade() -> None:
         sa.Column("conversation_id", sa.String(length=64), nullable=False),
         sa.Column("seq", sa.Integer(), autoincrement=False, nullable=False),
         sa.Column("sha256", sa.String(length=64), nullable=False),
+        sa.Column("namespace", sa.String(length=64), server_default=sa.text("''"), nullable=False),
         sa.ForeignKeyConstraint(
             ["conversation_id", "seq"],
             ["messages.conversation_id", "messages.seq"],
@@ -154,6 +159,14 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("conversation_id", "seq", "sha256", name=op.f("pk_blob_refs")),
     )
     op.create_index(op.f("ix_blob_refs_sha256"), "blob_refs", ["sha256"])
+    op.create_table(
+        "blob_tombstones",
+        sa.Column("namespace", sa.String(length=64), nullable=False),
+        sa.Column("sha256", sa.String(length=64), nullable=False),
+        sa.Column("created_at", UTCDateTime(), nullable=False),
+        sa.Column("deleted_at", UTCDateTime(), nullable=True),
+        sa.PrimaryKeyConstraint("namespace", "sha256", name=op.f("pk_blob_tombstones")),
+    )
 
     # v1 histories are chains with contiguous sequence numbers.
     op.execute("UPDATE messages SET parent_seq = seq - 1 WHERE seq > 1")
@@ -173,6 +186,8 @@ def upgrade() -> None:
     op.drop_index(op.f("ix_parts_blob_sha256"), table_name="parts")
     op.drop_table("parts")
 
+    op.add_column("tool_calls", sa.Column("cancelled_at", UTCDateTime(), nullable=True))
+    op.execute("UPDATE tool_calls SET cancelled_at = completed_at WHERE status = 'cancelled'")
     op.drop_index(op.f("ix_tool_calls_conversation_id_status"), table_name="tool_calls")
     op.create_index(
         "ix_tool_calls_pending",
@@ -332,6 +347,7 @@ def downgrade() -> None:
     )
 
     op.drop_index("ix_tool_calls_pending", table_name="tool_calls")
+    op.drop_column("tool_calls", "cancelled_at")
     op.create_index(
         op.f("ix_tool_calls_conversation_id_status"), "tool_calls", ["conversation_id", "status"]
     )
@@ -364,6 +380,7 @@ def downgrade() -> None:
     )
     op.create_index(op.f("ix_parts_blob_sha256"), "parts", ["blob_sha256"])
     _unfold_parts(bind)
+    op.drop_table("blob_tombstones")
     op.drop_index(op.f("ix_blob_refs_sha256"), table_name="blob_refs")
     op.drop_table("blob_refs")
 

@@ -20,6 +20,7 @@ from convstore.errors import (
     ConversationNotFoundError,
     ConvstoreError,
     DatabaseError,
+    DatabaseNotFoundError,
     InvalidInputError,
     InvalidMessageError,
     MalformedPayloadError,
@@ -45,6 +46,7 @@ from convstore.model import (
     JsonOutput,
     Message,
     NativeRecord,
+    OrphanResult,
     Part,
     ResultKind,
     Role,
@@ -53,13 +55,14 @@ from convstore.model import (
     ToolCall,
     ToolCallPart,
     ToolCallStatus,
+    ToolDefinition,
     ToolOutput,
     ToolResultPart,
     Usage,
     dump_messages,
     load_messages,
 )
-from convstore.parsing import parse, parse_response
+from convstore.parsing import parse, parse_response, parse_tools
 from convstore.rendering import Rendered, render
 from convstore.store import (
     ConversationPage,
@@ -94,6 +97,7 @@ __all__ = [
     "ConversationSummary",
     "ConvstoreError",
     "DatabaseError",
+    "DatabaseNotFoundError",
     "ErrorOutput",
     "FilePart",
     "FsckReport",
@@ -107,6 +111,7 @@ __all__ = [
     "MessageNotFoundError",
     "NativeRecord",
     "NotFoundError",
+    "OrphanResult",
     "Part",
     "Rendered",
     "ResultKind",
@@ -122,6 +127,7 @@ __all__ = [
     "ToolCallNotFoundError",
     "ToolCallPart",
     "ToolCallStatus",
+    "ToolDefinition",
     "ToolOutput",
     "ToolResultPart",
     "UnsupportedFormatError",
@@ -135,5 +141,6 @@ __all__ = [
     "migrate",
     "parse",
     "parse_response",
+    "parse_tools",
     "render",
 ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Final
 
@@ -29,7 +29,9 @@ __all__ = [
     "IdStyle",
     "MediaPlacement",
     "ReasoningReplay",
+    "ToolSchema",
     "capabilities_for",
+    "is_text_document",
 ]
 
 
@@ -65,6 +67,40 @@ class ReasoningReplay(StrEnum):
     """Reasoning produced by the same provider family, any model."""
     SAME_MODEL = "same_model"
     """Only reasoning produced by the same model (its signatures are model-bound)."""
+
+
+class ToolSchema(StrEnum):
+    """The schema dialect a target takes for a tool's parameters (`convstore.providers._schema`)."""
+
+    JSON_SCHEMA = "json_schema"
+    """JSON Schema as written, with an object root (OpenAI strict mode when the tool asks)."""
+    OPENAPI = "openapi"
+    """Gemini's OpenAPI 3.0 subset."""
+
+
+TEXT_DOCUMENT_TYPES: Final = frozenset(
+    {
+        "text/plain", "text/markdown", "text/x-markdown", "text/csv", "text/tab-separated-values",
+        "text/html", "text/xml", "text/css", "text/javascript", "text/x-python",
+        "text/x-script.python", "text/x-c", "text/x-c++", "text/x-java", "text/x-java-source",
+        "text/x-go", "text/x-rust", "text/x-typescript", "text/x-sh", "text/x-shellscript",
+        "text/x-yaml", "text/yaml", "text/x-toml", "text/x-sql", "application/json",
+        "application/ld+json", "application/xml", "application/javascript",
+        "application/typescript", "application/x-yaml", "application/yaml", "application/toml",
+        "application/sql", "application/x-sh", "application/x-python",
+    }
+)  # fmt: skip
+"""Media types sent as decoded text to a target without a native slot for them."""
+
+
+def is_text_document(media_type: str) -> bool:
+    """Whether files of ``media_type`` are text a model can read as a text block."""
+    base = media_type.split(";", 1)[0].strip().lower()
+    return (
+        base in TEXT_DOCUMENT_TYPES
+        or base.startswith("text/")
+        or base.endswith(("+json", "+xml", "+yaml"))
+    )
 
 
 _IMAGES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -142,6 +178,17 @@ class Capabilities:
     model_version_suffix: str | None = None
     """Regex of the version suffix that distinguishes a dated snapshot from its alias (removed
     from both names before a same-model comparison)."""
+    tool_schema: ToolSchema = ToolSchema.JSON_SCHEMA
+    """Schema dialect of tool parameters."""
+    strict_tools: bool = False
+    """Whether the tools field carries OpenAI's ``strict`` flag (strict tools get a strict
+    schema); elsewhere ``strict`` is dropped and noted."""
+    chat_reasoning: str | None = None
+    """Chat Completions targets: the message field replayed reasoning goes in for this model,
+    overriding the dialect's (``"thinking_blocks"``: LiteLLM's field for Claude models)."""
+    text_only: bool = False
+    """Whether the model reads text only: images, audio and documents become text notes (text
+    documents are still sent decoded)."""
     reasoning_leads_message: bool = False
     """Whether replayed reasoning may only open an assistant message (Anthropic): one run of it
     per message, before its other content. Reasoning that follows content which itself followed
@@ -151,6 +198,8 @@ class Capabilities:
         """Whether two model names denote the same model for this target."""
         if a is None or b is None:
             return False
+        # "anthropic/claude-sonnet-4-5" (a gateway's name) is the model "claude-sonnet-4-5".
+        a, b = a.rsplit("/", 1)[-1], b.rsplit("/", 1)[-1]
         if self.model_version_suffix is None:
             return a == b
         return re.sub(self.model_version_suffix, "", a) == re.sub(self.model_version_suffix, "", b)
@@ -179,11 +228,12 @@ _GEMINI_VERSION_SUFFIX: Final = r"-(\d{3}|latest)$"
 
 _OPENAI_CHARS: Final = r"A-Za-z0-9_\-"
 
-CAPABILITIES: Final[tuple[Capabilities, ...]] = (
+_BASE_ROWS: Final[tuple[Capabilities, ...]] = (
     Capabilities(
         target="openai-chat",
         models="*",
         family="openai",
+        strict_tools=True,
         tool_result_media=MediaPlacement.USER_MESSAGE,
         result_media=frozenset(),
         result_uris=False,
@@ -206,6 +256,7 @@ CAPABILITIES: Final[tuple[Capabilities, ...]] = (
         target="openai-responses",
         models="*",
         family="openai",
+        strict_tools=True,
         tool_result_media=MediaPlacement.NATIVE,
         result_media=_IMAGES | _PDF,
         result_uris=True,
@@ -263,6 +314,7 @@ CAPABILITIES: Final[tuple[Capabilities, ...]] = (
         target="gemini",
         models="gemini-3*",
         family="gemini",
+        tool_schema=ToolSchema.OPENAPI,
         tool_result_media=MediaPlacement.NESTED,
         result_media=frozenset(
             {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}
@@ -289,6 +341,7 @@ CAPABILITIES: Final[tuple[Capabilities, ...]] = (
         target="gemini",
         models="*",
         family="gemini",
+        tool_schema=ToolSchema.OPENAPI,
         tool_result_media=MediaPlacement.SIBLING,
         result_media=frozenset(),
         result_uris=False,
@@ -312,6 +365,7 @@ CAPABILITIES: Final[tuple[Capabilities, ...]] = (
         target="mistral",
         models="*",
         family="mistral",
+        strict_tools=True,
         tool_result_media=MediaPlacement.USER_MESSAGE,
         result_media=frozenset(),
         result_uris=False,
@@ -353,6 +407,60 @@ CAPABILITIES: Final[tuple[Capabilities, ...]] = (
         assistant_media=frozenset(),
         requires_user_first=False,
     ),
+)
+
+# A Claude model behind a Chat Completions gateway (LiteLLM's proxy and SDK): LiteLLM returns its
+# thinking as ``reasoning_content`` plus ``thinking_blocks`` (with signatures) and takes the
+# blocks back on assistant messages, which it forwards to Anthropic as thinking blocks; so the
+# Anthropic replay rules apply (docs/providers/openai-chat.md).
+_CLAUDE_VIA_CHAT: Final = replace(
+    next(row for row in _BASE_ROWS if row.target == "openai-chat"),
+    models="claude*",
+    family="anthropic",
+    replays_reasoning=True,
+    reasoning_replay=ReasoningReplay.SAME_MODEL,
+    reasoning_requires_signature=True,
+    model_version_suffix=r"-(\d{8}|0|latest)$",
+    reasoning_leads_message=True,
+    chat_reasoning="thinking_blocks",
+)
+
+# Models that read text only (their providers' model pages list text input alone): images,
+# audio and PDFs become text notes; text documents are still sent, decoded.
+_TEXT_ONLY: Final = (
+    ("openai-chat", "gpt-3.5-turbo*"),
+    ("mistral", "codestral*"),
+    ("mistral", "open-mistral-nemo*"),
+    ("mistral", "mistral-embed*"),
+    ("kimi", "kimi-k2-*"),
+    ("kimi", "moonshot-v1-8k"),
+    ("kimi", "moonshot-v1-32k"),
+    ("kimi", "moonshot-v1-128k"),
+    ("kimi", "moonshot-v1-auto"),
+)
+
+
+def _text_only(row: Capabilities, models: str) -> Capabilities:
+    return replace(
+        row,
+        models=models,
+        text_only=True,
+        user_media=frozenset(),
+        result_media=frozenset(),
+        uri_media=frozenset(),
+        assistant_media=frozenset(),
+    )
+
+
+CAPABILITIES: Final[tuple[Capabilities, ...]] = (
+    *(
+        _text_only(row, models)
+        for target, models in _TEXT_ONLY
+        for row in _BASE_ROWS
+        if row.target == target and row.models == "*"
+    ),
+    _CLAUDE_VIA_CHAT,
+    *_BASE_ROWS,
 )
 
 TARGETS: Final = tuple(dict.fromkeys(row.target for row in CAPABILITIES))

@@ -14,7 +14,8 @@ it and nothing else::
     │   ├── ConversationNotFoundError            missing, deleted or another tenant's (never says)
     │   ├── ToolCallNotFoundError
     │   ├── MessageNotFoundError                 no message with that id (in that conversation)
-    │   └── AttachmentNotFoundError              a referenced blob is missing
+    │   ├── AttachmentNotFoundError              a referenced blob is missing
+    │   └── DatabaseNotFoundError                no SQLite file where a command reads one
     ├── ConflictError
     │   ├── ToolCallConflictError                a second, different completion; a reused call id
     │   └── RevisionConflictError                a stale ``expected_revision``; nothing written
@@ -42,6 +43,7 @@ __all__ = [
     "ConversationNotFoundError",
     "ConvstoreError",
     "DatabaseError",
+    "DatabaseNotFoundError",
     "InvalidInputError",
     "InvalidMessageError",
     "MalformedPayloadError",
@@ -118,11 +120,31 @@ class MessageNotFoundError(NotFoundError):
 
 
 class AttachmentNotFoundError(NotFoundError):
-    """A referenced blob is missing from the blob store."""
+    """A referenced blob is missing from the blob store (or is not the caller's to read)."""
 
-    def __init__(self, key: str) -> None:
-        super().__init__(f"attachment blob {key!r} is missing from the blob store")
+    def __init__(self, key: str, *, message: str | None = None) -> None:
+        super().__init__(message or f"attachment blob {key!r} is missing from the blob store")
         self.key = key
+
+    @classmethod
+    def not_visible(cls, sha256: str) -> AttachmentNotFoundError:
+        """The error a tenant sees for an attachment it may not read, or that is missing.
+
+        It names only the digest the caller gave: no storage path, and the same words whether
+        the blob belongs to another tenant or to nobody.
+        """
+        return cls(f"sha256:{sha256}", message=f"attachment sha256:{sha256} not found")
+
+
+class DatabaseNotFoundError(NotFoundError):
+    """A command that only reads found no database file (it never creates one)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"no database at {path}: check --url (or CONVSTORE_URL); "
+            "`convstore migrate --url URL` creates a new one"
+        )
+        self.path = path
 
 
 class ConflictError(ConvstoreError):

@@ -13,6 +13,9 @@ limit                             value           over it
 `MAX_JSON_DEPTH`                  64 levels       `InvalidMessageError` (arguments, tool
                                                   outputs, error details, provider details)
 `MAX_PART_CHARS`                  16 Mi chars     `InvalidMessageError`
+`MAX_MESSAGE_CHARS`               32 Mi chars     `InvalidMessageError` (all parts and fields
+                                                  of one message together)
+`MAX_PARTS_PER_MESSAGE`           10,000 parts    `InvalidMessageError`
 `MAX_FILENAME_LENGTH`             1,024 chars     `InvalidMessageError`
 filename characters               no C0/C1        `InvalidMessageError`
                                   controls, no
@@ -24,10 +27,28 @@ strings                           valid Unicode   `InvalidMessageError` (a lone 
                                                   be stored as UTF-8 by any database)
 numbers                           finite          `InvalidMessageError` (NaN and infinities are
                                                   not JSON; PostgreSQL refuses them)
+integers                          64-bit signed   `InvalidMessageError` (`JSON_INT_MIN` ..
+                                                  `JSON_INT_MAX`; see below)
 inline file bytes                 the store's     `AttachmentTooLargeError`, before any blob is
                                   ``max_attach-   written (streams are checked as they arrive)
                                   ment_size``
 ================================  ==============  =============================================
+
+The store's own arguments are checked by the functions below before any statement runs, with the
+same result on SQLite and PostgreSQL (`InvalidInputError`, nothing written):
+
+================================  =============================================================
+argument                          accepted
+================================  =============================================================
+conversation id                   1 to `MAX_CONVERSATION_ID_LENGTH` (64) characters
+tenant, idempotency key, call id  1 to `MAX_KEY_LENGTH` (255) characters
+every such string, titles and     valid Unicode without NUL characters: PostgreSQL text cannot
+summaries                         hold NUL, and no database stores a lone surrogate
+metadata (and state)              a JSON object: string keys, finite numbers, 64-bit integers,
+                                  strings as above, at most `MAX_JSON_DEPTH` deep
+``limit`` (`list_conversations`)  0 to `MAX_LIST_LIMIT` (10,000)
+``last`` and sequence numbers     0 to `MAX_SEQ` (2**63 - 1, what both databases' integers hold)
+================================  =============================================================
 
 Why these values:
 
@@ -47,6 +68,21 @@ Why these values:
   Anthropic document titles and Gemini display names travel in the same field, hence 1,024
   rather than a file system's 255.
 
+- Integers: Python's integers are unbounded, JSON's are not. PostgreSQL and SQLite both keep
+  JSON as text, so a 5,000-digit integer would be stored, and then every load would fail:
+  Python refuses to convert an integer of more than 4,300 digits to or from text by default.
+  Refusing at write time what no database integer, no 64-bit JSON library (orjson, most
+  non-Python clients) and no provider can hold keeps "reading never fails on what writing
+  accepted"; a tool with larger numbers sends them as strings (or floats).
+- Parts per message and message size: a message is rendered, fetched and decoded whole; one of
+  a million parts took 1.5 GB to render. No provider accepts more than a few thousand content
+  blocks in a request, and twice the part limit bounds one message's memory on load.
+
+Speed: `check_messages` runs on every append. It first takes a verdict-only pass (no field paths
+built, one loop over every value), and only when that pass refuses does it run the detailed walk
+that names the offending field; the two agree on every input (a property test holds them to it),
+so the error is the same as the detailed walk alone would raise.
+
 Invariant: `check_messages` only reads; it never changes a message, and it walks every value
 iteratively, so no input can exhaust the stack.
 """
@@ -55,20 +91,33 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from pydantic import BaseModel
 
-from convstore.errors import AttachmentTooLargeError, InvalidMessageError
+from convstore.errors import AttachmentTooLargeError, InvalidInputError, InvalidMessageError
+from convstore.media import not_a_media_type
 from convstore.model import FilePart, Message
 
 __all__ = [
+    "JSON_INT_MAX",
+    "JSON_INT_MIN",
+    "MAX_CONVERSATION_ID_LENGTH",
     "MAX_FILENAME_LENGTH",
     "MAX_JSON_DEPTH",
+    "MAX_KEY_LENGTH",
+    "MAX_LIST_LIMIT",
     "MAX_MEDIA_TYPE_LENGTH",
+    "MAX_MESSAGE_CHARS",
+    "MAX_PARTS_PER_MESSAGE",
     "MAX_PART_CHARS",
+    "MAX_SEQ",
+    "check_count",
+    "check_json_object",
+    "check_key",
     "check_messages",
+    "check_text",
     "has_lone_surrogate",
     "json_depth",
 ]
@@ -79,11 +128,35 @@ MAX_JSON_DEPTH: Final = 64
 MAX_PART_CHARS: Final = 16 * 1024 * 1024
 """Characters of text one part may hold: its text fields plus its JSON strings and keys."""
 
+MAX_MESSAGE_CHARS: Final = 32 * 1024 * 1024
+"""Characters of text one message may hold: every part and the message's own fields."""
+
+MAX_PARTS_PER_MESSAGE: Final = 10_000
+"""Most parts one message may have (the parts of a content result not counted)."""
+
 MAX_FILENAME_LENGTH: Final = 1024
 """Longest `FilePart.filename`, in characters."""
 
 MAX_MEDIA_TYPE_LENGTH: Final = 255
 """Longest media type (the model's own limit)."""
+
+JSON_INT_MIN: Final = -(2**63)
+"""Smallest integer a stored JSON value may hold (a 64-bit signed integer)."""
+
+JSON_INT_MAX: Final = 2**63 - 1
+"""Largest integer a stored JSON value may hold (a 64-bit signed integer)."""
+
+MAX_CONVERSATION_ID_LENGTH: Final = 64
+"""Longest conversation id."""
+
+MAX_KEY_LENGTH: Final = 255
+"""Longest tenant, idempotency key or tool-call id handed to a store method."""
+
+MAX_LIST_LIMIT: Final = 10_000
+"""Most conversations one `list_conversations` call returns."""
+
+MAX_SEQ: Final = 2**63 - 1
+"""Largest sequence number or ``last=`` count a store method takes (both databases' integers)."""
 
 _MEDIA_TYPE: Final = re.compile(
     r"[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}"
@@ -118,6 +191,81 @@ def json_depth(value: Any) -> int:
     return deepest
 
 
+# -- the store's own arguments -----------------------------------------------------------------
+
+
+def check_text(value: str | None, what: str, *, max_length: int | None = None) -> None:
+    """Refuse a string argument no database stores alike (NUL, lone surrogates, too long).
+
+    ``None`` passes (an absent optional argument). Raises `InvalidInputError` naming ``what``.
+    """
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be a string, not {type(value).__name__}")
+    if max_length is not None and not 1 <= len(value) <= max_length:
+        raise InvalidInputError(f"{what} must be 1 to {max_length} characters, got {len(value)}")
+    if "\x00" in value:
+        raise InvalidInputError(f"{what} cannot contain NUL characters (\\x00)")
+    if has_lone_surrogate(value):
+        raise InvalidInputError(f"{what} is not valid Unicode (it holds a lone surrogate)")
+
+
+def check_key(value: str | None, what: str) -> None:
+    """`check_text` for a tenant, an idempotency key or a call id (1 to `MAX_KEY_LENGTH`)."""
+    check_text(value, what, max_length=MAX_KEY_LENGTH)
+
+
+def check_count(value: int | None, what: str, *, maximum: int = MAX_SEQ) -> None:
+    """Refuse an integer argument outside ``0..maximum`` (``None`` passes)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{what} must be an integer, not {type(value).__name__}")
+    if not 0 <= value <= maximum:
+        raise InvalidInputError(f"{what} must be between 0 and {maximum:,}, got {value}")
+
+
+def check_json_object(value: Mapping[str, Any], what: str) -> None:
+    """Refuse a metadata or state object that a database would store differently or not at all.
+
+    Keys and strings as `check_text`; numbers finite; integers within 64 bits; nesting at most
+    `MAX_JSON_DEPTH`. Raises `InvalidInputError` naming the offending path.
+    """
+    stack: list[tuple[Any, str, int]] = [(value, what, 1)]
+    while stack:
+        node, path, depth = stack.pop()
+        if isinstance(node, dict | list) and depth > MAX_JSON_DEPTH:
+            raise InvalidInputError(f"{path} nests deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(node, dict):
+            for key, child in node.items():
+                if not isinstance(key, str):
+                    raise InvalidInputError(f"{path} has a key that is not a string: {key!r}")
+                check_text(key, f"{path} key {key[:40]!r}")
+                stack.append((child, f"{path}.{key}", depth + 1))
+        elif isinstance(node, list):
+            stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(node))
+        elif isinstance(node, str):
+            check_text(node, path)
+        elif problem := _number_problem(node):
+            raise InvalidInputError(f"{path}: {problem}")
+
+
+def _number_problem(value: Any) -> str | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        if JSON_INT_MIN <= value <= JSON_INT_MAX:
+            return None
+        return "an integer outside the 64-bit range JSON values may hold (send it as a string)"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{value} is not a JSON number"
+    return None
+
+
+# -- messages -----------------------------------------------------------------------------------
+
+
 def check_messages(messages: Sequence[Message], *, max_attachment_size: int | None = None) -> None:
     """Refuse a batch that breaks a documented limit (see the module docstring).
 
@@ -127,19 +275,164 @@ def check_messages(messages: Sequence[Message], *, max_attachment_size: int | No
             here, before any blob is written.
 
     Raises:
-        InvalidMessageError: a limit on text, JSON, file names or media types is broken; the
-            message names the offending field (``messages[i].parts[j]...``).
+        InvalidMessageError: a limit on text, JSON, numbers, file names, media types, parts per
+            message or message size is broken; the message names the offending field
+            (``messages[i].parts[j]...``).
         AttachmentTooLargeError: inline file bytes exceed ``max_attachment_size``.
     """
+    for message in messages:
+        if not _message_ok(message, max_attachment_size):
+            break
+    else:
+        return
+    # Refused: the detailed walk finds the first problem and says where it is.
+    _explain(messages, max_attachment_size)
+    raise AssertionError("the verdict-only check refused a batch the detailed check accepts")
+
+
+# The verdict-only pass. It must refuse exactly what `_explain` refuses (a property test holds
+# them together); it differs only in building no paths and raising nothing.
+
+
+def _message_ok(message: Message, max_attachment_size: int | None) -> bool:
+    parts = message.parts
+    if len(parts) > MAX_PARTS_PER_MESSAGE:
+        return False
+    total = 0
+    for name, value in message.__dict__.items():
+        if isinstance(value, str):  # the role (an enum), ids, provider, model
+            total += len(value)
+            if not value.isascii() and _SURROGATE.search(value) is not None:
+                return False
+        elif value is not None and name != "parts":
+            chars = _chars_ok(value, max_attachment_size)
+            if chars < 0:
+                return False
+            total += chars
+    if total > MAX_PART_CHARS:
+        return False
+    for part in parts:
+        chars = _chars_ok(part, max_attachment_size)
+        if chars < 0:
+            return False
+        total += chars
+    return total <= MAX_MESSAGE_CHARS
+
+
+def _chars_ok(root: Any, max_attachment_size: int | None) -> int:
+    """Characters of text in ``root`` (one unit: a part or a header field), or -1 if refused."""
+    chars = 0
+    # (value, depth of the JSON container holding it; 0 directly under a model). Plain strings
+    # and None, most of what a message holds, are handled where they are found, not pushed.
+    stack: list[tuple[Any, int]] = [(root, 0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, depth = pop()
+        cls = type(node)
+        if cls is str:
+            chars += len(node)
+            if not node.isascii() and _SURROGATE.search(node) is not None:
+                return -1
+        elif cls is dict:
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return -1
+            for key, child in node.items():
+                if type(key) is str:
+                    chars += len(key)
+                    if not key.isascii() and _SURROGATE.search(key) is not None:
+                        return -1
+                else:
+                    push((key, depth))
+                if type(child) is str:
+                    chars += len(child)
+                    if not child.isascii() and _SURROGATE.search(child) is not None:
+                        return -1
+                elif child is not None:
+                    push((child, depth))
+        elif cls is list:
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return -1
+            for child in node:
+                if type(child) is str:
+                    chars += len(child)
+                    if not child.isascii() and _SURROGATE.search(child) is not None:
+                        return -1
+                elif child is not None:
+                    push((child, depth))
+        elif node is None or cls is bool:
+            continue
+        elif cls is int:
+            if not JSON_INT_MIN <= node <= JSON_INT_MAX:
+                return -1
+        elif cls is float:
+            if not math.isfinite(node):
+                return -1
+        elif isinstance(node, BaseModel):
+            if isinstance(node, FilePart) and not _file_ok(node, max_attachment_size):
+                return -1
+            for name, value in node.__dict__.items():
+                if type(value) is str:
+                    if name != "kind":  # the discriminator, not content
+                        chars += len(value)
+                        if not value.isascii() and _SURROGATE.search(value) is not None:
+                            return -1
+                elif value is not None:
+                    push((value, 0))
+        elif isinstance(node, dict):  # subclasses: walked as the plain value they hold
+            push((dict(node), depth))
+        elif isinstance(node, list):
+            push((list(node), depth))
+        elif isinstance(node, str):  # a str subclass (an enum value)
+            chars += len(node)
+            if has_lone_surrogate(node):
+                return -1
+        elif _number_problem(node) is not None:  # int and float subclasses, non-string keys
+            return -1
+        if chars > MAX_PART_CHARS:
+            return -1
+    return chars if chars <= MAX_PART_CHARS else -1
+
+
+def _file_ok(part: FilePart, max_attachment_size: int | None) -> bool:
+    name = part.filename
+    if name is not None and (
+        len(name) > MAX_FILENAME_LENGTH or _UNSAFE_IN_FILENAME.search(name) is not None
+    ):
+        return False
+    media_type = part.media_type
+    if len(media_type) > MAX_MEDIA_TYPE_LENGTH or _MEDIA_TYPE.fullmatch(media_type) is None:
+        return False
+    data = part.data
+    return max_attachment_size is None or data is None or len(data) <= max_attachment_size
+
+
+# The detailed pass: the same rules, raising an error that names the field.
+
+
+def _explain(messages: Sequence[Message], max_attachment_size: int | None) -> None:
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
+        if len(message.parts) > MAX_PARTS_PER_MESSAGE:
+            raise InvalidMessageError(
+                f"{where}: has {len(message.parts):,} parts, more than the "
+                f"{MAX_PARTS_PER_MESSAGE:,} a message may hold"
+            )
         header = _Walk(where)
         for name, value in message.__dict__.items():
             if name != "parts":
                 header.field(value, f".{name}")
+        total = header.chars
         for position, part in enumerate(message.parts):
             walk = _Walk(f"{where}.parts[{position}]", max_attachment_size)
             walk.model(part, "")
+            total += walk.chars
+        if total > MAX_MESSAGE_CHARS:
+            raise InvalidMessageError(
+                f"{where}: holds {total:,} characters of text, more than the "
+                f"{MAX_MESSAGE_CHARS:,} a message may hold"
+            )
 
 
 class _Walk:
@@ -165,7 +458,7 @@ class _Walk:
     def field(self, value: Any, path: str) -> None:
         """A field of a model: a scalar, a nested model, or a JSON value."""
         if value is None:
-            return  # most optional fields: skip the isinstance checks (append hot path)
+            return
         if isinstance(value, BaseModel):
             self.model(value, path)
         elif isinstance(value, dict | list):
@@ -180,8 +473,8 @@ class _Walk:
                 raise self.fail(path, f"holds more than {MAX_PART_CHARS:,} characters of text")
             if has_lone_surrogate(value):
                 raise self.fail(path, "is not valid Unicode (it holds a lone surrogate)")
-        elif isinstance(value, float) and not math.isfinite(value):
-            raise self.fail(path, f"{value} is not a JSON number")
+        elif problem := _number_problem(value):
+            raise self.fail(path, problem)
 
     def json(self, value: dict[str, Any] | list[Any], path: str) -> None:
         """A JSON value (or a list of models), walked iteratively."""
@@ -215,7 +508,7 @@ class _Walk:
                 raise self.fail(f"{path}.filename", "holds a control or bidi override character")
         media_type = part.media_type
         if len(media_type) > MAX_MEDIA_TYPE_LENGTH or not _MEDIA_TYPE.fullmatch(media_type):
-            raise self.fail(f"{path}.media_type", f"{media_type[:80]!r} is not a media type")
+            raise self.fail(f"{path}.media_type", not_a_media_type(media_type))
         limit = self.max_attachment_size
         if limit is not None and part.data is not None and len(part.data) > limit:
             raise AttachmentTooLargeError(

@@ -94,6 +94,13 @@ def guess_from_name(name: str) -> str | None:
     return normalize_media_type(guessed) if guessed else None
 
 
+def not_a_media_type(declared: str) -> str:
+    """Why ``declared`` (a bare extension such as ``png``) is refused, and what to write."""
+    guess = guess_from_name(f"file.{declared.strip().lstrip('.')}") if declared.strip() else None
+    hint = f" (for {declared!r} files: {guess!r})" if guess else ""
+    return f"{declared[:80]!r} is not a media type: write it as type/subtype{hint}"
+
+
 def resolve_media_type(declared: str | None, prefix: bytes) -> str:
     """The media type to record for bytes starting with ``prefix``.
 
@@ -104,6 +111,8 @@ def resolve_media_type(declared: str | None, prefix: bytes) -> str:
     if declared is None:
         return sniffed or OCTET_STREAM
     normalized = normalize_media_type(declared)
+    if "/" not in normalized:
+        raise ValueError(not_a_media_type(declared))
     if contradicts(normalized, sniffed):
         raise ValueError(
             f"declared media type {normalized!r} is contradicted by the bytes"

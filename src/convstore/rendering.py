@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from convstore.model import Conversation, Message
+from convstore.errors import InvalidInputError
+from convstore.model import Conversation, Message, ToolDefinition
 from convstore.providers import encoder_for
 from convstore.transcript.diagnostics import Diagnostics
 from convstore.transcript.planner import OrphanPolicy, plan_messages
@@ -41,6 +42,8 @@ def render(
     reasoning: ReasoningPolicy = "drop",
     orphan_results: OrphanPolicy = "drop",
     attachments: Mapping[str, bytes] | None = None,
+    tools: Sequence[ToolDefinition] | None = None,
+    last: int | None = None,
 ) -> Rendered:
     """Render ``source`` for ``target``.
 
@@ -55,12 +58,22 @@ def render(
         orphan_results: results whose call is not in the render are dropped, or sent as text.
         attachments: bytes of stored attachments by SHA-256; one not given is rendered as a
             text note saying it is unavailable.
+        tools: tool definitions to send in the target's ``tools`` field, renamed exactly as
+            their calls are; each schema constraint the target cannot take is listed in
+            ``diagnostics.tools``.
+        last: render a window of the newest ``last`` non-system messages: the system prompt
+            is kept, a result whose call was cut is dropped, a compaction summary stays
+            (``diagnostics.window`` says what was cut). Not the same as
+            ``ConversationStore.load(last=N)``, which is a window of stored messages.
 
     Returns:
         `Rendered`. Payload keys: ``messages`` (Chat Completions, Mistral, Kimi; Anthropic,
         plus ``system``), ``input`` plus ``instructions`` (Responses), ``contents`` plus
-        ``systemInstruction`` (Gemini), the system keys only when there is a system prompt.
+        ``systemInstruction`` (Gemini), the system keys only when there is a system prompt;
+        ``tools`` when tools are given.
     """
+    if last is not None and last < 0:
+        raise InvalidInputError("last must be zero or positive")
     encode = encoder_for(target)
     if isinstance(source, Conversation):
         messages, tool_calls, compaction = source.messages, source.tool_calls, source.compaction
@@ -75,5 +88,7 @@ def render(
         attachments=attachments,
         reasoning=reasoning,
         orphan_results=orphan_results,
+        tools=tools or (),
+        last=last,
     )
     return Rendered(payload=encode(plan), diagnostics=plan.diagnostics)

@@ -106,7 +106,11 @@ def test_migrate_list_show(tmp_path: Path, cli: Callable[..., Run]) -> None:
     document = json.loads(
         convstore("show", conversation_id, "--json", "--url", url, cwd=tmp_path).stdout
     )
-    assert document["format"] == "convstore.messages" and len(document["messages"]) == 6
+    assert document["format"] == "convstore.conversation" and len(document["messages"]) == 6
+    assert document["title"] == "Trip to Lisbon" and document["metadata"] == {"demo": True}
+    assert [c["status"] for c in document["tool_calls"]] == [
+        "complete", "error", "complete", "pending",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -136,9 +140,10 @@ def test_import_then_render_for_every_target(
         rendered = cli("render", conversation_id, "--to", target, "--model", model)
         assert rendered.returncode == 0, rendered.stderr
         check_payload(target, model, json.loads(rendered.stdout))
-    diagnostics = json.loads(
-        cli("render", conversation_id, "--to", "mistral", "--diagnostics").stdout
-    )
+    document = json.loads(cli("render", conversation_id, "--to", "mistral", "--diagnostics").stdout)
+    assert set(document) == {"payload", "diagnostics"}
+    check_payload("mistral", None, document["payload"])
+    diagnostics = document["diagnostics"]
     assert diagnostics["target"] == "mistral"
     assert set(diagnostics) >= {"canonical_call_ids", "id_map", "synthetic_results", "media"}
 
@@ -165,6 +170,7 @@ def test_import_from_stdin(tmp_path: Path) -> None:
 def test_errors_are_one_line_and_exit_1(
     cli: Callable[..., Run], args: list[str], message: str
 ) -> None:
+    assert cli("migrate").returncode == 0  # reading commands need an existing database
     result = cli(*args)
     assert result.returncode == 1
     assert result.stderr.startswith(f"convstore: {message}:")

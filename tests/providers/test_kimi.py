@@ -296,7 +296,8 @@ def test_a_foreign_history_gets_kimi_ids_and_placeholders() -> None:
             ],
         ),
     ]
-    p = plan_messages(history, target="kimi", model="kimi-k2-thinking")
+    # kimi-k2.5: a multimodal Kimi (the K2 models read text only)
+    p = plan_messages(history, target="kimi", model="kimi-k2.5")
     messages = kimi.encode(p)["messages"]
     _check(messages)
     assert [m["role"] for m in messages] == [

@@ -467,7 +467,7 @@ async def _lined_up_on_row_lock(
         while True:
             waiting = await observer.fetchval(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 "
-                "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE conversations%'",
+                "AND wait_event_type = 'Lock' AND query LIKE '%conversations%'",
                 parsed.database,
             )
             if waiting == len(tasks) or time.monotonic() > deadline:

@@ -246,7 +246,8 @@ def test_sigkill_mid_stream_leaves_no_partial_writes(tmp_path: Path) -> None:
             checked = asyncio.run(check_store(url, blobs, acked, round_, earlier))
             writes += acked.writes
             unacknowledged += checked.unacknowledged
-            now_staging = len(list((Path(blobs) / "tmp").glob("*")))
+            # Staging files of the shared namespace and of the tenants' ones.
+            now_staging = len([*Path(blobs).glob("tmp/*"), *Path(blobs).glob("tenants/*/tmp/*")])
             traces["a staging file (killed mid-upload)"] += now_staging > staging
             traces["new orphan blobs (killed before the commit)"] += checked.unreferenced > orphans
             traces["a batch committed unacknowledged"] += checked.unacknowledged > 0

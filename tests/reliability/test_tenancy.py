@@ -92,7 +92,7 @@ async def snapshot(world: World) -> Any:
     # Blobs the stored rows reference, read back (a failed append may leave an unreferenced
     # blob of the caller's own bytes behind for gc; see the test below).
     blobs = {
-        part.attachment.sha256: await store.blob_store.get(part.attachment.sha256)
+        part.attachment.sha256: await store.read_attachment(part)
         for conversation in conversations
         for message in conversation.messages
         for part in message.parts
@@ -249,7 +249,9 @@ async def test_attachment_reads_do_not_cross_tenants(world: World) -> None:
         assert part.attachment is not None
         with pytest.raises(AttachmentNotFoundError) as raised:
             await store.read_attachment(part, tenant=tenant)
-        observed.append(_masked(raised.value, store.blob_store.key(part.attachment.sha256)))
+        sha = part.attachment.sha256
+        observed.append(_masked(raised.value, store.blob_store.key(sha), sha))
+        assert store.blob_store.url not in str(raised.value)  # no storage path, ever
     assert len(set(observed)) == 1, observed
     assert await snapshot(world) == before
 

@@ -68,7 +68,12 @@ def raw(blobs: BackendCase) -> RawStorage:
 
 
 def blob_keys(raw: RawStorage) -> set[str]:
-    return {k for k in raw.keys() if k.startswith("sha256/")}  # noqa: SIM118 (not a dict)
+    """Every blob object, in the shared namespace and in the tenants' namespaces."""
+    return {
+        k
+        for k in raw.keys()  # noqa: SIM118 (not a dict)
+        if k.startswith("sha256/") or (k.startswith("tenants/") and "/sha256/" in k)
+    }
 
 
 def staging_keys(raw: RawStorage) -> set[str]:
@@ -91,7 +96,7 @@ async def test_same_image_in_three_messages_of_two_conversations_is_one_blob(
     store: ConversationStore, raw: RawStorage
 ) -> None:
     first = await store.create_conversation(tenant="a")
-    second = await store.create_conversation(tenant="b")
+    second = await store.create_conversation(tenant="a")
     await store.append(
         first.id,
         [
@@ -107,7 +112,38 @@ async def test_same_image_in_three_messages_of_two_conversations_is_one_blob(
     part = stored[0].parts[0]
     assert isinstance(part, FilePart) and part.attachment is not None
     assert await store.read_attachment(part) == PNG
-    assert await store.read_attachment(part, tenant="b") == PNG
+    assert await store.read_attachment(part, tenant="a") == PNG
+    with pytest.raises(AttachmentNotFoundError):
+        await store.read_attachment(part, tenant="b")
+
+
+async def test_deduplication_is_per_tenant_by_default(
+    store: ConversationStore, raw: RawStorage
+) -> None:
+    for tenant in ("a", "b", None):
+        conv = await store.create_conversation(tenant=tenant)
+        await store.append(conv.id, Message.user(FilePart.from_bytes(PNG)))
+    # One object per namespace: tenant a, tenant b and the shared one.
+    keys = blob_keys(raw)
+    assert len(keys) == 3
+    assert sum(k.startswith("tenants/") for k in keys) == 2
+    assert (await fsck(store)).ok
+
+
+async def test_global_deduplication_stores_bytes_once_for_everyone(
+    db_url: str, blobs: BackendCase, raw: RawStorage
+) -> None:
+    async with ConversationStore(
+        db_url,
+        blobs=blobs.url,
+        blob_options=blobs.storage_options,
+        auto_migrate=True,
+        dedupe="global",
+    ) as store:
+        for tenant in ("a", "b"):
+            conv = await store.create_conversation(tenant=tenant)
+            await store.append(conv.id, Message.user(FilePart.from_bytes(PNG)))
+    assert len(blob_keys(raw)) == 1
 
 
 async def test_reads_are_hash_verified(store: ConversationStore, raw: RawStorage) -> None:

@@ -193,14 +193,14 @@ class TestListCursor:
 
         asyncio.run(scenario())
 
-    async def test_a_quiet_walk_lists_everything_newest_updated_first(
+    async def test_a_quiet_walk_lists_everything_newest_created_first(
         self, store: ConversationStore
     ) -> None:
-        """v2 semantics, "Listing": newest ``updated_at`` first, ties by id."""
+        """Newest ``created_at`` first, ties by id: writing to a conversation never moves it."""
         tenant = f"t-{uuid.uuid4()}"
         ids = [(await store.create_conversation(tenant=tenant)).id for _ in range(7)]
-        await store.append(ids[2], Message.user("now the newest"), tenant=tenant)
-        order = [ids[2], *[c for c in reversed(ids) if c != ids[2]]]
+        await store.append(ids[2], Message.user("written, not moved"), tenant=tenant)
+        order = list(reversed(ids))
         walked: list[str] = []
         cursor = None
         pages = 0

@@ -151,8 +151,9 @@ class S3Storage(RawStorage):
         self.client.put_object(Bucket=bucket, Key=object_key, Body=data)
 
     async def make_stale(self, key: str) -> None:
-        # S3 cannot back-date an object; LastModified has one-second resolution, so wait it out.
-        await asyncio.sleep(1.1)
+        # S3 cannot back-date an object; LastModified has one-second resolution, so wait it out
+        # (gc compares it with the storage's own one-second clock: a second on each side).
+        await asyncio.sleep(2.1)
 
     def fail_writes_after(self, monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
         budget = _ByteBudget(limit)

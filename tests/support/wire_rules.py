@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 
 from convstore import capabilities_for
 
-__all__ = ["check_payload", "media_in_payload", "sdk_validate"]
+__all__ = ["check_payload", "check_tools", "media_in_payload", "sdk_validate"]
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _GEMINI_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$")
@@ -95,7 +95,9 @@ def _fail(target: str, where: str, rule: str) -> AssertionError:
 
 def _chat(target: str, payload: dict[str, Any]) -> None:
     messages = payload["messages"]
-    assert set(payload) == {"messages"}, f"{target}: unexpected payload keys {set(payload)}"
+    assert set(payload) <= {"messages", "tools"}, (
+        f"{target}: unexpected payload keys {set(payload)}"
+    )
     seen_ids: set[str] = set()
     call_index = 0
     i = 0
@@ -157,7 +159,7 @@ def _chat(target: str, payload: dict[str, Any]) -> None:
 def _responses(payload: dict[str, Any]) -> None:
     target = "openai-responses"
     items = payload["input"]
-    assert set(payload) <= {"input", "instructions"}, f"{target}: keys {set(payload)}"
+    assert set(payload) <= {"input", "instructions", "tools"}, f"{target}: keys {set(payload)}"
     calls: dict[str, int] = {}
     outputs: dict[str, int] = {}
     item_ids: set[str] = set()
@@ -207,7 +209,7 @@ def _responses(payload: dict[str, Any]) -> None:
 
 def _anthropic(payload: dict[str, Any]) -> None:
     target = "anthropic"
-    assert set(payload) <= {"messages", "system"}, f"{target}: keys {set(payload)}"
+    assert set(payload) <= {"messages", "system", "tools"}, f"{target}: keys {set(payload)}"
     messages = payload["messages"]
     if not messages or messages[0]["role"] != "user":
         raise _fail(target, "messages[0]", "the first message must be the user's")
@@ -272,7 +274,9 @@ def _walk_keys(value: Any) -> Iterator[str]:
 
 def _gemini(payload: dict[str, Any], model: str | None) -> None:
     target = "gemini"
-    assert set(payload) <= {"contents", "systemInstruction"}, f"{target}: keys {set(payload)}"
+    assert set(payload) <= {"contents", "systemInstruction", "tools"}, (
+        f"{target}: keys {set(payload)}"
+    )
     caps = capabilities_for("gemini", model)
     gemini3 = caps.dummy_thought_signature is not None
     contents = payload["contents"]
@@ -349,8 +353,146 @@ def _gemini(payload: dict[str, Any], model: str | None) -> None:
                     )
 
 
+# -- tools ----------------------------------------------------------------------------------------
+
+# Gemini's Schema (OpenAPI subset) fields; JSON Schema keywords outside it are refused.
+_GEMINI_SCHEMA_KEYS = {
+    "type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
+    "properties", "required", "minProperties", "maxProperties", "minLength", "maxLength",
+    "pattern", "example", "anyOf", "propertyOrdering", "default", "items", "minimum", "maximum",
+}  # fmt: skip
+_GEMINI_TYPES = {"STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT"}
+
+
+def _gemini_schema(schema: Any, where: str) -> None:
+    if not isinstance(schema, dict):
+        raise _fail("gemini", where, "a schema must be an object")
+    extra = set(schema) - _GEMINI_SCHEMA_KEYS
+    if extra:
+        raise _fail("gemini", where, f"keywords outside the OpenAPI subset: {extra}")
+    if "type" in schema and schema["type"] not in _GEMINI_TYPES:
+        raise _fail("gemini", where, f"type {schema['type']!r}")
+    if "enum" in schema and not all(isinstance(v, str) for v in schema["enum"]):
+        raise _fail("gemini", where, "enum values must be strings")
+    for name, prop in (schema.get("properties") or {}).items():
+        _gemini_schema(prop, f"{where}/properties/{name}")
+    if "items" in schema:
+        _gemini_schema(schema["items"], f"{where}/items")
+    for i, branch in enumerate(schema.get("anyOf") or []):
+        _gemini_schema(branch, f"{where}/anyOf/{i}")
+    for name in schema.get("required") or []:
+        if name not in (schema.get("properties") or {}):
+            raise _fail("gemini", where, f"required {name!r} is not a property")
+
+
+def _strict_schema(target: str, schema: Any, where: str) -> None:
+    """OpenAI strict mode: every object closed and listing every property as required."""
+    if not isinstance(schema, dict):
+        return
+    kinds = schema.get("type")
+    is_object = kinds == "object" or (isinstance(kinds, list) and "object" in kinds)
+    if is_object or "properties" in schema:
+        if schema.get("additionalProperties") is not False:
+            raise _fail(target, where, "strict: additionalProperties must be false")
+        if sorted(schema.get("required") or []) != sorted(schema.get("properties") or {}):
+            raise _fail(target, where, "strict: every property must be required")
+    for name, prop in (schema.get("properties") or {}).items():
+        _strict_schema(target, prop, f"{where}/properties/{name}")
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            _strict_schema(target, schema[key], f"{where}/{key}")
+    for key in ("anyOf", "$defs", "definitions"):
+        branches = schema.get(key)
+        values = branches.values() if isinstance(branches, dict) else branches or []
+        for i, branch in enumerate(values):
+            _strict_schema(target, branch, f"{where}/{key}/{i}")
+
+
+def _root_object(target: str, schema: Any, where: str) -> None:
+    if not isinstance(schema, dict) or schema.get("type") not in ("object", "OBJECT"):
+        raise _fail(target, where, "tool parameters must be an object schema")
+
+
+def check_tools(target: str, payload: dict[str, Any]) -> None:
+    """The ``tools`` field: documented names, shapes and schema dialect; SDK types."""
+    tools = payload.get("tools")
+    if tools is None:
+        return
+    names: list[str] = []
+    match target:
+        case "openai-chat" | "mistral" | "kimi":
+            for i, tool in enumerate(tools):
+                function = tool["function"]
+                assert tool["type"] == "function", tool
+                names.append(function["name"])
+                _root_object(target, function["parameters"], f"tools[{i}]")
+                if function.get("strict"):
+                    _strict_schema(target, function["parameters"], f"tools[{i}]")
+            _validate_tools(target, tools)
+        case "openai-responses":
+            for i, tool in enumerate(tools):
+                assert tool["type"] == "function" and isinstance(tool["strict"], bool), tool
+                names.append(tool["name"])
+                _root_object(target, tool["parameters"], f"tools[{i}]")
+                if tool["strict"]:
+                    _strict_schema(target, tool["parameters"], f"tools[{i}]")
+            _validate_tools(target, tools)
+        case "anthropic":
+            for i, tool in enumerate(tools):
+                names.append(tool["name"])
+                _root_object(target, tool["input_schema"], f"tools[{i}]")
+            _validate_tools(target, tools)
+        case "gemini":
+            from google.genai import types
+
+            for tool in tools:
+                types.Tool.model_validate(tool)
+                for i, declaration in enumerate(tool["functionDeclarations"]):
+                    names.append(declaration["name"])
+                    if "parameters" in declaration:
+                        _root_object(target, declaration["parameters"], f"declarations[{i}]")
+                        _gemini_schema(declaration["parameters"], f"declarations[{i}]")
+    pattern = _GEMINI_NAME if target == "gemini" else _NAME
+    for name in names:
+        if not pattern.match(name):
+            raise _fail(target, "tools", f"invalid tool name {name!r}")
+    if len(set(names)) != len(names):
+        raise _fail(target, "tools", f"duplicate tool names {names}")
+
+
+@cache
+def _tool_adapter(target: str) -> TypeAdapter[Any]:
+    match target:
+        case "mistral":
+            from mistralai.client.models import Tool
+
+            return TypeAdapter(Tool)
+        case "openai-chat" | "kimi":
+            from openai.types.chat import ChatCompletionFunctionToolParam
+
+            return TypeAdapter(ChatCompletionFunctionToolParam)
+        case "openai-responses":
+            from openai.types.responses import FunctionToolParam
+
+            return TypeAdapter(FunctionToolParam)
+        case "anthropic":
+            from anthropic.types import ToolParam
+
+            return TypeAdapter(ToolParam)
+    raise AssertionError(f"no SDK tool adapter for {target}")
+
+
+def _validate_tools(target: str, tools: list[Any]) -> None:
+    adapter = _tool_adapter(target)
+    for tool in tools:
+        validated = _force(adapter.validate_python(tool))
+        if target == "mistral" and "is_unknown=True" in repr(validated):
+            raise AssertionError(f"mistral: a tool its SDK does not know: {tool}")
+
+
 def check_payload(target: str, model: str | None, payload: dict[str, Any]) -> None:
     """Raise AssertionError if ``payload`` breaks a rule of ``target``; also SDK-validate it."""
+    check_tools(target, payload)
     match target:
         case "openai-chat" | "mistral" | "kimi":
             _chat(target, payload)

@@ -20,15 +20,18 @@ import fsspec
 from fsspec.core import split_protocol, url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 
-from convstore.blobs._backend import Backend, translated
+from convstore.blobs._backend import DEFAULT_TIMEOUT, Backend, translated
 from convstore.blobs._object_store import ObjectStoreBackend, S3Backend
 from convstore.blobs._threaded import LocalBackend, ThreadedBackend
 
 
-def open_backend(url: str, storage_options: Mapping[str, Any]) -> tuple[Backend, str]:
+def open_backend(
+    url: str, storage_options: Mapping[str, Any], *, timeout: float | None = DEFAULT_TIMEOUT
+) -> tuple[Backend, str]:
     """The backend for ``url`` and the root path of the store inside it.
 
-    Raises `BlobStorageError` when the URL names no usable filesystem (unknown protocol, missing
+    ``timeout`` bounds each storage request (see `convstore.blobs._backend`). Raises
+    `BlobStorageError` when the URL names no usable filesystem (unknown protocol, missing
     driver package, bad options).
     """
     with translated("open", url):
@@ -41,13 +44,13 @@ def open_backend(url: str, storage_options: Mapping[str, Any]) -> tuple[Backend,
     root = str(root).rstrip("/")
     backend: Backend
     if isinstance(fs, LocalFileSystem):
-        backend = LocalBackend(fs)
+        backend = LocalBackend(fs, timeout=timeout)
     elif not is_async:
-        backend = ThreadedBackend(fs)
+        backend = ThreadedBackend(fs, timeout=timeout)
     elif "s3" in _protocols(fs):
-        backend = S3Backend(fs)
+        backend = S3Backend(fs, timeout=timeout)
     else:
-        backend = ObjectStoreBackend(fs)
+        backend = ObjectStoreBackend(fs, timeout=timeout)
     return backend, root
 
 

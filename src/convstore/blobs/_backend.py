@@ -16,21 +16,56 @@ Invariants every backend keeps:
 - Freshness: after `write`, `publish` or a successful `touch`, the object's modified time is
   the present; `BlobInfo.modified` is read from it (`modified_time`).
 - Listings are never served from a cache: other processes write and delete in the same storage.
+- Bounded waits: every request to the storage (one filesystem call, one chunk or part written,
+  one S3 API call) is given ``timeout`` seconds (`DEFAULT_TIMEOUT` unless configured); one that
+  does not answer in time is abandoned and raises `BlobStorageError` naming the operation and
+  the object. On an asynchronous filesystem (S3, GCS, ...) the request is cancelled; on a
+  synchronous one its worker thread cannot be interrupted and finishes whenever the filesystem
+  returns, but the caller is answered on time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 from convstore.errors import AttachmentNotFoundError, BlobStorageError, ConvstoreError
 
 _log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT: Final = 30.0
+"""Seconds one storage request may take before it is abandoned (``None``: no limit)."""
+
+
+class TimedOut(Exception):  # noqa: N818 (internal signal, translated by `translated`)
+    """A storage request did not answer within the backend's timeout."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no answer within {seconds:g} s")
+        self.seconds = seconds
+
+
+async def bounded(seconds: float | None, request: Awaitable[T]) -> T:
+    """``await request``, abandoning it with `TimedOut` after ``seconds``."""
+    if seconds is None:
+        return await request
+    deadline = asyncio.timeout(seconds)
+    try:
+        async with deadline:
+            return await request
+    except TimeoutError as exc:
+        if not deadline.expired():
+            raise  # the backend's own timeout, translated like any other failure
+        raise TimedOut(seconds) from exc
+
 
 # Where each backend reports when an object was last written, in order of preference:
 # local files (`mtime`), S3 (`LastModified`), Azure (`last_modified`), GCS (`updated`), and
@@ -75,6 +110,11 @@ def translated(action: str, url: str) -> Iterator[None]:
         yield
     except ConvstoreError:
         raise
+    except TimedOut as exc:
+        raise BlobStorageError(
+            f"blob storage did not answer within {exc.seconds:g} s to {action} {url} "
+            "(the blob store's timeout; raise it for slow storage)"
+        ) from exc
     except Exception as exc:
         raise BlobStorageError(
             f"blob storage failed to {action} {url}: {type(exc).__name__}: {exc}"
@@ -101,8 +141,10 @@ def modified_time(entry: Mapping[str, Any]) -> datetime:
 class Backend(ABC):
     """Blob-store operations on one fsspec filesystem; paths are the filesystem's own."""
 
-    def __init__(self, fs: Any) -> None:
+    def __init__(self, fs: Any, *, timeout: float | None = DEFAULT_TIMEOUT) -> None:
         self._fs = fs
+        self.timeout = timeout
+        """Seconds one storage request may take (see the module invariants)."""
 
     @abstractmethod
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:

@@ -33,18 +33,24 @@ never lists them.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import posixpath
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from datetime import datetime
 from typing import Any, Final
 
 from convstore.blobs._adapter import open_backend
+from convstore.blobs._backend import DEFAULT_TIMEOUT
 from convstore.blobs._ingest import Ingest, sha256_hex, update_digest
 from convstore.blobs._layout import (
     blob_path,
     blobs_dir,
     digest_at,
+    is_staging_path,
+    namespace_root,
+    namespaces_dir,
     require_digest,
     staging_dir,
     staging_path,
@@ -54,6 +60,7 @@ from convstore.blobs._sources import CHUNK_SIZE, BlobSource, iter_chunks
 from convstore.errors import (
     AttachmentCorruptedError,
     AttachmentNotFoundError,
+    BlobStorageError,
     ClosedError,
     InvalidInputError,
 )
@@ -67,6 +74,8 @@ class BlobStore:
     ``url`` is a local directory (a path or ``file://`` URL; created on first write),
     ``memory://prefix`` (tests), ``s3://bucket/prefix``, ``gs://bucket/prefix`` or any other
     fsspec URL; ``storage_options`` go to the filesystem (credentials, ``client_kwargs``, ...).
+    ``timeout`` is how many seconds one storage request may take (default 30; ``None``: no
+    limit) before the operation fails with a `BlobStorageError` naming it.
     A store on an asynchronous filesystem such as S3 must be used from one event loop and closed
     with `close` there.
     """
@@ -77,13 +86,19 @@ class BlobStore:
         *,
         max_size: int = DEFAULT_MAX_SIZE,
         storage_options: Mapping[str, Any] | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> None:
         if max_size < 0:
             raise InvalidInputError(f"max_size must not be negative, got {max_size}")
+        if timeout is not None and not timeout > 0:
+            raise InvalidInputError(f"timeout must be positive seconds or None, got {timeout}")
         self._url = url
         self._max_size = max_size
-        self._backend, self._root = open_backend(url, storage_options or {})
+        self._backend, self._root = open_backend(url, storage_options or {}, timeout=timeout)
         self._closed = False
+        self._owner: BlobStore | None = None
+        self._namespace = ""
+        self._views: dict[str, BlobStore] = {}
 
     @property
     def url(self) -> str:
@@ -94,6 +109,52 @@ class BlobStore:
     def max_size(self) -> int:
         """The largest blob, in bytes, that a put accepts."""
         return self._max_size
+
+    @property
+    def namespace_name(self) -> str:
+        """The namespace this store reads and writes (``""``: the shared one)."""
+        return self._namespace
+
+    def namespace(self, name: str) -> BlobStore:
+        """The same storage, in namespace ``name`` (lower-case hex; ``""``: the shared one).
+
+        A view shares this store's connection and is closed with it.
+        """
+        owner = self._owner or self
+        if not name:
+            return owner
+        view = owner._views.get(name)
+        if view is None:
+            view = object.__new__(BlobStore)
+            view._url, view._max_size = owner._url, owner._max_size
+            view._backend, view._root = owner._backend, namespace_root(owner._root, name)
+            view._closed, view._owner, view._namespace, view._views = False, owner, name, {}
+            owner._views[name] = view
+        return view
+
+    async def namespaces(self) -> list[str]:
+        """Every namespace holding anything, the shared one (``""``) first."""
+        self._require_open()
+        owner = self._owner or self
+        listing = await self._backend.listdir(namespaces_dir(owner._root))
+        return ["", *sorted(posixpath.basename(d.rstrip("/")) for d in listing.dirs)]
+
+    async def storage_now(self) -> datetime:
+        """The storage's own clock: the modified time of a probe object written just now.
+
+        Ages of blobs are judged against this, never the local clock, so a host or an object
+        store whose clock is off by hours cannot make a fresh blob look old.
+        """
+        self._require_open()
+        probe = staging_path(self._root)
+        await self._backend.write(probe, b"", staging=staging_path(self._root))
+        try:
+            stat = await self._backend.info(probe)
+        finally:
+            await self._backend.remove(probe)
+        if stat is None:
+            raise BlobStorageError(f"the storage clock probe {probe} vanished")
+        return stat.modified
 
     def key(self, sha256: str) -> str:
         """The full URL of the object that holds the blob with that digest."""
@@ -116,7 +177,7 @@ class BlobStore:
         # where the backend can, otherwise write the bytes again.
         if not await self._backend.touch(path):
             await self._backend.write(path, data, staging=staging_path(self._root))
-        return stored
+        return await self._stamped(stored, path)
 
     async def put_stream(self, source: BlobSource, *, media_type: str | None = None) -> StoredBlob:
         """Store the bytes of ``source`` without holding them in memory, and return the address.
@@ -141,8 +202,16 @@ class BlobStore:
             async with aclosing(ingest.rest(head, chunks)) as body:
                 await self._backend.stage(staging, body)
         stored = ingest.result()
-        await self._backend.publish(staging, blob_path(self._root, stored.sha256))
-        return stored
+        path = blob_path(self._root, stored.sha256)
+        await self._backend.publish(staging, path)
+        return await self._stamped(stored, path)
+
+    async def _stamped(self, stored: StoredBlob, path: str) -> StoredBlob:
+        """``stored`` with the object's modified time as the storage reports it now."""
+        stat = await self._backend.info(path)
+        if stat is None:
+            raise BlobStorageError(f"{self._backend.url(path)} vanished right after it was stored")
+        return dataclasses.replace(stored, written_at=stat.modified)
 
     async def get(self, sha256: str) -> bytes:
         """The bytes of a blob, checked against their digest.
@@ -176,12 +245,18 @@ class BlobStore:
     async def sweep_staging(self, *, older_than: datetime, dry_run: bool = False) -> int:
         """Delete staging objects older than ``older_than``; how many there were.
 
-        A process killed between staging a write and publishing it leaves its staging object
-        behind, and `iter_blobs` never lists those; garbage collection sweeps them here.
+        Only objects named like the store's own staging objects are considered. A process
+        killed between staging a write and publishing it leaves its staging object behind, and
+        `iter_blobs` never lists those; garbage collection sweeps them here.
         """
         self._require_open()
-        stale = [s for s in (await self._backend.listdir(staging_dir(self._root))).files
-                 if s.modified < older_than]  # fmt: skip
+        listing = await self._backend.listdir(staging_dir(self._root))
+        # Only what this store's writers name: a file someone else put under tmp/ is not ours.
+        stale = [
+            stat
+            for stat in listing.files
+            if stat.modified < older_than and is_staging_path(stat.path)
+        ]
         if not dry_run:
             for stat in stale:
                 await self._backend.remove(stat.path)
@@ -218,8 +293,11 @@ class BlobStore:
         return digest.hexdigest() == sha256
 
     async def close(self) -> None:
-        """Release the backend's connections; the store cannot be used afterwards."""
-        if self._closed:
+        """Release the backend's connections; the store cannot be used afterwards.
+
+        Closing a namespace view does nothing: its owner holds the connection.
+        """
+        if self._closed or self._owner is not None:
             return
         self._closed = True
         await self._backend.close()
@@ -228,5 +306,5 @@ class BlobStore:
         return blob_path(self._root, require_digest(sha256))
 
     def _require_open(self) -> None:
-        if self._closed:
+        if self._closed or (self._owner is not None and self._owner._closed):
             raise ClosedError(f"the blob store at {self._url} is closed")

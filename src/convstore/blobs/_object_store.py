@@ -28,7 +28,7 @@ import os
 import tempfile
 from typing import IO, Any, Final
 
-from convstore.blobs._backend import Backend, Writer, translated
+from convstore.blobs._backend import Backend, Writer, bounded, translated
 
 S3_PART_SIZE: Final = 5 * 1024 * 1024
 
@@ -37,7 +37,7 @@ class ObjectStoreBackend(Backend):
     """Any asynchronous fsspec filesystem."""
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return await getattr(self._fs, f"_{method}")(*args, **kwargs)
+        return await bounded(self.timeout, getattr(self._fs, f"_{method}")(*args, **kwargs))
 
     async def _open_writer(self, path: str) -> Writer:
         with translated("write", self.url(path)):
@@ -84,7 +84,7 @@ class S3Backend(ObjectStoreBackend):
         client = getattr(self._fs, "_s3", None)
         if client is not None:
             with translated("close the connection to", self.url("")):
-                await client.close()
+                await bounded(self.timeout, client.close())
 
     def bucket_and_key(self, path: str) -> tuple[str, str]:
         """Split a backend path into bucket and object key."""
@@ -93,7 +93,7 @@ class S3Backend(ObjectStoreBackend):
 
     async def s3_call(self, operation: str, **kwargs: Any) -> Any:
         """Call an S3 API operation through s3fs, with its retries and error translation."""
-        return await self._fs._call_s3(operation, **kwargs)
+        return await bounded(self.timeout, self._fs._call_s3(operation, **kwargs))
 
 
 class _S3MultipartWriter:

@@ -6,7 +6,7 @@ passed across layers (the store turns a `StoredBlob` into an ``AttachmentRef`` r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 
@@ -20,6 +20,9 @@ class StoredBlob:
     """Length of the bytes."""
     media_type: str
     """The declared media type, normalised, or the one sniffed from the bytes."""
+    written_at: datetime | None = field(default=None, compare=False)
+    """The object's modified time right after this put (the storage's clock); not part of
+    the blob's identity."""
 
 
 @dataclass(frozen=True, slots=True)

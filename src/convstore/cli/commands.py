@@ -9,14 +9,22 @@ import sys
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
 
 from convstore.cli.demo import run_demo
+from convstore.cli.transfer import conversation_document, import_document
 from convstore.cli.views import conversation_view, summary_table
 from convstore.db import migrate as migrate_database
-from convstore.errors import InvalidInputError
-from convstore.model import dump_messages
-from convstore.parsing import parse
+from convstore.db import parse_url, sqlite_path
+from convstore.errors import DatabaseNotFoundError, InvalidInputError
+from convstore.model import TOOL_DEFINITIONS, ToolDefinition
+from convstore.model._base import describe_validation_error
+from convstore.parsing import parse, parse_tools
 from convstore.store import ConversationStore, collect_garbage, fsck
+from convstore.store.maintenance import blob_url
+from convstore.store.tools import MODEL_KEY, SOURCE_KEY, tools_metadata
 
 __all__ = [
     "demo",
@@ -34,6 +42,26 @@ def _store(args: argparse.Namespace) -> ConversationStore:
     return ConversationStore(args.url, blobs=args.blobs)
 
 
+def _existing_store(args: argparse.Namespace) -> ConversationStore:
+    """A store on a database that must already exist: reading commands never create one.
+
+    A mistyped ``--url`` would otherwise create an empty SQLite file, migrate it and report an
+    empty, successful listing.
+    """
+    path = sqlite_path(args.url)
+    if path is not None and not path.exists():
+        raise DatabaseNotFoundError(str(path))
+    return _store(args)
+
+
+def masked_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for anything printed)."""
+    try:
+        return parse_url(url).render_as_string(hide_password=True)
+    except InvalidInputError:
+        return "<an unparsable URL>"
+
+
 async def demo(args: argparse.Namespace) -> int:
     """Store a sample conversation and print what was stored."""
     async with _store(args) as store:
@@ -44,13 +72,13 @@ async def demo(args: argparse.Namespace) -> int:
 async def migrate(args: argparse.Namespace) -> int:
     """Upgrade the schema."""
     await migrate_database(args.url, args.revision)
-    print(f"migrated {args.url} to {args.revision}")
+    print(f"migrated {masked_url(args.url)} to {args.revision}")
     return 0
 
 
 async def list_conversations(args: argparse.Namespace) -> int:
     """Print a page of conversations, newest first, and how to get the next one."""
-    async with _store(args) as store:
+    async with _existing_store(args) as store:
         page = await store.list_conversations(
             tenant=args.tenant, limit=args.limit, cursor=args.cursor
         )
@@ -62,11 +90,12 @@ async def list_conversations(args: argparse.Namespace) -> int:
 
 async def show(args: argparse.Namespace) -> int:
     """Print one conversation."""
-    async with _store(args) as store:
+    async with _existing_store(args) as store:
         conversation = await store.load(args.id, tenant=args.tenant)
         tips = await store.branches(args.id, tenant=args.tenant)
     if args.json:
-        print(json.dumps(dump_messages(conversation.messages), indent=2, ensure_ascii=False))
+        document = conversation_document(conversation)
+        print(json.dumps(document, indent=2, ensure_ascii=False))
     else:
         print(conversation_view(conversation, tips))
     return 0
@@ -87,23 +116,42 @@ class _ProgressLine:
         print(f"  {stage}: {done:,}{of} blobs", file=sys.stderr)
 
 
-async def import_payload(args: argparse.Namespace) -> int:
-    """Parse a payload file, store it as a new conversation, print its id."""
+async def _read_json(file: str) -> Any:
     try:
-        if args.file == "-":
+        if file == "-":
             text = await asyncio.to_thread(sys.stdin.read)
         else:
-            text = await asyncio.to_thread(Path(args.file).read_text, encoding="utf-8")
-        payload = json.loads(text)
+            text = await asyncio.to_thread(Path(file).read_text, encoding="utf-8")
+        return json.loads(text)
     except RecursionError as exc:
         raise InvalidInputError(
-            f"cannot read a JSON payload from {args.file}: it nests too deeply to decode"
+            f"cannot read a JSON payload from {file}: it nests too deeply to decode"
         ) from exc
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise InvalidInputError(f"cannot read a JSON payload from {args.file}: {exc}") from exc
+        raise InvalidInputError(f"cannot read a JSON payload from {file}: {exc}") from exc
+
+
+async def import_payload(args: argparse.Namespace) -> int:
+    """Parse a payload file, store it (with its tools and model) as a new conversation.
+
+    Prints the new conversation's id.
+    """
+    payload = await _read_json(args.file)
+    if args.format == "convstore":
+        async with _store(args) as store:
+            imported = await import_document(store, payload, title=args.title, tenant=args.tenant)
+        print(imported.id)
+        return 0
     messages = parse(payload, args.format)
+    metadata = tools_metadata(parse_tools(payload, args.format))
+    model = payload.get("model")
+    if isinstance(model, str):
+        metadata[MODEL_KEY] = model
+    metadata[SOURCE_KEY] = args.format
     async with _store(args) as store:
-        conversation = await store.create_conversation(title=args.title, tenant=args.tenant)
+        conversation = await store.create_conversation(
+            title=args.title, tenant=args.tenant, metadata=metadata
+        )
         # An imported history is a record: a later, different result for a call is kept as
         # history rather than refused.
         await store.append(conversation.id, messages, on_conflict="keep-first")
@@ -111,20 +159,49 @@ async def import_payload(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _tools_file(file: str | None) -> list[ToolDefinition] | None:
+    if file is None:
+        return None
+    try:
+        return TOOL_DEFINITIONS.validate_python(await _read_json(file))
+    except ValidationError as exc:
+        raise InvalidInputError(
+            f"{file} is not a list of tool definitions: {describe_validation_error(exc)}"
+        ) from exc
+
+
 async def render(args: argparse.Namespace) -> int:
-    """Print the request payload (or the diagnostics) for a stored conversation."""
-    async with _store(args) as store:
+    """Print the request payload for a stored conversation.
+
+    With ``--diagnostics``, one JSON document ``{"payload": ..., "diagnostics": ...}``. The
+    model defaults to the one an imported request named, when rendering to its own format.
+    """
+    tools = await _tools_file(args.tools)
+    async with _existing_store(args) as store:
+        model = args.model
+        if model is None:
+            stored = (await store.load(args.id, tenant=args.tenant, last=0)).metadata
+            if stored.get(SOURCE_KEY) == args.to and isinstance(stored.get(MODEL_KEY), str):
+                model = stored[MODEL_KEY]
         rendered = await store.render(
-            args.id, args.to, model=args.model, tenant=args.tenant, reasoning=args.reasoning
+            args.id,
+            args.to,
+            model=model,
+            tenant=args.tenant,
+            reasoning=args.reasoning,
+            tools=tools,
+            last=args.last,
         )
-    document = rendered.diagnostics.to_dict() if args.diagnostics else rendered.payload
+    document: dict[str, Any] = rendered.payload
+    if args.diagnostics:
+        document = {"payload": rendered.payload, "diagnostics": rendered.diagnostics.to_dict()}
     print(json.dumps(document, indent=2, ensure_ascii=False))
     return 0
 
 
 async def gc(args: argparse.Namespace) -> int:
     """Collect unreferenced blobs."""
-    async with _store(args) as store:
+    async with _existing_store(args) as store:
         report = await collect_garbage(
             store,
             grace=timedelta(seconds=args.grace),
@@ -133,7 +210,7 @@ async def gc(args: argparse.Namespace) -> int:
         )
         verb = "would delete" if report.dry_run else "deleted"
         for sha in report.deleted:
-            print(f"{verb} {store.blob_store.key(sha)}")
+            print(f"{verb} {blob_url(store, sha)}")
     print(
         f"{report.examined:,} blobs examined, {report.referenced:,} referenced; "
         f"{verb} {len(report.deleted):,} unreferenced, kept {report.young:,} younger than "
@@ -145,14 +222,14 @@ async def gc(args: argparse.Namespace) -> int:
 
 async def fsck_command(args: argparse.Namespace) -> int:
     """Check referenced blobs; exit status 1 when any is missing or corrupted."""
-    async with _store(args) as store:
+    async with _existing_store(args) as store:
         report = await fsck(store, progress=_ProgressLine())
         for sha in report.missing:
-            print(f"MISSING   {store.blob_store.key(sha)}")
+            print(f"MISSING   {blob_url(store, sha)}")
         for sha in report.corrupted:
-            print(f"CORRUPTED {store.blob_store.key(sha)}")
+            print(f"CORRUPTED {blob_url(store, sha)}")
         for sha in report.unreferenced:
-            print(f"unreferenced {store.blob_store.key(sha)}")
+            print(f"unreferenced {blob_url(store, sha)}")
     status = "ok" if report.ok else "PROBLEMS FOUND"
     print(
         f"{status}: {report.referenced:,} referenced blobs, {len(report.missing):,} missing, "

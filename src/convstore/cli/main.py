@@ -13,9 +13,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, get_args
+from urllib.parse import quote
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from convstore.capabilities import TARGETS
 from convstore.cli import commands
@@ -66,11 +71,23 @@ def build_parser() -> argparse.ArgumentParser:
     show = command("show", "show one conversation: messages, parts, tool calls, attachments")
     show.add_argument("id", help="conversation id")
     show.add_argument("--tenant", help="the conversation's tenant")
-    show.add_argument("--json", action="store_true", help="print the versioned JSON form")
-    importing = command("import", "import a provider request payload as a new conversation")
+    show.add_argument(
+        "--json",
+        action="store_true",
+        help="print the whole conversation as a JSON document ('import --format convstore' "
+        "reads it back)",
+    )
+    importing = command(
+        "import",
+        "import a provider request payload (its messages, tools and model), or a 'show --json' "
+        "document, as a new conversation",
+    )
     importing.add_argument("file", help="JSON file holding the payload ('-' for stdin)")
     importing.add_argument(
-        "--format", required=True, choices=sorted(SOURCES), help="the payload's wire format"
+        "--format",
+        required=True,
+        choices=[*sorted({*SOURCES, "mistral", "kimi"}), "convstore"],
+        help="the payload's wire format ('convstore': a 'show --json' document)",
     )
     importing.add_argument("--title", help="title of the new conversation")
     importing.add_argument("--tenant", help="tenant of the new conversation")
@@ -88,7 +105,21 @@ def build_parser() -> argparse.ArgumentParser:
     rendering.add_argument(
         "--diagnostics",
         action="store_true",
-        help="print the diagnostics record (every repair and projection) instead",
+        help="print one JSON document with the payload and the diagnostics record (every "
+        "repair and projection)",
+    )
+    rendering.add_argument(
+        "--last",
+        type=int,
+        metavar="N",
+        help="render a window of the newest N messages (system prompt kept, no result "
+        "without its call)",
+    )
+    rendering.add_argument(
+        "--tools",
+        metavar="FILE",
+        help="JSON file with tool definitions to send: a list of {name, description, "
+        "parameters, strict} (default: the tools imported with the conversation)",
     )
     gc = command("gc", "delete blobs no conversation references (older than a grace period)")
     gc.add_argument("--dry-run", action="store_true", help="list what would be deleted")
@@ -118,6 +149,24 @@ _HANDLERS: dict[str, Handler] = {
 }
 
 
+_USERINFO_PASSWORD = re.compile(r"://[^/@:]*:([^/@]+)@")
+
+
+def _without_password(text: str, url: str) -> str:
+    """``text`` with the database password, however it is spelled in ``url``, masked."""
+    try:
+        password = make_url(url).password
+    except (ArgumentError, ValueError):
+        # Not a URL SQLAlchemy reads (a bad port, say): find the userinfo's password by hand.
+        found = _USERINFO_PASSWORD.search(url)
+        password = found.group(1) if found else None
+    if not password:
+        return text
+    for spelling in {str(password), quote(str(password), safe=""), quote(str(password))}:
+        text = text.replace(spelling, "***")
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
@@ -125,7 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return asyncio.run(handler(args))
     except ConvstoreError as exc:
-        print(f"convstore: {type(exc).__name__}: {exc}", file=sys.stderr)
+        message = _without_password(str(exc), args.url)
+        print(f"convstore: {type(exc).__name__}: {message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -62,7 +62,7 @@ def _output(output: ToolOutput) -> str:
             assert_never(output)
 
 
-def _part(part: Part) -> str:
+def _part(part: Part, calls: set[str]) -> str:
     match part:
         case TextPart(text=text):
             return "text: " + _clip(text)
@@ -85,6 +85,8 @@ def _part(part: Part) -> str:
             return f"tool call {part.id} {part.name}({_clip(args, 60)})"
         case ToolResultPart():
             flag = " synthetic" if part.synthetic else ""
+            if part.call_id not in calls:
+                flag += " ANSWERS NO CALL"
             return f"tool result {part.call_id} [{part.result_kind}{flag}]: {_output(part.output)}"
         case FilePart():
             return _file(part)
@@ -92,12 +94,12 @@ def _part(part: Part) -> str:
             assert_never(part)
 
 
-def _message(message: Message) -> list[str]:
+def _message(message: Message, calls: set[str]) -> list[str]:
     origin = "/".join(x for x in (message.provider, message.model) if x)
     head = f"#{message.seq} {message.role.value}" + (f" ({origin})" if origin else "")
     if message.id is not None:
         head += f"  id={message.id}"
-    return [head, *(f"    {_part(p)}" for p in message.parts)]
+    return [head, *(f"    {_part(p, calls)}" for p in message.parts)]
 
 
 def conversation_view(conversation: Conversation, branches: Sequence[Branch] = ()) -> str:
@@ -109,12 +111,17 @@ def conversation_view(conversation: Conversation, branches: Sequence[Branch] = (
         f"messages: {len(conversation.messages)}   head: #{conversation.head_seq or '-'}   "
         f"revision: {conversation.revision}",
     ]
+    calls = {call.id for call in conversation.tool_calls}
     if len(branches) > 1:
         tips = ", ".join(f"#{b.head_seq}{' (active)' if b.active else ''}" for b in branches)
         lines.append(f"  branches: {tips}  (convstore shows the active one)")
     lines.append("")
     for message in conversation.messages:
-        lines.extend(_message(message))
+        lines.extend(_message(message, calls))
+    orphans = conversation.orphan_results
+    if orphans:
+        lines += ["", f"results answering no call ({len(orphans)}; renders drop them):"]
+        lines.extend(f"  #{seq} tool result {part.call_id}" for seq, part in orphans)
     if conversation.tool_calls:
         lines += ["", "tool calls:"]
         for call in conversation.tool_calls:

@@ -81,8 +81,10 @@ def parse_url(url: str | URL) -> URL:
     """A SQLAlchemy URL, or `InvalidInputError` for one that cannot be parsed or served."""
     try:
         parsed = make_url(url)
-    except ArgumentError as exc:
-        raise InvalidInputError(f"not a database URL: {url!r}") from exc
+        _ = parsed.port  # parsed lazily: a port that is not a number fails here, not on connect
+    except (ArgumentError, ValueError) as exc:
+        # The URL itself is not repeated: it may hold a password.
+        raise InvalidInputError(f"not a database URL: {exc}") from exc
     if parsed.drivername not in ("sqlite+aiosqlite", "postgresql+asyncpg"):
         raise InvalidInputError(
             f"unsupported database URL scheme {parsed.drivername!r}: use "

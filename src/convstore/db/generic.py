@@ -11,6 +11,8 @@ Invariants:
   sequence numbers stay unique and gap-free without table locks. Serialization failures and
   deadlocks are retried as whole transactions, a bounded number of times.
 - Reads run in a ``REPEATABLE READ`` transaction: one snapshot across their statements.
+- A cancelled read is answered with `CancelledError` at once and finishes in the background
+  (no connection is dropped mid-query); a cancelled write rolls back.
 - The schema is never created implicitly on a server database unless asked (``auto_migrate``):
   several application workers starting at once must not race to run DDL. When asked, or on
   `migrate`, the migrator holds a transaction-level advisory lock, so concurrent workers wait
@@ -23,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import random
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from pydantic_core import from_json, to_json
@@ -33,10 +35,16 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from convstore.db.errors import is_transient, translate
-from convstore.db.migrations import SchemaState, head_revision, schema_state, upgrade_connection
+from convstore.db.migrations import (
+    SchemaState,
+    head_revision,
+    schema_state,
+    unknown_schema_error,
+    upgrade_connection,
+)
 from convstore.db.statements import Statements, column_names
 from convstore.db.tx import Codec, PassthroughCodec, Row, Statement, Tx
-from convstore.errors import ClosedError, SchemaError, SchemaOutOfDateError
+from convstore.errors import ClosedError, SchemaOutOfDateError
 
 __all__ = ["SqlAlchemyBackend"]
 
@@ -132,6 +140,8 @@ class SqlAlchemyBackend:
         self._bind_names = _BindNames()
         self._engine: AsyncEngine | None = None
         self._listeners: list[Callable[[str], None]] = []
+        self._orphans: set[asyncio.Future[Any]] = set()
+        """Operations still running for callers that were cancelled (see `_to_the_end`)."""
 
     @property
     def engine(self) -> AsyncEngine:
@@ -179,10 +189,7 @@ class SqlAlchemyBackend:
             case SchemaState.EMPTY | SchemaState.BEHIND:
                 raise SchemaOutOfDateError(revision, head_revision())
             case SchemaState.UNKNOWN:
-                raise SchemaError(
-                    f"the database is not a convstore database this version knows "
-                    f"(revision {revision!r}, expected {head_revision()!r})"
-                )
+                raise unknown_schema_error(revision)
 
     async def migrate(self, revision: str = "head") -> None:
         """Upgrade the schema to ``revision`` in one transaction."""
@@ -190,11 +197,15 @@ class SqlAlchemyBackend:
             async with _loop_migration_lock(), self.engine.begin() as conn:
                 await conn.run_sync(_lock_migrations)
                 await conn.run_sync(upgrade_connection, revision)
-        except sa_exc.SQLAlchemyError as exc:
+        except (sa_exc.SQLAlchemyError, OSError) as exc:  # OSError: the server is unreachable
             raise translate(exc) from exc
 
     async def write(self, fn: Callable[[Tx], T]) -> T:
-        """Run ``fn`` in one transaction, retrying the whole of it on transient failures."""
+        """Run ``fn`` in one transaction, retrying the whole of it on transient failures.
+
+        A caller cancelled mid-transaction rolls it back (the connection is dropped): unlike a
+        read, a write is not shielded (see `_to_the_end`).
+        """
         engine = self.engine
         for attempt in range(1, _MAX_ATTEMPTS + 1):
             try:
@@ -209,7 +220,10 @@ class SqlAlchemyBackend:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def read(self, fn: Callable[[Tx], T]) -> T:
-        """Run ``fn`` in one ``REPEATABLE READ`` transaction."""
+        """Run ``fn`` in one ``REPEATABLE READ`` transaction; see `_to_the_end` on cancelling."""
+        return await self._to_the_end(self._read(fn))
+
+    async def _read(self, fn: Callable[[Tx], T]) -> T:
         try:
             async with self.engine.connect() as plain:
                 conn = await plain.execution_options(isolation_level="REPEATABLE READ")
@@ -222,8 +236,34 @@ class SqlAlchemyBackend:
     def _tx(self, conn: Connection) -> GenericTx:
         return GenericTx(conn, self.statements, self._bind_names)
 
+    async def _to_the_end(self, operation: Coroutine[Any, Any, T]) -> T:
+        """Await ``operation``; if the caller is cancelled, let it finish in the background.
+
+        Cancelling a coroutine in the middle of an asyncpg query makes SQLAlchemy terminate the
+        connection, and asyncpg then leaves a failed future nobody awaits: each logs "Future
+        exception was never retrieved" and costs a connection. A read has nothing to roll back,
+        so it is shielded: it ends normally and returns its connection to the pool, and `close`
+        waits for it. Writes are not: a cancelled write must roll back (tested), which today
+        means dropping its connection.
+        """
+        task = asyncio.ensure_future(operation)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.done():
+                self._orphans.add(task)
+                task.add_done_callback(self._forget)
+            raise
+
+    def _forget(self, task: asyncio.Future[Any]) -> None:
+        self._orphans.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: the caller that wanted it was cancelled
+
     async def close(self) -> None:
-        """Dispose of the engine (idempotent)."""
+        """Dispose of the engine (idempotent), once operations left by cancelled callers end."""
+        if self._orphans:
+            await asyncio.gather(*self._orphans, return_exceptions=True)
         engine, self._engine = self._engine, None
         if engine is not None:
             await engine.dispose()

@@ -257,6 +257,7 @@ def encode_tool_call(
         codec.dump_json(part.provider_details),
         codec.dump_time(now),
         None,  # completed_at
+        None,  # cancelled_at
     ]
 
 

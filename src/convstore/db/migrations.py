@@ -38,6 +38,7 @@ __all__ = [
     "head_revision",
     "migrations_directory",
     "schema_state",
+    "unknown_schema_error",
     "upgrade_connection",
 ]
 
@@ -100,6 +101,20 @@ def schema_state(connection: Connection) -> tuple[SchemaState, str | None]:
         return SchemaState.CURRENT, revision
     known = {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
     return (SchemaState.BEHIND if revision in known else SchemaState.UNKNOWN), revision
+
+
+def unknown_schema_error(revision: str | None) -> SchemaError:
+    """The error for a database whose schema this convstore does not know, saying what to do."""
+    if revision is None:
+        return SchemaError(
+            "the database holds tables but no convstore schema revision: it is not a convstore "
+            "database (check the URL)"
+        )
+    return SchemaError(
+        f"the database is at schema revision {revision!r}, which this convstore does not know "
+        f"(its newest is {head_revision()!r}): it was migrated by a newer convstore; upgrade "
+        "convstore to use it"
+    )
 
 
 _ALEMBIC: Final = threading.Lock()

@@ -53,6 +53,7 @@ __all__ = [
     "append_keys",
     "attachments",
     "blob_refs",
+    "blob_tombstones",
     "compactions",
     "conversations",
     "messages",
@@ -150,6 +151,7 @@ blob_refs: Final = Table(
     Column("conversation_id", ID, primary_key=True),
     Column("seq", Integer, primary_key=True, autoincrement=False),
     Column("sha256", String(64), ForeignKey("attachments.sha256"), primary_key=True),
+    Column("namespace", String(64), nullable=False, server_default=text("''")),
     ForeignKeyConstraint(
         ["conversation_id", "seq"],
         ["messages.conversation_id", "messages.seq"],
@@ -157,7 +159,20 @@ blob_refs: Final = Table(
     ),
     Index(None, "sha256"),
 )
-"""One row per (message, blob) it references: its own files and those inside content results."""
+"""One row per (message, blob) it references: its own files and those inside content results.
+``namespace`` is the blob store namespace holding the bytes (per tenant, or ``""``)."""
+
+blob_tombstones: Final = Table(
+    "blob_tombstones",
+    metadata,
+    Column("namespace", String(64), primary_key=True),
+    Column("sha256", String(64), primary_key=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("deleted_at", UTCDateTime(), nullable=True),
+)
+"""Blobs garbage collection is deleting (``deleted_at`` NULL) or deleted (when, by the storage's
+clock). An append that references one waits for the deletion to end, and stores the bytes again
+unless it stored them after the deletion (see `convstore.store.maintenance`)."""
 
 tool_calls: Final = Table(
     "tool_calls",
@@ -177,6 +192,7 @@ tool_calls: Final = Table(
     Column("details", NullableJSON, nullable=True),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("completed_at", UTCDateTime(), nullable=True),
+    Column("cancelled_at", UTCDateTime(), nullable=True),
     ForeignKeyConstraint(
         ["conversation_id", "seq"],
         ["messages.conversation_id", "messages.seq"],

@@ -39,6 +39,7 @@ from typing import Any, Final, Literal, TypeVar
 
 import aiosqlite
 from sqlalchemy import Connection, Insert, create_engine, event
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import URL
 from sqlalchemy.pool import StaticPool
@@ -48,11 +49,12 @@ from convstore.db.migrations import (
     SchemaState,
     head_revision,
     schema_state,
+    unknown_schema_error,
     upgrade_connection,
 )
 from convstore.db.statements import Statements
 from convstore.db.tx import Codec, Row, SqliteCodec, Statement, Tx
-from convstore.errors import ClosedError, SchemaError, SchemaOutOfDateError
+from convstore.errors import ClosedError, SchemaOutOfDateError
 
 __all__ = ["SqliteBackend"]
 
@@ -179,10 +181,7 @@ def _prepare_schema(raw: sqlite3.Connection, auto_migrate: bool) -> None:
                 case SchemaState.EMPTY | SchemaState.BEHIND:
                     raise SchemaOutOfDateError(revision, head_revision())
                 case SchemaState.UNKNOWN:
-                    raise SchemaError(
-                        f"the database is not a convstore database this version knows "
-                        f"(revision {revision!r}, expected {head_revision()!r})"
-                    )
+                    raise unknown_schema_error(revision)
     finally:
         raw.execute("PRAGMA foreign_keys = ON")
 
@@ -348,7 +347,7 @@ class SqliteBackend:
         trace = self._trace if self._listeners else None
         for attempt in range(1, _MAX_ATTEMPTS + 1):
             try:
-                conn = await aiosqlite.connect(target, isolation_level=None)
+                conn = await _daemon_connection(target)
             except sqlite3.Error as exc:
                 raise translate(exc) from exc
             try:
@@ -374,7 +373,10 @@ class SqliteBackend:
     async def _call(self, conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> T:
         try:
             result: T = await _run_in_driver_thread(conn, fn, *args)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, sa_exc.SQLAlchemyError) as exc:
+            # SQLAlchemy errors come from schema checks and migrations (Alembic runs on a
+            # SQLAlchemy connection over this driver connection): a lock held past the busy
+            # timeout, a full disk while creating the schema.
             raise translate(exc) from exc
         return result
 
@@ -530,6 +532,22 @@ def _translated(exc: sqlite3.Error) -> Exception:
 async def _backoff(attempt: int) -> None:
     """Jittered exponential wait before retrying after lock contention."""
     await asyncio.sleep(random.uniform(0, 0.01 * 2**attempt))  # noqa: S311
+
+
+async def _daemon_connection(target: str) -> aiosqlite.Connection:
+    """An aiosqlite connection whose worker thread does not keep the process alive.
+
+    aiosqlite's worker is an ordinary thread that runs until its connection is closed, and the
+    interpreter waits for ordinary threads before it exits: a script that forgot to close its
+    store (or kept it referenced while an exception unwound) never ended. As a daemon the
+    thread ends with the process; nothing is lost, since a write is acknowledged only after its
+    ``COMMIT`` (WAL), and an unfinished transaction is rolled back when the file is next opened.
+    """
+    pending = aiosqlite.connect(target, isolation_level=None)
+    thread = getattr(pending, "_thread", None)  # started when awaited (aiosqlite >= 0.20)
+    if thread is not None:
+        thread.daemon = True
+    return await pending
 
 
 async def _close_quietly(conn: aiosqlite.Connection) -> None:

@@ -42,6 +42,7 @@ from convstore.db.schema import (
     append_keys,
     attachments,
     blob_refs,
+    blob_tombstones,
     compactions,
     conversations,
     messages,
@@ -184,13 +185,17 @@ def _list_conversations(after_cursor: bool) -> Callable[[bool], Select[Any]]:
     return build
 
 
-def _attachment_visible(tenant_scoped: bool) -> Select[Any]:
-    stmt = select(blob_refs.c.conversation_id).where(blob_refs.c.sha256 == bindparam("sha256"))
+def _attachment_namespaces(tenant_scoped: bool) -> Select[Any]:
+    stmt = select(blob_refs.c.namespace).where(blob_refs.c.sha256 == bindparam("sha256"))
     if tenant_scoped:
         stmt = stmt.join(conversations, conversations.c.id == blob_refs.c.conversation_id).where(
             conversations.c.tenant == bindparam("for_tenant")
         )
-    return stmt.limit(1)
+    return stmt.distinct()
+
+
+def _attachment_visible(tenant_scoped: bool) -> Select[Any]:
+    return _attachment_namespaces(tenant_scoped).limit(1)
 
 
 def _find_message(tenant_scoped: bool) -> Select[Any]:
@@ -287,6 +292,8 @@ class Statements:
     """Every call of a conversation."""
     select_tool_calls_in: Select[Any]
     """The calls whose ids are in the JSON array ``:ids``."""
+    select_cancellations: Select[Any]
+    """(id, cancelled_at) of the calls in ``:ids`` that were ever cancelled."""
     copy_tool_calls: Select[Any]
     complete_tool_call: Update
     set_lifecycle: Update
@@ -305,8 +312,26 @@ class Statements:
     # blob references (gc, fsck, tenancy checks)
     select_blob_refs: Select[Any]
     select_referenced_blobs: Select[Any]
+    """Every (namespace, sha256) some message references."""
+    select_blob_namespaces: Select[Any]
+    """(sha256, namespace) of every blob one conversation references."""
+    select_blob_referenced_in: Select[Any]
     delete_unreferenced_attachment: Delete
     select_attachment_visible: Scoped[Select[Any]]
+    """The namespace of a blob some conversation (of the tenant) references."""
+    select_attachment_namespaces: Scoped[Select[Any]]
+    """Every namespace in which conversations (of the tenant) reference a blob."""
+    lock_attachment_shared: Select[Any]
+    """A blob's catalogue row, locked against a collector (``FOR SHARE``; SQLite: its
+    write transactions exclude each other already)."""
+    lock_attachment_exclusive: Select[Any]
+    """A blob's catalogue row, locked against appends referencing it (``FOR UPDATE``)."""
+    insert_tombstone: Insert
+    delete_tombstone: Delete
+    finish_tombstone: Update
+    """Record when (storage clock) a marked blob's bytes were deleted."""
+    purge_tombstones: Delete
+    select_tombstone: Select[Any]
 
     @classmethod
     def for_dialect(cls, dialect_name: str) -> Statements:
@@ -393,6 +418,10 @@ class Statements:
             .where(call.conversation_id == cid)
             .where(call.id.in_(ids))
             .order_by(call.seq, call.idx),
+            select_cancellations=select(call.id, call.cancelled_at)
+            .where(call.conversation_id == cid)
+            .where(call.id.in_(ids))
+            .where(call.cancelled_at.is_not(None)),
             copy_tool_calls=select(tool_calls)
             .where(call.conversation_id == cid)
             .where(call.id.in_(ids)),
@@ -428,12 +457,16 @@ class Statements:
             cancel_pending=update(tool_calls)
             .where(call.conversation_id == cid)
             .where(call.status == "pending")
-            .values(status="cancelled", completed_at=bindparam("now"))
+            .values(
+                status="cancelled", completed_at=bindparam("now"), cancelled_at=bindparam("now")
+            )
             .returning(call.id),
             cancel_call=update(tool_calls)
             .where(call.conversation_id == cid)
             .where(call.id == bindparam("call_id"))
-            .values(status="cancelled", completed_at=bindparam("now")),
+            .values(
+                status="cancelled", completed_at=bindparam("now"), cancelled_at=bindparam("now")
+            ),
             insert_compaction=insert(compactions).from_select(
                 ["conversation_id", "id", "through_seq", "summary", "created_at"],
                 select(
@@ -461,7 +494,14 @@ class Statements:
             select_blob_refs=select(blob_refs)
             .where(blob_refs.c.conversation_id == cid)
             .where(blob_refs.c.seq.in_(seqs)),
-            select_referenced_blobs=select(blob_refs.c.sha256).distinct(),
+            select_referenced_blobs=select(blob_refs.c.namespace, blob_refs.c.sha256).distinct(),
+            select_blob_namespaces=select(blob_refs.c.sha256, blob_refs.c.namespace)
+            .where(blob_refs.c.conversation_id == cid)
+            .distinct(),
+            select_blob_referenced_in=select(blob_refs.c.seq)
+            .where(blob_refs.c.sha256 == bindparam("sha256"))
+            .where(blob_refs.c.namespace == bindparam("namespace"))
+            .limit(1),
             delete_unreferenced_attachment=delete(attachments)
             .where(attachments.c.sha256 == bindparam("sha256"))
             .where(
@@ -470,4 +510,27 @@ class Statements:
                 .exists()
             ),
             select_attachment_visible=_scoped(_attachment_visible),
+            select_attachment_namespaces=_scoped(_attachment_namespaces),
+            lock_attachment_shared=select(attachments.c.sha256)
+            .where(attachments.c.sha256 == bindparam("sha256"))
+            .with_for_update(read=True),
+            lock_attachment_exclusive=select(attachments.c.sha256)
+            .where(attachments.c.sha256 == bindparam("sha256"))
+            .with_for_update(),
+            insert_tombstone=insert(blob_tombstones),
+            # Parameters named apart from the columns: SQLAlchemy reserves column names in the
+            # SET clause of an UPDATE for the values it sets.
+            delete_tombstone=delete(blob_tombstones)
+            .where(blob_tombstones.c.namespace == bindparam("ns"))
+            .where(blob_tombstones.c.sha256 == bindparam("digest")),
+            finish_tombstone=update(blob_tombstones)
+            .where(blob_tombstones.c.namespace == bindparam("ns"))
+            .where(blob_tombstones.c.sha256 == bindparam("digest"))
+            .values(deleted_at=bindparam("deleted_at")),
+            purge_tombstones=delete(blob_tombstones).where(
+                blob_tombstones.c.deleted_at < bindparam("before")
+            ),
+            select_tombstone=select(blob_tombstones.c.deleted_at)
+            .where(blob_tombstones.c.namespace == bindparam("ns"))
+            .where(blob_tombstones.c.sha256 == bindparam("digest")),
         )

@@ -6,15 +6,24 @@ these values to rows and the renderers map them to provider JSON.
 """
 
 from convstore.model.content import AttachmentRef, FilePart, TextPart
-from convstore.model.conversation import Branch, Compaction, Conversation, ToolCall, ToolCallStatus
+from convstore.model.conversation import (
+    Branch,
+    Compaction,
+    Conversation,
+    OrphanResult,
+    ToolCall,
+    ToolCallStatus,
+)
 from convstore.model.messages import Message, Role
 from convstore.model.outputs import ContentOutput, ErrorOutput, JsonOutput, ResultKind, ToolOutput
 from convstore.model.parts import Part, ThinkingPart, ToolCallPart, ToolResultPart
 from convstore.model.records import NativeRecord, Usage
 from convstore.model.serialization import FORMAT_VERSION, dump_messages, load_messages
+from convstore.model.tools import TOOL_DEFINITIONS, ToolDefinition
 
 __all__ = [
     "FORMAT_VERSION",
+    "TOOL_DEFINITIONS",
     "AttachmentRef",
     "Branch",
     "Compaction",
@@ -25,6 +34,7 @@ __all__ = [
     "JsonOutput",
     "Message",
     "NativeRecord",
+    "OrphanResult",
     "Part",
     "ResultKind",
     "Role",
@@ -33,6 +43,7 @@ __all__ = [
     "ToolCall",
     "ToolCallPart",
     "ToolCallStatus",
+    "ToolDefinition",
     "ToolOutput",
     "ToolResultPart",
     "Usage",

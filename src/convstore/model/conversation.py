@@ -8,12 +8,15 @@ Invariants:
 - ``result_kind`` and ``output`` are ``None`` exactly while no result is stored, and
   ``result_kind`` always names ``output``'s class.
 - These are read models: the store builds them; applications do not construct them to write.
+- A result that answers no call of the loaded path (a typo, an imported history) is kept as
+  history and dropped by every render; `Conversation.orphan_results` lists them, so an
+  application can see what will not be sent.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 from pydantic import AwareDatetime, Field, JsonValue
 
@@ -21,8 +24,9 @@ from convstore.errors import ToolCallNotFoundError
 from convstore.model._base import CanonicalModel
 from convstore.model.messages import Message
 from convstore.model.outputs import ResultKind, ToolOutput
+from convstore.model.parts import ToolResultPart
 
-__all__ = ["Branch", "Compaction", "Conversation", "ToolCall", "ToolCallStatus"]
+__all__ = ["Branch", "Compaction", "Conversation", "OrphanResult", "ToolCall", "ToolCallStatus"]
 
 
 class ToolCallStatus(StrEnum):
@@ -65,6 +69,15 @@ class ToolCall(CanonicalModel):
     """When the call was stored."""
     completed_at: AwareDatetime | None = None
     """When it reached its current non-pending status."""
+
+
+class OrphanResult(NamedTuple):
+    """A stored tool result that answers no tool call of the loaded conversation."""
+
+    seq: int | None
+    """Sequence number of the tool message holding it."""
+    part: ToolResultPart
+    """The result itself (``part.call_id`` names the call it claims to answer)."""
 
 
 class Compaction(CanonicalModel):
@@ -127,6 +140,21 @@ class Conversation(CanonicalModel):
     def get_tool_call_or_none(self, call_id: str) -> ToolCall | None:
         """The tool call with that canonical id, or ``None``."""
         return next((c for c in self.tool_calls if c.id == call_id), None)
+
+    @property
+    def orphan_results(self) -> list[OrphanResult]:
+        """Results whose ``call_id`` names no call of `tool_calls`, in message order.
+
+        Renders drop them (no provider accepts a result without its call), so they are listed
+        here instead of vanishing silently; ``convstore show`` flags them.
+        """
+        known = {call.id for call in self.tool_calls}
+        return [
+            OrphanResult(message.seq, part)
+            for message in self.messages
+            for part in message.tool_results
+            if part.call_id not in known
+        ]
 
     @property
     def compaction(self) -> Compaction | None:

@@ -2,7 +2,11 @@
 
 Every module offers ``encode(plan) -> dict`` (a render target); the four source formats also
 offer ``parse(payload) -> list[Message]`` and ``parse_response(body) -> Message``. Mistral and
-Kimi are Chat Completions dialects: their histories parse as ``openai-chat``.
+Kimi are Chat Completions dialects: their histories parse as ``openai-chat``. Where a format's
+module grew past ~600 lines its parser lives beside it (``<name>_parse.py``, re-exported by
+``<name>``); mechanics every format shares are the underscore modules: ``_chat`` (the Chat
+Completions encoder), ``_encoding``/``_parsing`` (JSON helpers), ``_tools`` and ``_schema``
+(the ``tools`` field and its schema dialects), ``_usage`` (token usage of responses).
 
 Invariants: provider knowledge lives in these modules and in `convstore.capabilities`, nowhere
 else; no provider SDK is imported at runtime (these modules read and write plain JSON).

@@ -29,6 +29,7 @@ from enum import StrEnum
 from typing import Any, Final, assert_never
 
 from convstore.providers._encoding import arguments_text, result_text
+from convstore.providers._tools import chat_tools
 from convstore.transcript.diagnostics import MediaNote, ReasoningNote
 from convstore.transcript.plan import (
     AssistantTurn,
@@ -79,6 +80,10 @@ class ReasoningField(StrEnum):
     """A ``{"type": "thinking"}`` chunk inside ``content`` (Mistral Magistral)."""
     REASONING_CONTENT = "reasoning_content"
     """The ``reasoning_content`` message field (Kimi, like DeepSeek)."""
+    THINKING_BLOCKS = "thinking_blocks"
+    """LiteLLM's ``thinking_blocks`` message field: Anthropic thinking blocks with their
+    signatures (and redacted blocks), for a Claude model behind a Chat Completions gateway. A
+    capabilities row selects it (``Capabilities.chat_reasoning``), not a dialect."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +114,14 @@ class ChatDialect:
 
 
 def encode_chat(plan: Plan, dialect: ChatDialect) -> dict[str, Any]:
-    """The ``{"messages": [...]}`` request fragment for ``plan`` in ``dialect``."""
-    return {"messages": _ChatEncoder(plan, dialect).messages()}
+    """The ``{"messages": [...]}`` request fragment for ``plan`` in ``dialect``.
+
+    ``tools`` is added when the plan has tool definitions.
+    """
+    payload: dict[str, Any] = {"messages": _ChatEncoder(plan, dialect).messages()}
+    if plan.tools:
+        payload["tools"] = chat_tools(plan)
+    return payload
 
 
 def image_url_part(media: Media) -> dict[str, Any]:
@@ -138,6 +149,8 @@ class _ChatEncoder:
     def __init__(self, plan: Plan, dialect: ChatDialect) -> None:
         self._plan = plan
         self._dialect = dialect
+        chosen = plan.capabilities.chat_reasoning
+        self._reasoning_field = ReasoningField(chosen) if chosen else dialect.reasoning
 
     def messages(self) -> list[WireMessage]:
         out: list[WireMessage] = [{"role": "system", "content": text} for text in self._plan.system]
@@ -189,6 +202,7 @@ class _ChatEncoder:
         texts: list[str] = []
         chunks: list[dict[str, Any]] = []  # CHUNKS dialects: texts and thinking, in order
         reasoning: list[str] = []  # REASONING_CONTENT dialects
+        blocks: list[dict[str, Any]] = []  # THINKING_BLOCKS rows
         calls: list[Call] = []
         for part in turn.parts:
             match part:
@@ -200,7 +214,7 @@ class _ChatEncoder:
                     texts.append(note)
                     chunks.append(_text_part(note))
                 case Reasoning():
-                    self._reasoning(part, chunks, reasoning)
+                    self._reasoning(part, chunks, reasoning, blocks)
                 case Call():
                     calls.append(part)
                 case _:
@@ -216,6 +230,8 @@ class _ChatEncoder:
         if calls:
             message["tool_calls"] = [self._call(call, index) for index, call in enumerate(calls)]
         self._set_reasoning_content(message, reasoning)
+        if blocks:
+            message["thinking_blocks"] = blocks
         return message
 
     def _assistant_content(
@@ -234,13 +250,29 @@ class _ChatEncoder:
                 assert_never(self._dialect.assistant_content)
 
     def _reasoning(
-        self, part: Reasoning, chunks: list[dict[str, Any]], reasoning: list[str]
+        self,
+        part: Reasoning,
+        chunks: list[dict[str, Any]],
+        reasoning: list[str],
+        blocks: list[dict[str, Any]],
     ) -> None:
         thinking = part.part
+        if self._reasoning_field is ReasoningField.THINKING_BLOCKS:
+            if thinking.redacted_data:
+                blocks.append({"type": "redacted_thinking", "data": thinking.redacted_data})
+            else:
+                blocks.append(
+                    {
+                        "type": "thinking",
+                        "thinking": thinking.text,
+                        "signature": thinking.signature or "",
+                    }
+                )
+            return
         if not thinking.text:
             self._reasoning_dropped(part, "no readable text, and this target takes no artefacts")
             return
-        match self._dialect.reasoning:
+        match self._reasoning_field:
             case ReasoningField.NONE:
                 self._reasoning_dropped(part, "Chat Completions has no reasoning input")
             case ReasoningField.THINKING_CHUNK:
@@ -249,11 +281,13 @@ class _ChatEncoder:
                 )
             case ReasoningField.REASONING_CONTENT:
                 reasoning.append(thinking.text)
+            case ReasoningField.THINKING_BLOCKS:
+                raise AssertionError("handled above")
             case _:
-                assert_never(self._dialect.reasoning)
+                assert_never(self._reasoning_field)
 
     def _set_reasoning_content(self, message: WireMessage, reasoning: list[str]) -> None:
-        if self._dialect.reasoning is not ReasoningField.REASONING_CONTENT:
+        if self._reasoning_field is not ReasoningField.REASONING_CONTENT:
             return
         if reasoning:
             message["reasoning_content"] = "\n".join(reasoning)

@@ -69,6 +69,7 @@ from convstore.providers._parsing import (
     parse_data_url,
     root_object,
 )
+from convstore.providers._usage import with_usage
 from convstore.transcript.plan import Media, Plan
 
 __all__ = ["DIALECT", "SOURCE", "TARGET", "encode", "parse", "parse_response", "provider_family"]
@@ -79,6 +80,7 @@ SOURCE: Final = "openai-chat"
 # Which provider family a model name belongs to, first match wins; "openai" otherwise.
 _FAMILIES: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
     (("kimi", "moonshot"), "kimi"),
+    (("claude",), "anthropic"),  # a Claude model behind a gateway (LiteLLM)
     (("deepseek",), "deepseek"),
     (("mistral", "magistral", "codestral", "ministral", "pixtral", "devstral"), "mistral"),
 )
@@ -149,6 +151,11 @@ def parse(payload: Mapping[str, Any]) -> list[Message]:
 
 
 def parse_response(body: Mapping[str, Any]) -> Message:
+    """The assistant message of a response body, with the token usage it reports."""
+    return with_usage(_response_message(body), body, SOURCE)
+
+
+def _response_message(body: Mapping[str, Any]) -> Message:
     """The assistant message of a ``chat.completion`` body (its first choice)."""
     root = root_object(body, SOURCE)
     choices = root.require("choices")
@@ -201,8 +208,13 @@ class _Parser:
 
     def assistant(self, node: Json, details: dict[str, JsonValue]) -> Message:
         parts: list[Part] = []
+        blocks = node.get("thinking_blocks")
         reasoning = node.get("reasoning_content", "reasoning")
-        if reasoning is not None and reasoning.string().strip():
+        if blocks is not None:
+            # LiteLLM: the signed blocks; its reasoning_content is their text joined, so it is
+            # not read a second time.
+            parts.extend(self._thinking_block(block) for block in blocks.items())
+        elif reasoning is not None and reasoning.string().strip():
             parts.append(self._thinking(reasoning.string(), "reasoning_content"))
         parts.extend(self._assistant_content(node.get("content")))
         refusal = node.get("refusal")
@@ -256,6 +268,28 @@ class _Parser:
         if (prefix := node.get("prefix")) is not None and prefix.boolean():
             details["prefix"] = True
         return details
+
+    def _thinking_block(self, block: Json) -> ThinkingPart:
+        match kind := block.require("type").string():
+            case "thinking":
+                signature = block.str_or_none("signature")
+                return ThinkingPart(
+                    text=block.str_or_none("thinking") or "",
+                    signature=signature or None,
+                    provider=self._family,
+                    model=self._model,
+                    provider_details={"carrier": "thinking_blocks"},
+                )
+            case "redacted_thinking":
+                return ThinkingPart(
+                    text="",
+                    redacted_data=block.require("data").string(),
+                    provider=self._family,
+                    model=self._model,
+                    provider_details={"carrier": "thinking_blocks"},
+                )
+            case _:
+                raise block.fail(f"unsupported thinking block type {kind!r}")
 
     def _thinking(self, text: str, carrier: str, *, provider: str | None = None) -> ThinkingPart:
         return ThinkingPart(

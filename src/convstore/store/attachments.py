@@ -14,19 +14,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import datetime
 
 from convstore.blobs import BlobStore, StoredBlob
 from convstore.model import AttachmentRef, ContentOutput, FilePart, Message, Part, ToolResultPart
 
-__all__ = ["attachment_rows", "store_files"]
+__all__ = ["attachment_rows", "needs_storing", "store_files", "written_times"]
 
 
-def _needs_storing(part: FilePart) -> bool:
+def needs_storing(part: FilePart) -> bool:
+    """Whether the part holds bytes (inline or a pending stream) not yet in the blob store."""
     return part.data is not None or part.pending is not None
 
 
 def _files_of(message: Message) -> list[FilePart]:
-    return [part for part in message.files if _needs_storing(part)]
+    return [part for part in message.files if needs_storing(part)]
 
 
 async def _store(blobs: BlobStore, part: FilePart) -> StoredBlob:
@@ -100,3 +102,12 @@ def attachment_rows(blobs: Sequence[StoredBlob]) -> list[tuple[str, int, str]]:
     for blob in blobs:
         seen.setdefault(blob.sha256, (blob.sha256, blob.size, blob.media_type))
     return list(seen.values())
+
+
+def written_times(blobs: Sequence[StoredBlob]) -> dict[str, datetime]:
+    """When (storage clock) each digest was last stored by this batch's puts."""
+    times: dict[str, datetime] = {}
+    for blob in blobs:
+        if blob.written_at is not None:
+            times[blob.sha256] = max(blob.written_at, times.get(blob.sha256, blob.written_at))
+    return times

@@ -10,10 +10,11 @@ Invariants:
   for the branches that run through it and only the head moves. Deleting a message deletes the
   calls it made and its blob references (so gc may collect its blobs), by cascade.
 - ``tool_calls`` rows describe lifecycles on the active path. Whenever the path changes other
-  than by growing at its end, `recompute_lifecycles` rederives them from the path: a cancelled
-  call stays cancelled (cancellation belongs to the call); otherwise the first result after the
-  call on the path completes it; otherwise a later user message interrupts it; otherwise it is
-  pending.
+  than by growing at its end, `recompute_lifecycles` rederives them from the path: the first
+  result after the call on the path completes it, unless it was stored after the call was
+  cancelled (then it is history, as it was when appended); otherwise a call ever cancelled is
+  cancelled (``cancelled_at`` keeps that across paths); otherwise a later user message
+  interrupts it; otherwise it is pending.
 - Sequence numbers are never reused: a fork keeps the source's numbers, and the source's
   counter is never wound back.
 """
@@ -31,8 +32,6 @@ from convstore.store.reads import load_conversation, messages_at, path_seqs, tre
 from convstore.store.writes import Header, advance, lock, new_revision
 
 __all__ = ["fork", "pop", "recompute_lifecycles", "switch_branch", "truncate"]
-
-_TERMINAL_KEEP = ToolCallStatus.CANCELLED.value
 
 
 def recompute_lifecycles(tx: Tx, cid: str, end: int | None, now: datetime) -> None:
@@ -61,19 +60,36 @@ def recompute_lifecycles(tx: Tx, cid: str, end: int | None, now: datetime) -> No
         if isinstance(part, ToolResultPart)
     ]
     users = [s for s in path if roles.get(s) == Role.USER.value]
+    created = {m.seq: m.created_at for m in messages}
+    cancelled = {
+        call_id: codec.load_time(at)
+        for call_id, at in tx.fetch(
+            st.select_cancellations, {"cid": cid, "ids": codec.dump_json([c for _, c in calls])}
+        )
+    }
     stamp = codec.dump_time(now)
     changes = []
     for seq, call_id in calls:
         row = rows.get(call_id)
-        if row is None or row[1] != seq or row[6] == _TERMINAL_KEEP:
+        if row is None or row[1] != seq:
             continue
-        answer = next(
-            ((rs, ri, r) for rs, ri, r in results if rs > seq and r.call_id == call_id), None
-        )
+        cancelled_at = cancelled.get(call_id)
+
+        def answers(rs: int, result: ToolResultPart, call_id: str = call_id, seq: int = seq,
+                    cancelled_at: datetime | None = cancelled_at) -> bool:  # fmt: skip
+            if rs <= seq or result.call_id != call_id:
+                return False
+            # A result stored after the cancellation was refused (or kept as history only).
+            stored_at = created.get(rs)
+            return cancelled_at is None or (stored_at is not None and stored_at < cancelled_at)
+
+        answer = next(((rs, ri, r) for rs, ri, r in results if answers(rs, r)), None)
         wanted_row: tuple[str, str | None, int | None, int | None]
         if answer is not None:
             rs, ri, result = answer
             wanted_row = (status_for(result.output).value, result.output.kind, rs, ri)
+        elif cancelled_at is not None:
+            wanted_row = (ToolCallStatus.CANCELLED.value, None, None, None)
         elif any(u > seq for u in users):
             wanted_row = (ToolCallStatus.INTERRUPTED.value, None, None, None)
         else:
@@ -96,20 +112,24 @@ def recompute_lifecycles(tx: Tx, cid: str, end: int | None, now: datetime) -> No
         tx.execute_many(st.set_lifecycle, changes)
 
 
-def _reopen_answered_by(tx: Tx, header: Header, message: Message, now: datetime) -> None:
-    """The head ``message`` leaves the path: calls its results answered are unanswered again."""
+def _after_leaving_path(tx: Tx, header: Header, message: Message, now: datetime) -> None:
+    """The head ``message`` left the path: rederive what it decided for earlier calls.
+
+    A tool message may have answered calls (now unanswered again); a user message may have
+    interrupted them (now pending again, unless another user turn still follows them).
+    """
+    if message.role is Role.USER:
+        recompute_lifecycles(tx, header.cid, header.head_seq, now)
+        return
     answered = {p.call_id for p in message.parts if isinstance(p, ToolResultPart)}
     if not answered:
         return
-    st = tx.statements
     rows = tx.fetch(
-        st.select_tool_calls_in,
+        tx.statements.select_tool_calls_in,
         {"cid": header.cid, "ids": tx.codec.dump_json(sorted(answered))},
     )
-    if not any(row[8] == message.seq for row in rows):
-        return
-    # Which calls a user message interrupts depends on the rest of the path: rederive them.
-    recompute_lifecycles(tx, header.cid, header.head_seq, now)
+    if any(row[8] == message.seq for row in rows):
+        recompute_lifecycles(tx, header.cid, header.head_seq, now)
 
 
 def pop(
@@ -135,7 +155,7 @@ def _pop_one(tx: Tx, header: Header, now: datetime) -> Message:
     else:
         tx.execute(st.delete_message, {"cid": header.cid, "seq": seq})
     header.head_seq = message.parent_seq
-    _reopen_answered_by(tx, header, message, now)
+    _after_leaving_path(tx, header, message, now)
     return message
 
 

@@ -2,14 +2,18 @@
 
 Invariants:
 
-- Garbage collection deletes a blob only when no part row references it *and* it was last
-  written (or touched by a dedupe hit) longer ago than the grace period. Every put refreshes
-  that time before the rows referencing it commit, so an in-flight append is never robbed.
-  Just before deleting, the blob is stat'ed again and its catalog row removed in a transaction
-  that proves it is still unreferenced; only then do the bytes go.
-- What is left: an append that re-stores the very same bytes in the microseconds between that
-  last check and the delete would reference a deleted blob; ``fsck`` reports such a blob as
-  missing. The grace period (default one hour) makes the window practically unreachable.
+- Garbage collection deletes a blob only when no message references it *and* it was last
+  written (or touched by a dedupe hit) longer ago than the grace period, judged by the
+  storage's own clock (`BlobStore.storage_now`): neither the collector's clock nor the
+  appender's enters the decision, so hosts hours apart cannot make a fresh blob look old.
+- No acknowledged message ever references a deleted blob, however long any party waits for a
+  lock. Before deleting, the collector marks the blob (a ``blob_tombstones`` row) in a write
+  transaction that proves it is unreferenced; appends check for that mark in the transaction
+  that references the blob (so one of the two sees the other), and an append that sees it
+  waits for the collection to finish, stores the bytes again and retries. After marking, the
+  collector checks the blob's age once more and only then deletes the bytes, then the mark.
+- Blobs live in namespaces (one per tenant unless deduplication is global); a reference names
+  its namespace, and each namespace is collected on its own.
 - Staging objects older than the grace period (left by writers that crashed mid-put) are swept.
 - ``fsck`` never changes anything: it verifies every referenced blob's bytes against its hash
   and lists blobs nothing references.
@@ -26,7 +30,15 @@ from convstore.db.tx import Tx
 from convstore.store.conversation_store import ConversationStore
 from convstore.store.reads import referenced_blobs
 
-__all__ = ["DEFAULT_GRACE", "FsckReport", "GarbageReport", "Progress", "collect_garbage", "fsck"]
+__all__ = [
+    "DEFAULT_GRACE",
+    "FsckReport",
+    "GarbageReport",
+    "Progress",
+    "blob_url",
+    "collect_garbage",
+    "fsck",
+]
 
 DEFAULT_GRACE = timedelta(hours=1)
 
@@ -43,7 +55,8 @@ class GarbageReport:
     referenced: int
     """Distinct blobs some part references."""
     deleted: list[str]
-    """Hashes of the blobs deleted (or, on a dry run, that would be)."""
+    """The blobs deleted (or, on a dry run, that would be): their digest, prefixed with
+    ``<namespace>:`` outside the shared namespace."""
     young: int
     """Unreferenced blobs kept because they are younger than the grace period."""
     staging: int
@@ -74,6 +87,16 @@ def _silent(stage: str, done: int, total: int | None) -> None:
     """Default progress: report nothing."""
 
 
+def _label(namespace: str, sha256: str) -> str:
+    return f"{namespace}:{sha256}" if namespace else sha256
+
+
+def blob_url(store: ConversationStore, label: str) -> str:
+    """The storage URL of a blob as the reports name it (``[<namespace>:]<digest>``)."""
+    namespace, _, sha256 = label.rpartition(":")
+    return store.blob_store.namespace(namespace).key(sha256)
+
+
 async def collect_garbage(
     store: ConversationStore,
     *,
@@ -81,72 +104,117 @@ async def collect_garbage(
     dry_run: bool = False,
     progress: Progress = _silent,
 ) -> GarbageReport:
-    """Delete blobs no row references that are older than ``grace``."""
-    blobs = store.blob_store
+    """Delete blobs no message references that are older than ``grace`` (storage clock)."""
+    root = store.blob_store
     referenced = await store.backend.read(referenced_blobs)
-    cutoff = datetime.now(UTC) - grace
-    examined, young, deleted = 0, 0, []
-    async for info in blobs.iter_blobs():
-        examined += 1
-        if examined % 500 == 0:
-            progress("scanning", examined, None)
-        if info.sha256 in referenced:
-            continue
-        if info.modified >= cutoff:
-            young += 1
-            continue
-        if dry_run:
-            deleted.append(info.sha256)
-            continue
-        if await _still_garbage(store, info.sha256, cutoff):
-            await blobs.delete(info.sha256)
-            deleted.append(info.sha256)
+    cutoff = await root.storage_now() - grace
+    if not dry_run:
+        # A deletion record only matters to appends in flight across it: keep two graces.
+        old = cutoff - grace
+
+        def purge(tx: Tx) -> None:
+            tx.execute(tx.statements.purge_tombstones, {"before": tx.codec.dump_time(old)})
+
+        await store.backend.write(purge)
+    examined, young, deleted, staging = 0, 0, [], 0
+    for namespace in await root.namespaces():
+        blobs = root.namespace(namespace)
+        async for info in blobs.iter_blobs():
+            examined += 1
+            if examined % 500 == 0:
+                progress("scanning", examined, None)
+            if (namespace, info.sha256) in referenced:
+                continue
+            if info.modified >= cutoff:
+                young += 1
+                continue
+            if dry_run or await _collect(store, namespace, info.sha256, cutoff):
+                deleted.append(_label(namespace, info.sha256))
+        staging += await blobs.sweep_staging(older_than=cutoff, dry_run=dry_run)
     progress("scanning", examined, examined)
-    staging = await blobs.sweep_staging(older_than=cutoff, dry_run=dry_run)
     return GarbageReport(examined, len(referenced), deleted, young, staging, dry_run)
 
 
-async def _still_garbage(store: ConversationStore, sha256: str, cutoff: datetime) -> bool:
-    """Re-check one candidate right before deleting it (an append may have just stored it)."""
-    current = await store.blob_store.info(sha256)
-    if current is None or current.modified >= cutoff:
-        return False
+async def _collect(store: ConversationStore, namespace: str, sha256: str, cutoff: datetime) -> bool:
+    """Delete one candidate blob unless an append has taken it since the listing."""
+    now = datetime.now(UTC)  # only a record of when the mark was made, never compared
 
-    def uncatalogue(tx: Tx) -> bool:
+    def mark(tx: Tx) -> bool:
         st = tx.statements
-        if tx.fetch(st.select_attachment_visible.any_tenant, {"sha256": sha256}):
-            return False  # referenced after all: an append committed since the listing
-        # The catalogue row may be absent (bytes stored, append failed); the delete is
-        # guarded by NOT EXISTS as well, for databases where the SELECT above is not a lock.
-        tx.execute(st.delete_unreferenced_attachment, {"sha256": sha256})
+        params = {"namespace": namespace, "sha256": sha256}
+        # Hold the catalogue row (made if an append stored the bytes but never committed) so
+        # that appends referencing the blob wait for this mark, or this waits for them.
+        stamp = tx.codec.dump_time(now)
+        tx.insert_rows(st.insert_attachment, [(sha256, 0, "application/octet-stream", stamp)])
+        tx.fetch(st.lock_attachment_exclusive, {"sha256": sha256})
+        if tx.fetch(st.select_blob_referenced_in, params):
+            return False  # an append committed a reference since the listing
+        tx.execute(st.delete_tombstone, {"ns": namespace, "digest": sha256})  # an earlier one
+        tx.insert_rows(st.insert_tombstone, [(namespace, sha256, stamp, None)])
         return True
 
-    return await store.backend.write(uncatalogue)
+    if not await store.backend.write(mark):
+        return False
+    blobs = store.blob_store.namespace(namespace)
+    params = {"ns": namespace, "digest": sha256}
+    deleted_at: datetime | None = None
+    try:
+        # Every append that stored or touched these bytes before the mark committed did so
+        # before this stat. One that touches them after it finds the mark in its transaction
+        # (a deletion in progress, or one recorded as later than its put) and stores them again.
+        current = await blobs.info(sha256)
+        if current is None or current.modified >= cutoff:
+            return False
+        await blobs.delete(sha256)
+        deleted_at = await blobs.storage_now()
+    finally:
+
+        def unmark(tx: Tx) -> None:
+            st = tx.statements
+            if deleted_at is None:
+                tx.execute(st.delete_tombstone, params)
+            else:
+                tx.execute(
+                    st.finish_tombstone, {**params, "deleted_at": tx.codec.dump_time(deleted_at)}
+                )
+                # The catalogue row goes with the last reference in any namespace.
+                tx.execute(st.delete_unreferenced_attachment, {"sha256": sha256})
+
+        await store.backend.write(unmark)
+    return True
 
 
 async def fsck(
     store: ConversationStore, *, concurrency: int = 8, progress: Progress = _silent
 ) -> FsckReport:
     """Verify every referenced blob and list unreferenced ones; changes nothing."""
-    blobs = store.blob_store
+    root = store.blob_store
     referenced = sorted(await store.backend.read(referenced_blobs))
-    stored = {info.sha256 async for info in blobs.iter_blobs()}
-    missing = [sha for sha in referenced if sha not in stored]
-    present = [sha for sha in referenced if sha in stored]
+    stored = {
+        (namespace, info.sha256)
+        for namespace in await root.namespaces()
+        async for info in root.namespace(namespace).iter_blobs()
+    }
+    missing = [blob for blob in referenced if blob not in stored]
+    present = [blob for blob in referenced if blob in stored]
     semaphore = asyncio.Semaphore(concurrency)
     done = 0
 
-    async def verify(sha: str) -> bool:
+    async def verify(namespace: str, sha: str) -> bool:
         nonlocal done
         async with semaphore:
-            intact = await blobs.verify(sha)
+            intact = await root.namespace(namespace).verify(sha)
         done += 1
         if done % 100 == 0:
             progress("verifying", done, len(present))
         return intact
 
-    results = await asyncio.gather(*(verify(sha) for sha in present))
+    results = await asyncio.gather(*(verify(ns, sha) for ns, sha in present))
     progress("verifying", len(present), len(present))
-    corrupted = [sha for sha, intact in zip(present, results, strict=True) if not intact]
-    unreferenced = sorted(stored.difference(referenced))
-    return FsckReport(len(referenced), missing, corrupted, unreferenced)
+    corrupted = [blob for blob, intact in zip(present, results, strict=True) if not intact]
+    return FsckReport(
+        len(referenced),
+        [_label(*blob) for blob in missing],
+        [_label(*blob) for blob in corrupted],
+        [_label(*blob) for blob in sorted(stored.difference(referenced))],
+    )

@@ -38,14 +38,17 @@ from convstore.model import Branch, Conversation, Message, ToolCallPart, ToolRes
 __all__ = [
     "ConversationPage",
     "ConversationSummary",
-    "attachment_visible",
+    "attachment_namespaces",
+    "blob_namespaces",
     "branches",
+    "conversation_tenant",
     "find_message",
     "list_conversations",
     "load_conversation",
     "messages_at",
     "path_seqs",
     "referenced_blobs",
+    "tombstoned",
 ]
 
 _NO_LIMIT = 2**62
@@ -278,15 +281,39 @@ def branches(tx: Tx, cid: str, tenant: str | None) -> list[Branch]:
     return found
 
 
-def attachment_visible(tx: Tx, sha256: str, tenant: str | None) -> bool:
-    """Whether any conversation (of ``tenant``, when given) references the blob."""
+def attachment_namespaces(tx: Tx, sha256: str, tenant: str | None) -> list[str]:
+    """The namespaces in which conversations (of ``tenant``) reference a blob, shared first."""
     rows = tx.fetch(
-        tx.statements.select_attachment_visible.pick(tenant),
+        tx.statements.select_attachment_namespaces.pick(tenant),
         {"sha256": sha256, "for_tenant": tenant},
     )
-    return bool(rows)
+    return sorted({str(row[0]) for row in rows})
 
 
-def referenced_blobs(tx: Tx) -> set[str]:
-    """Every blob hash some message references."""
-    return {row[0] for row in tx.fetch(tx.statements.select_referenced_blobs)}
+def blob_namespaces(tx: Tx, cid: str) -> dict[str, str]:
+    """The namespace of every blob a conversation references, by digest."""
+    return dict(tx.fetch(tx.statements.select_blob_namespaces, {"cid": cid}))
+
+
+def conversation_tenant(tx: Tx, cid: str) -> str | None:
+    """The tenant of a conversation; `ConversationNotFoundError` if there is none."""
+    rows = tx.fetch(tx.statements.select_conversation.any_tenant, {"cid": cid})
+    if not rows:
+        raise ConversationNotFoundError(cid)
+    tenant: str | None = rows[0][1]
+    return tenant
+
+
+def tombstoned(tx: Tx, blobs: Iterable[tuple[str, str]]) -> bool:
+    """Whether garbage collection is deleting any of these (namespace, digest) blobs now."""
+    st = tx.statements
+    for ns, sha in blobs:
+        mark = tx.fetch(st.select_tombstone, {"ns": ns, "digest": sha})
+        if mark and mark[0][0] is None:
+            return True
+    return False
+
+
+def referenced_blobs(tx: Tx) -> set[tuple[str, str]]:
+    """Every (namespace, digest) some message references."""
+    return {(ns, sha) for ns, sha in tx.fetch(tx.statements.select_referenced_blobs)}

@@ -65,14 +65,15 @@ _new_message = trusted(Message)
 
 __all__ = [
     "AppendPlan",
+    "BlobBeingCollectedError",
     "Header",
     "NoChange",
     "advance",
     "append_messages",
     "cancel_pending",
     "compact",
-    "create_conversation",
     "delete_conversation",
+    "finish_tombstones",
     "lock",
     "new_revision",
 ]
@@ -106,6 +107,10 @@ class AppendPlan:
     expected_revision: str | None = None
     parent_seq: int | None = None
     """The message the batch follows; ``None``: the head."""
+    namespace: str = ""
+    """The blob namespace the batch's new blobs were stored in."""
+    written: dict[str, datetime] = field(default_factory=dict)
+    """When (storage clock) the batch's puts left each of its new blobs."""
 
 
 def new_revision() -> str:
@@ -184,6 +189,8 @@ class _Batch:
     plan: AppendPlan
     on_path: Callable[[int], bool]
     """Whether a stored message is on the path the batch extends."""
+    namespaces: dict[str, str]
+    """The blob namespace of every blob the batch references, by digest."""
     message_rows: list[Row] = field(default_factory=list)
     blob_rows: list[Row] = field(default_factory=list)
     new_calls: dict[str, CallRow] = field(default_factory=dict)
@@ -196,7 +203,7 @@ class _Batch:
         codec, cid, now = self.tx.codec, self.plan.conversation_id, self.plan.now
         self.message_rows.append(encode_message(cid, message, seq, parent_seq, now, codec))
         for sha256 in {f.attachment.sha256 for f in message.files if f.attachment is not None}:
-            self.blob_rows.append((cid, seq, sha256))
+            self.blob_rows.append((cid, seq, sha256, self.namespaces[sha256]))
         if message.role is Role.USER:
             self._interrupt_pending(seq)
         for idx, part in enumerate(message.parts):
@@ -303,8 +310,6 @@ class _Batch:
 
     def write(self) -> None:
         tx, st, plan = self.tx, self.tx.statements, self.plan
-        stamp = tx.codec.dump_time(plan.now)
-        tx.insert_rows(st.insert_attachment, [(*a, stamp) for a in plan.attachments])
         tx.insert_rows(st.insert_message, self.message_rows)
         tx.insert_rows(st.insert_blob_ref, self.blob_rows)
         tx.insert_rows(st.insert_tool_call, [tuple(r) for r in self.new_calls.values()])
@@ -339,10 +344,10 @@ def append_messages(tx: Tx, plan: AppendPlan) -> tuple[list[Message], ToolCall |
     if parent != header.head_seq:
         _start_branch(tx, header, parent, plan.now)
     _check_message_ids(tx, plan)
-    _check_references(tx, plan)
+    namespaces = _check_references(tx, plan)
     first_seq = header.last_seq + 1
     on_path = _path_test(tx, header, parent)
-    batch = _Batch(tx, plan, on_path)
+    batch = _Batch(tx, plan, on_path, namespaces)
     previous_seq = parent
     for offset, message in enumerate(plan.messages):
         batch.add(message, first_seq + offset, previous_seq)
@@ -424,22 +429,58 @@ def _check_message_ids(tx: Tx, plan: AppendPlan) -> None:
         )
 
 
-def _check_references(tx: Tx, plan: AppendPlan) -> None:
-    """Refuse a reference to a blob this batch did not store and the caller cannot see.
+class BlobBeingCollectedError(Exception):
+    """A blob the batch references is being deleted by garbage collection right now.
+
+    Raised inside the write (so it rolls back); the store waits for the collection to end,
+    stores the bytes again and retries. Never escapes the store.
+    """
+
+    def __init__(self, blobs: list[tuple[str, str]]) -> None:
+        super().__init__(f"{len(blobs)} blob(s) are being garbage-collected")
+        self.blobs = blobs
+
+
+def _check_references(tx: Tx, plan: AppendPlan) -> dict[str, str]:
+    """The namespace of every blob the batch references; refuses blobs it may not reference.
+
+    Refuses a reference to a blob this batch did not store and the caller cannot see.
 
     A content hash is not a capability: without this check, a tenant that learned the SHA-256
     of another tenant's file could reference it and read it back (``read_attachment``,
     ``render``). A hash no conversation references fails the same way, so the error does not
     tell whether anyone stored those bytes.
     """
-    fresh = {sha256 for sha256, _, _ in plan.attachments}
-    for sha256 in sorted(_referenced_blobs(plan.messages) - fresh):
+    st = tx.statements
+    namespaces = {sha256: plan.namespace for sha256, _, _ in plan.attachments}
+    for sha256 in sorted(_referenced_blobs(plan.messages) - namespaces.keys()):
         visible = tx.fetch(
-            tx.statements.select_attachment_visible.pick(plan.tenant),
+            st.select_attachment_visible.pick(plan.tenant),
             {"sha256": sha256, "for_tenant": plan.tenant},
         )
         if not visible:
             raise AttachmentNotFoundError(sha256)
+        namespaces[sha256] = visible[0][0]
+    # Garbage collection marks a blob before deleting its bytes, holding the blob's catalogue
+    # row; holding it here too (catalogued first if new) orders this batch and the collector,
+    # so either the collector sees this batch's references or this batch sees the mark, and
+    # must not reference bytes that may be gone in a moment.
+    stamp = tx.codec.dump_time(plan.now)
+    tx.insert_rows(st.insert_attachment, [(*a, stamp) for a in plan.attachments])
+    collected = []
+    for sha, ns in sorted(namespaces.items()):
+        tx.fetch(st.lock_attachment_shared, {"sha256": sha})
+        mark = tx.fetch(st.select_tombstone, {"ns": ns, "digest": sha})
+        if not mark:
+            continue
+        deleted_at, written = mark[0][0], plan.written.get(sha)
+        if deleted_at is None:
+            collected.append((ns, sha))  # being deleted right now
+        elif written is not None and written < tx.codec.load_time(deleted_at):
+            collected.append((ns, sha))  # this batch's put may have been a touch of doomed bytes
+    if collected:
+        raise BlobBeingCollectedError(collected)
+    return namespaces
 
 
 def _referenced_blobs(messages: list[Message]) -> set[str]:
@@ -452,9 +493,13 @@ def _call_as_stored(tx: Tx, cid: str, result: ToolResultPart) -> ToolCall:
     return decode_tool_calls([row], {(row[8], row[9]): result.output}, tx.codec)[0]
 
 
-def create_conversation(tx: Tx, row: Row) -> None:
-    """Insert a ``conversations`` row (already encoded)."""
-    tx.insert_rows(tx.statements.insert_conversation, [row])
+def finish_tombstones(tx: Tx, blobs: list[tuple[str, str]], deleted_at: datetime) -> None:
+    """Record these (namespace, digest) blobs as deleted at ``deleted_at`` (storage clock)."""
+    stamp = tx.codec.dump_time(deleted_at)
+    tx.execute_many(
+        tx.statements.finish_tombstone,
+        [{"ns": ns, "digest": sha, "deleted_at": stamp} for ns, sha in blobs],
+    )
 
 
 def delete_conversation(tx: Tx, cid: str, tenant: str | None) -> None:

@@ -22,7 +22,9 @@ __all__ = [
     "MediaNote",
     "MediaPlacementName",
     "ReasoningNote",
+    "SchemaNote",
     "SyntheticResult",
+    "WindowNote",
 ]
 
 
@@ -59,10 +61,11 @@ class ReasoningNote:
 
 
 MediaPlacementName = Literal[
-    "user", "assistant", "native", "nested", "sibling", "user_message", "text_note"
+    "user", "assistant", "native", "nested", "sibling", "user_message", "text", "text_note"
 ]
 """Where a file ended up: in a user or assistant message, inside a tool result (``native`` or
-``nested``), moved after the results (``sibling``/``user_message``), or replaced by text."""
+``nested``), moved after the results (``sibling``/``user_message``), sent decoded as text (a
+text document without a native slot: ``text``), or replaced by a note (``text_note``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +91,38 @@ class CompactionNote:
     """Why the boundary moved, when it did."""
 
 
+@dataclass(frozen=True, slots=True)
+class SchemaNote:
+    """One constraint of a tool's parameter schema the target could not take as written."""
+
+    tool: str
+    """Canonical tool name."""
+    path: str
+    """Where in the schema (``/properties/x/items``; ``""`` for the root)."""
+    keyword: str
+    """The JSON Schema keyword concerned (``*`` for the whole node)."""
+    detail: str
+    """What happened to it (dropped, rewritten, replaced)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WindowNote:
+    """What a ``last=N`` window kept and cut."""
+
+    last: int
+    """The requested number of newest non-system messages."""
+    kept_seqs: list[int | None]
+    """Seqs of the non-system messages kept, oldest first."""
+    cut_seqs: list[int | None]
+    """Seqs of the non-system messages cut, oldest first."""
+    system_kept: int
+    """System messages kept although they were older than the window."""
+    summary: bool
+    """Whether a compaction summary stands in for (part of) what was cut."""
+    dropped_results: list[str] = field(default_factory=list)
+    """Canonical ids of results in the window whose call it cut (dropped)."""
+
+
 @dataclass(slots=True)
 class Diagnostics:
     """Everything one render did to the stored history."""
@@ -105,6 +140,10 @@ class Diagnostics:
     reasoning: list[ReasoningNote] = field(default_factory=list)
     media: list[MediaNote] = field(default_factory=list)
     compaction: CompactionNote | None = None
+    window: WindowNote | None = None
+    """What a ``last=N`` window cut (``None``: the whole history was rendered)."""
+    tools: list[SchemaNote] = field(default_factory=list)
+    """Tool-schema constraints rewritten or dropped for the target."""
     notes: list[str] = field(default_factory=list)
     """Other decisions, in words (e.g. a placeholder first user turn)."""
 

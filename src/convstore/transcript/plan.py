@@ -21,6 +21,8 @@ Invariants a `Plan` guarantees to every encoder:
   the target takes reasoning only at the start of an assistant message, an `AssistantTurn`
   holds at most one run of it (content before that run is the encoder's to move after it).
 - System prompts are collected in ``system``, in order.
+- ``tools`` are the request's tool definitions, each with its projected ``wire_name`` (the
+  same projection its calls got), unique by canonical name.
 
 Plan values are read-only by convention (encoders never change a plan); they are plain
 slotted dataclasses rather than frozen ones because a render builds thousands of them and a
@@ -35,7 +37,7 @@ from dataclasses import dataclass, field
 from pydantic import JsonValue
 
 from convstore.capabilities import Capabilities
-from convstore.model import ThinkingPart
+from convstore.model import ThinkingPart, ToolDefinition
 from convstore.transcript.diagnostics import Diagnostics
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "Result",
     "ResultBody",
     "Text",
+    "ToolSpec",
     "ToolTurn",
     "Turn",
     "UserPart",
@@ -210,6 +213,14 @@ Turn = UserTurn | AssistantTurn | ToolTurn
 
 
 @dataclass(slots=True)
+class ToolSpec:
+    """A tool definition to send, under its projected name."""
+
+    definition: ToolDefinition
+    wire_name: str
+
+
+@dataclass(slots=True)
 class Plan:
     """A transcript ready to encode for one target and model."""
 
@@ -219,3 +230,4 @@ class Plan:
     diagnostics: Diagnostics
     system: list[str] = field(default_factory=list)
     turns: list[Turn] = field(default_factory=list)
+    tools: list[ToolSpec] = field(default_factory=list)

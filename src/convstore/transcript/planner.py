@@ -2,13 +2,15 @@
 
 This is where history is repaired, once, for every target. The passes, in order:
 
-1. compaction: the summary replaces the compacted range (`convstore.transcript.compaction`);
+1. compaction: the summary replaces the compacted range (`convstore.transcript.compaction`),
+   then an optional ``last=N`` window (`convstore.transcript.window`);
 2. pairing: each call's first stored result wins wherever it was stored; later results for the
    same call are duplicates; results whose call is not in the render are orphans (dropped, or
    turned into user text with ``orphan_results="text"``); calls without a result get a
    synthetic, neutrally worded error result whose reason comes from the call's lifecycle;
 3. placement: results move right after their call's assistant turn, in call order;
-4. projection: ids and tool names are projected for the target (`IdProjector`);
+4. projection: ids and tool names are projected for the target (`IdProjector`); tool
+   definitions get the same name projection as their calls (`Plan.tools`);
 5. reasoning policy (`ReasoningDecisions`: signed reasoning replayed once, and only where the
    target takes it in a message) and media placement (`MediaResolver`);
 6. shape: empty or whitespace-only text, empty turns and empty results never reach an encoder;
@@ -25,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from convstore.capabilities import Capabilities, capabilities_for
+from convstore.capabilities import Capabilities, capabilities_for, is_text_document
 from convstore.model import (
     Compaction,
     ContentOutput,
@@ -39,6 +41,7 @@ from convstore.model import (
     ToolCall,
     ToolCallPart,
     ToolCallStatus,
+    ToolDefinition,
     ToolOutput,
     ToolResultPart,
 )
@@ -59,6 +62,7 @@ from convstore.transcript.plan import (
     Result,
     ResultBody,
     Text,
+    ToolSpec,
     ToolTurn,
     Turn,
     UserPart,
@@ -66,6 +70,7 @@ from convstore.transcript.plan import (
     is_blank,
 )
 from convstore.transcript.reasoning import ReasoningDecisions, ReasoningPolicy
+from convstore.transcript.window import apply_window
 
 __all__ = ["OrphanPolicy", "attachments_needed", "plan_messages"]
 
@@ -150,11 +155,13 @@ class _Planner:
         self.emitted: set[str] = set()
         self.turns: list[Turn] = []
 
-    def run(self, messages: Sequence[Message], summary: str | None) -> list[str]:
+    def run(
+        self, messages: Sequence[Message], summary: str | None, tool_names: Sequence[str] = ()
+    ) -> list[str]:
         system: list[str] = []
         conversation = [m for m in messages if m.role is not Role.SYSTEM]
         pairing = _Pairing(conversation, self.diagnostics)
-        self.ids.reserve(pairing.call_ids, pairing.names)
+        self.ids.reserve(pairing.call_ids, [*pairing.names, *tool_names])
         if summary:
             self.turns.append(UserTurn([Text(SUMMARY_PREFIX + summary)]))
         started = False
@@ -354,6 +361,18 @@ class _Planner:
                 text = _orphan_text(part, body)
                 self.turns.append(UserTurn([Text(text), *moved]))
 
+    def tools(self, definitions: Sequence[ToolDefinition]) -> list[ToolSpec]:
+        """The definitions under the names their calls were projected to (first one wins)."""
+        specs: dict[str, ToolSpec] = {}
+        for definition in definitions:
+            if definition.name in specs:
+                self.diagnostics.notes.append(
+                    f"tool {definition.name!r} is defined twice; the first definition was sent"
+                )
+                continue
+            specs[definition.name] = ToolSpec(definition, self.ids.name(definition.name))
+        return list(specs.values())
+
     def _ensure_user_first(self) -> None:
         if self.caps.requires_user_first and not (
             self.turns and isinstance(self.turns[0], UserTurn)
@@ -397,6 +416,8 @@ def plan_messages(
     attachments: Mapping[str, bytes] | None = None,
     reasoning: ReasoningPolicy = "drop",
     orphan_results: OrphanPolicy = "drop",
+    tools: Sequence[ToolDefinition] = (),
+    last: int | None = None,
 ) -> Plan:
     """Plan ``messages`` for ``target``/``model``.
 
@@ -410,11 +431,18 @@ def plan_messages(
         attachments: bytes of stored attachments by SHA-256 (what the store fetched).
         reasoning: foreign reasoning is dropped (``"drop"``) or sent as text (``"text"``).
         orphan_results: results whose call is not rendered are dropped or sent as user text.
+        tools: tool definitions to send, projected like the calls (`Plan.tools`).
+        last: render only the newest ``last`` non-system messages (`apply_window`).
     """
     caps = capabilities_for(target, model)
     diagnostics = Diagnostics(target=target, model=model)
     view = apply_compaction(messages, compaction)
     diagnostics.compaction = view.note
+    planned = view.messages
+    if last is not None:
+        window = apply_window(planned, last, summary=bool(view.summary))
+        diagnostics.window = window.note
+        planned = window.messages
     planner = _Planner(
         caps=caps,
         model=model,
@@ -424,7 +452,8 @@ def plan_messages(
         orphans=orphan_results,
         statuses={call.id: call.status for call in tool_calls},
     )
-    system = planner.run(view.messages, view.summary)
+    system = planner.run(planned, view.summary, [t.name for t in tools])
+    specs = planner.tools(tools)
     diagnostics.id_map = planner.ids.id_map
     diagnostics.name_map = planner.ids.name_map
     return Plan(
@@ -434,6 +463,7 @@ def plan_messages(
         diagnostics=diagnostics,
         system=system,
         turns=planner.turns,
+        tools=specs,
     )
 
 
@@ -443,18 +473,25 @@ def attachments_needed(
     target: str,
     model: str | None = None,
     compaction: Compaction | None = None,
+    last: int | None = None,
 ) -> set[str]:
     """SHA-256 of every stored attachment a render of ``messages`` may send inline.
 
     The store fetches exactly these (concurrently) before rendering; files the target cannot
-    take, and files compacted away, are not fetched.
+    take, files compacted away or outside the window, are not fetched. Text documents are
+    fetched for every target: where there is no native slot they are sent decoded.
     """
     caps = capabilities_for(target, model)
+    view = apply_compaction(messages, compaction)
+    planned = view.messages
+    if last is not None:
+        planned = apply_window(planned, last, summary=bool(view.summary)).messages
     needed: set[str] = set()
-    for message in apply_compaction(messages, compaction).messages:
+    for message in planned:
         needed.update(
             f.attachment.sha256
             for f in message.files
-            if f.attachment is not None and caps.inlines(f.media_type)
+            if f.attachment is not None
+            and (caps.inlines(f.media_type) or is_text_document(f.media_type))
         )
     return needed

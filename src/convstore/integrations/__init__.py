@@ -1,0 +1,16 @@
+"""Integrations: convstore as the history store of agent and chat frameworks.
+
+One module per framework. Each maps the framework's own records onto canonical parts (so tool
+lifecycles, `ConversationStore.render` and blobs work as for any conversation), keeps the
+framework's record as a `NativeRecord` where it must come back exactly, calls only the public
+store API, and imports its framework only inside its own module (an optional extra):
+
+- `convstore.integrations.openai_agents`: ``ConvstoreSession``, an openai-agents ``Session``
+  (``pip install convstore[openai-agents]``).
+- `convstore.integrations.ai_sdk`: ``to_ui_messages`` / ``from_ui_messages``, the AI SDK's
+  UIMessage JSON (no dependency).
+- `convstore.integrations.pydantic_ai`: ``ConvstoreConversationStore``, a pydantic-ai
+  ``ConversationStore`` backend (``pip install convstore[pydantic-ai]``).
+- `convstore.integrations.google_adk`: ``ConvstoreSessionService``, a google-adk
+  ``BaseSessionService`` (``pip install convstore[google-adk]``).
+"""

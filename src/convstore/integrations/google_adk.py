@@ -1,0 +1,523 @@
+"""google-adk's `BaseSessionService` backed by convstore.
+
+`ConvstoreSessionService` stores ADK sessions (google-adk ≥ 2.13) as convstore conversations.
+
+How ADK's model maps onto convstore's:
+
+- **Session → conversation.** ADK names a session by (app, user, session id), the id being
+  unique only per app and user, so the conversation id is derived from all three
+  (``adk-s-`` + a SHA-256 prefix); the three names, the creation time and the session state
+  live in the conversation's metadata (``adk.app``, ``adk.user``, ``adk.session``, ...).
+  Session ids are stripped of surrounding whitespace, as ADK's in-memory service does.
+- **Event → messages.** Each event is stored by one ``append`` as the canonical messages of its
+  content, the last carrying ``Message.id = event.id`` and the whole event as its native
+  record (format ``google-adk``, the JSON ``DatabaseSessionService`` stores). Function calls
+  become tool calls, function responses tool results, ``inline_data`` files (blobs), text
+  text, thoughts thinking; an event without content is an empty message. Inline bytes in the
+  record are replaced by blob placeholders and restored on read, so no file is in a row.
+- **State.** ``app:`` keys live in one conversation per app, ``user:`` keys in one per (app,
+  user), each in `Conversation.state`, changed by merge patches (each value wrapped in a
+  one-element list so that ``None`` stays a value and objects replace instead of merging).
+  Session keys are derived from the events: the session's state is its initial state plus
+  every stored event's ``state_delta``, in order. A snapshot of it (with the seq it covers) is
+  kept in the metadata after each append; a snapshot that lags (a writer stopped between its
+  append and its snapshot) is completed from the events, so an appended event's session state
+  is never lost. ``temp:`` keys are applied to the caller's session object only, never stored.
+- **Stale writers.** A session carries the conversation's revision as its storage marker;
+  ``append_event`` appends with ``expected_revision`` set to it, so a writer holding an older
+  copy gets ADK's `StaleSessionError` ("modified in storage") and nothing is written. A
+  session without a marker (built by hand) is checked as ADK does: it must hold the newest
+  stored event.
+
+Limits: app and user state live in their own conversations, so their deltas are written right
+after the event, not in the same transaction (a process killed in between keeps the event and
+its session state but loses those deltas). `list_sessions` shows each session's state snapshot,
+which lags only after a writer stopped between its append and its snapshot, until the next append
+(`get_session` always folds the missing events in).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any, Final
+
+from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events.event import Event
+from google.adk.sessions import _session_util
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from google.adk.sessions.session import Session
+from google.adk.sessions.state import State
+from pydantic import JsonValue
+
+from convstore.errors import (
+    ConversationNotFoundError,
+    InvalidMessageError,
+    MessageNotFoundError,
+    RevisionConflictError,
+)
+from convstore.integrations._adk_parts import event_messages
+from convstore.integrations._native_blobs import externalize, restore
+from convstore.integrations._store_handle import StoreHandle
+from convstore.model import Conversation, FilePart, Message, NativeRecord
+from convstore.store import ConversationStore, ConversationSummary
+
+__all__ = ["ConvstoreSessionService"]
+
+FORMAT: Final = "google-adk"
+MARKER_KEY: Final = "convstore.integration"
+_STALE: Final = (
+    "The session has been modified in storage since it was loaded. "
+    "Please reload the session before appending more events."
+)
+
+
+def _digest(*names: str) -> str:
+    return hashlib.sha256("\x00".join(names).encode()).hexdigest()[:48]
+
+
+def _session_cid(app: str, user: str, session_id: str) -> str:
+    return f"adk-s-{_digest(app, user, session_id)}"
+
+
+def _app_cid(app: str) -> str:
+    return f"adk-a-{_digest(app)}"
+
+
+def _user_cid(app: str, user: str) -> str:
+    return f"adk-u-{_digest(app, user)}"
+
+
+def _blob(node: dict[str, JsonValue]) -> tuple[str, str | None] | None:
+    """google-genai's `Blob` JSON (``inline_data``): ``{"data": base64, "mime_type"}``."""
+    media_type = node.get("mime_type", node.get("mimeType"))
+    if isinstance(node.get("data"), str) and isinstance(media_type, str):
+        return "data", media_type
+    return None
+
+
+def _unwrap(state: dict[str, JsonValue]) -> dict[str, Any]:
+    """Scoped state as stored (each value in a one-element list) → plain values."""
+    return {k: v[0] for k, v in state.items() if isinstance(v, list) and len(v) == 1}
+
+
+def _fold(state: dict[str, Any], natives: Iterable[dict[str, JsonValue]]) -> dict[str, Any]:
+    """``state`` with the session-scoped deltas of stored events applied in order."""
+    folded = dict(state)
+    for native in natives:
+        actions = native.get("actions")
+        delta = actions.get("state_delta") if isinstance(actions, dict) else None
+        if isinstance(delta, dict):
+            folded.update(_session_util.extract_state_delta(delta)["session"])
+    return folded
+
+
+class ConvstoreSessionService(BaseSessionService):
+    """ADK sessions, events and app/user/session state in convstore (see the module docstring).
+
+    Args:
+        store: an open `ConversationStore` to share; the application closes it.
+        url: a database URL; the service opens its own store on first use and closes it in
+            `close`.
+        blobs: the blob location for a store opened on ``url`` (its default otherwise).
+    """
+
+    def __init__(
+        self,
+        *,
+        store: ConversationStore | None = None,
+        url: str | None = None,
+        blobs: str | None = None,
+    ) -> None:
+        self._handle = StoreHandle(store=store, url=url, blobs=blobs)
+
+    async def close(self) -> None:
+        """Close the store opened on ``url``, if any (a shared store stays open)."""
+        await self._handle.close()
+
+    @staticmethod
+    def conversation_id(app_name: str, user_id: str, session_id: str) -> str:
+        """The convstore conversation holding a session (for ``store.load`` / ``store.render``)."""
+        return _session_cid(app_name, user_id, session_id.strip())
+
+    async def __aenter__(self) -> ConvstoreSessionService:
+        """The service itself."""
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """Close the owned store."""
+        await self.close()
+
+    # -- sessions --------------------------------------------------------------------------------
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """A new session; `AlreadyExistsError` when the app's user already has that id."""
+        store = await self._handle.get()
+        session_id = session_id.strip() if session_id else None
+        session_id = session_id or str(uuid.uuid4())
+        deltas = _session_util.extract_json_safe_state_delta(state or {})
+        now = time.time()
+        token = uuid.uuid4().hex
+        metadata = {
+            MARKER_KEY: FORMAT,
+            "adk.kind": "session",
+            "adk.app": app_name,
+            "adk.user": user_id,
+            "adk.session": session_id,
+            "adk.created": now,
+            "adk.token": token,
+            "adk.snapshot": {"through_seq": 0, "state": deltas["session"], "time": now},
+        }
+        cid = _session_cid(app_name, user_id, session_id)
+        conv = await store.get_or_create_conversation(cid, metadata=metadata)
+        if conv.metadata.get("adk.token") != token:
+            raise AlreadyExistsError(f"Session with id {session_id} already exists.")
+        app_state, user_state = await asyncio.gather(
+            self._patch_scope(store, _app_cid(app_name), app_name, None, deltas["app"]),
+            self._patch_scope(
+                store, _user_cid(app_name, user_id), app_name, user_id, deltas["user"]
+            ),
+        )
+        session = Session(
+            id=session_id,
+            app_name=app_name,
+            user_id=user_id,
+            state=_merged(app_state, user_state, deltas["session"]),
+            last_update_time=now,
+        )
+        session._storage_update_marker = conv.revision
+        return session
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        """The session with its events (filtered by ``config``), or `None`."""
+        store = await self._handle.get()
+        session_id = session_id.strip() if session_id else session_id
+        cid = _session_cid(app_name, user_id, session_id)
+        recent = config.num_recent_events if config is not None else None
+        # An event is one message or a few: a window of 3 per event usually holds the newest
+        # `recent` events; when it does not, the whole path is read.
+        window = None if recent is None else 3 * recent + 3 if recent else 0
+        try:
+            conv, app_state, user_state = await asyncio.gather(
+                store.load(cid, last=window),
+                _scope_state(store, _app_cid(app_name)),
+                _scope_state(store, _user_cid(app_name, user_id)),
+            )
+        except ConversationNotFoundError:
+            return None
+        natives = _natives(conv.messages)
+        if recent and len(natives) < recent and len(conv.messages) == window:
+            conv = await store.load(cid)
+            natives = _natives(conv.messages)
+        session_state, updated = await self._session_state(store, conv)
+        if recent is not None:
+            natives = natives[-recent:] if recent else []
+        events = await _events(store, natives)
+        if config is not None and config.after_timestamp is not None:
+            events = _since(events, config.after_timestamp)
+        session = Session(
+            id=session_id,
+            app_name=app_name,
+            user_id=user_id,
+            state=_merged(app_state, user_state, session_state),
+            events=events,
+            last_update_time=updated,
+        )
+        session._storage_update_marker = conv.revision
+        return session
+
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        """The app's sessions (of ``user_id``, or all users), oldest update first, no events."""
+        store = await self._handle.get()
+        wanted: dict[str, JsonValue] = {
+            MARKER_KEY: FORMAT,
+            "adk.kind": "session",
+            "adk.app": app_name,
+        }
+        if user_id is not None:
+            wanted["adk.user"] = user_id
+        summaries: list[ConversationSummary] = []
+        cursor: str | None = None
+        while True:
+            page = await store.list_conversations(limit=500, cursor=cursor, metadata=wanted)
+            summaries.extend(page)
+            if not page.has_more or page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        users = sorted({str(s.metadata["adk.user"]) for s in summaries})
+        app_state, *user_states = await asyncio.gather(
+            _scope_state(store, _app_cid(app_name)),
+            *(_scope_state(store, _user_cid(app_name, user)) for user in users),
+        )
+        by_user = dict(zip(users, user_states, strict=True))
+        sessions = []
+        for summary in summaries:
+            snapshot = summary.metadata.get("adk.snapshot")
+            snapshot = snapshot if isinstance(snapshot, dict) else {}
+            user = str(summary.metadata["adk.user"])
+            state = snapshot.get("state")
+            sessions.append(
+                Session(
+                    id=str(summary.metadata["adk.session"]),
+                    app_name=app_name,
+                    user_id=user,
+                    state=_merged(
+                        app_state, by_user[user], state if isinstance(state, dict) else {}
+                    ),
+                    last_update_time=float(snapshot.get("time") or 0.0),
+                )
+            )
+        sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
+        return ListSessionsResponse(sessions=sessions)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        """Delete the session and its events (a missing one is not an error)."""
+        store = await self._handle.get()
+        session_id = session_id.strip() if session_id else session_id
+        with contextlib.suppress(ConversationNotFoundError):
+            await store.delete_conversation(_session_cid(app_name, user_id, session_id))
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user's ``user:`` state, keys without the prefix; ``{}`` when none."""
+        store = await self._handle.get()
+        return await _scope_state(store, _user_cid(app_name, user_id))
+
+    # -- events ----------------------------------------------------------------------------------
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        """Store ``event`` in ``session`` (one append), then apply its state delta.
+
+        Raises `StaleSessionError` when the session changed in storage since ``session`` was
+        read, and `SessionNotFoundError` when it does not exist; nothing is written then.
+        """
+        if event.partial:
+            return event
+        store = await self._handle.get()
+        cid = _session_cid(session.app_name, session.user_id, session.id)
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        marker = session._storage_update_marker
+        try:
+            if marker is None:
+                marker = await self._check_markerless(store, cid, session)
+            try:
+                stored = await _append(store, cid, event, event.id, marker)
+            except InvalidMessageError:
+                if await self._already_stored(store, cid, event):
+                    return event  # an equal re-delivery: idempotent, as ADK's own services are
+                # A different event reusing an id (ADK keeps both): the messages get a fresh
+                # handle; the event keeps its id in the native record.
+                stored = await _append(store, cid, event, f"{event.id}#{uuid.uuid4().hex}", marker)
+        except ConversationNotFoundError as exc:
+            raise SessionNotFoundError(f"Session {session.id} not found.") from exc
+        except RevisionConflictError as exc:
+            raise StaleSessionError(_STALE) from exc
+        delta = event.actions.state_delta if event.actions else None
+        if delta:
+            deltas = _session_util.extract_json_safe_state_delta(delta)
+            await asyncio.gather(
+                self._patch_scope(
+                    store, _app_cid(session.app_name), session.app_name, None, deltas["app"]
+                ),
+                self._patch_scope(
+                    store,
+                    _user_cid(session.app_name, session.user_id),
+                    session.app_name,
+                    session.user_id,
+                    deltas["user"],
+                ),
+            )
+        session._storage_update_marker = await self._snapshot(store, cid, stored, event)
+        session.last_update_time = event.timestamp
+        return self._commit_event_to_session(session, event)
+
+    async def _check_markerless(self, store: ConversationStore, cid: str, session: Session) -> str:
+        """ADK's check for a session without a marker: it must hold the newest stored event."""
+        conv = await store.load(cid, last=4)
+        natives = _natives(conv.messages)
+        newest = natives[-1].get("id") if natives else None
+        mine = session.events[-1].id if session.events else None
+        if newest != mine:
+            raise StaleSessionError(_STALE)
+        return conv.revision
+
+    async def _already_stored(self, store: ConversationStore, cid: str, event: Event) -> bool:
+        try:
+            message = await store.get_message(event.id, conversation_id=cid)
+        except MessageNotFoundError:
+            return False
+        stored = await _events(store, _natives([message]))
+        return bool(stored) and stored[0] == event
+
+    async def _snapshot(
+        self, store: ConversationStore, cid: str, stored: list[Message], event: Event
+    ) -> str | None:
+        """Record the session state through the appended event; the new revision (marker).
+
+        Only the appender may write it, and only while its event is still the head (nothing
+        else writes a session conversation but appends and these snapshots); otherwise the
+        next reader completes the snapshot from the events and the caller's marker is `None`.
+        """
+        conv = await store.load(cid, last=0)
+        if conv.head_seq != stored[-1].seq:
+            return None
+        snapshot = conv.metadata.get("adk.snapshot")
+        snapshot = snapshot if isinstance(snapshot, dict) else {}
+        previous = snapshot.get("state")
+        state = previous if isinstance(previous, dict) else {}
+        if snapshot.get("through_seq") == stored[0].parent_seq or (
+            stored[0].parent_seq is None and snapshot.get("through_seq") == 0
+        ):
+            state = _fold(state, [event.model_dump(exclude_none=True, mode="json")])
+        else:
+            state, _ = await self._session_state(store, conv)
+        metadata = {
+            **conv.metadata,
+            "adk.snapshot": {
+                "through_seq": stored[-1].seq,
+                "state": state,
+                "time": event.timestamp,
+            },
+        }
+        try:
+            updated = await store.update_conversation(
+                cid, metadata=metadata, expected_revision=conv.revision
+            )
+        except RevisionConflictError:
+            return None
+        return updated.revision
+
+    async def _session_state(
+        self, store: ConversationStore, conv: Conversation
+    ) -> tuple[dict[str, Any], float]:
+        """The session-scoped state and last update time: the snapshot, completed if it lags."""
+        snapshot = conv.metadata.get("adk.snapshot")
+        snapshot = snapshot if isinstance(snapshot, dict) else {}
+        state = snapshot.get("state")
+        state = dict(state) if isinstance(state, dict) else {}
+        through = snapshot.get("through_seq")
+        updated = float(snapshot.get("time") or 0.0)
+        if through == conv.head_seq or (through == 0 and conv.head_seq is None):
+            return state, updated
+        # The snapshot lags (a writer stopped between its append and its snapshot, or lost the
+        # race to write it): fold the stored events after it, reading the whole path.
+        conv = await store.load(conv.id)
+        after = [
+            n
+            for m in conv.messages
+            if (n := _native_of(m)) is not None and m.seq is not None and m.seq > int(through or 0)
+        ]
+        if after:
+            timestamp = after[-1].get("timestamp")
+            updated = float(timestamp) if isinstance(timestamp, int | float) else updated
+        return _fold(state, after), updated
+
+    async def _patch_scope(
+        self,
+        store: ConversationStore,
+        cid: str,
+        app: str,
+        user: str | None,
+        delta: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Apply ``delta`` to an app or user state conversation; its state afterwards."""
+        if not delta:
+            return await _scope_state(store, cid)
+        kind = "app" if user is None else "user"
+        metadata: dict[str, JsonValue] = {MARKER_KEY: FORMAT, "adk.kind": kind, "adk.app": app}
+        if user is not None:
+            metadata["adk.user"] = user
+        await store.get_or_create_conversation(cid, metadata=metadata)
+        conv = await store.update_state(cid, {key: [value] for key, value in delta.items()})
+        return _unwrap(conv.state)
+
+
+async def _scope_state(store: ConversationStore, cid: str) -> dict[str, Any]:
+    try:
+        conv = await store.load(cid, last=0)
+    except ConversationNotFoundError:
+        return {}
+    return _unwrap(conv.state)
+
+
+def _merged(app: dict[str, Any], user: dict[str, Any], session: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(session)
+    merged.update({State.APP_PREFIX + k: v for k, v in app.items()})
+    merged.update({State.USER_PREFIX + k: v for k, v in user.items()})
+    return merged
+
+
+def _native_of(message: Message) -> dict[str, JsonValue] | None:
+    native = message.native
+    if native is None or native.format != FORMAT or not isinstance(native.data, dict):
+        return None
+    return native.data
+
+
+def _natives(messages: list[Message]) -> list[dict[str, JsonValue]]:
+    return [n for m in messages if (n := _native_of(m)) is not None]
+
+
+async def _events(store: ConversationStore, natives: list[dict[str, JsonValue]]) -> list[Event]:
+    async def fetch(part: FilePart) -> bytes:
+        return await store.read_attachment(part)
+
+    restored = await restore(list(natives), fetch, "urlsafe")
+    return [Event.model_validate(data) for data in restored]
+
+
+def _since(events: list[Event], after: float) -> list[Event]:
+    """The trailing events whose timestamps are all ≥ ``after`` (ADK's in-memory rule)."""
+    index = len(events)
+    while index > 0 and events[index - 1].timestamp >= after:
+        index -= 1
+    return events[index:]
+
+
+async def _append(
+    store: ConversationStore, cid: str, event: Event, key: str, marker: str | None
+) -> list[Message]:
+    """Append the event's messages (named after ``key``), checked against ``marker``.
+
+    A second, different result for a call is kept as history (the call keeps its first), as
+    ADK stores whatever events it is given.
+    """
+    return await store.append(
+        cid, _messages(event, key), expected_revision=marker, on_conflict="keep-first"
+    )
+
+
+def _messages(event: Event, key: str) -> list[Message]:
+    """The canonical messages of an event; the last carries ``key`` and the native record."""
+    data: Any = event.model_dump(exclude_none=True, mode="json")
+    stripped, _ = externalize(data, _blob, "urlsafe")
+    messages = event_messages(event, key)
+    native = NativeRecord(format=FORMAT, data=stripped)
+    last = messages[-1].model_copy(update={"id": key or None, "native": native})
+    return [*messages[:-1], last]

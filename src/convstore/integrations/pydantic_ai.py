@@ -1,0 +1,481 @@
+"""pydantic-ai's `ConversationStore` backed by convstore.
+
+`ConvstoreConversationStore` implements the five storage primitives of
+``pydantic_ai.conversation_store.ConversationStore`` (pydantic-ai-slim ≥ 2.68): ``read_record``,
+``read_records``, ``write_record``, ``delete_record``, ``read_entry``, and overrides
+``read_history`` to read a history with one query. pydantic-ai itself works out which messages
+are new, where a history branches and what a fork keeps.
+
+How the framework's model maps onto convstore's:
+
+- **Record → conversation.** A `ConversationRecord` is the convstore conversation whose id is
+  its ``conversation_id``; its ``scope`` is the conversation's tenant. The record's other fields
+  (revision, head entry, usage, deferred tool requests, branches, fork origin, ``updated_at``)
+  are kept as JSON under the ``pydantic_ai.record`` key of the conversation's metadata, beside
+  ``convstore.integration = "pydantic-ai"`` which `read_records` filters on. The conversation's
+  head (`Conversation.head_seq`) is the record's head entry, so ``store.load`` and
+  ``store.render`` show exactly the history pydantic-ai loads.
+- **Entry → messages.** An entry is one stored `Message` whose ``Message.id`` is the entry id
+  and whose native record (format ``pydantic-ai``) holds the entry: its ``parent_id`` and the
+  message as ``ModelMessagesTypeAdapter`` dumps it, so every field survives and loads back
+  ``==``. A `ModelRequest` mixing roles (system prompt, tool returns, a user prompt) becomes
+  a short run of canonical messages, one per role in part order (the tool results in a ``tool``
+  message, the prompt in a ``user`` one); the last of the run carries the entry id and the native
+  record, the others get ``<entry id>~<n>``. The canonical parts (text, thinking, tool calls,
+  tool results, files) drive tool-call lifecycles and rendering to any provider.
+- **Bytes → blobs.** Every `BinaryContent` (user files, images a tool returned, files a model
+  made) becomes a canonical `FilePart` (a blob) and its base64 text in the native record is
+  replaced by a placeholder naming the blob; reading an entry puts the same text back. No file
+  bytes are ever in a database row.
+- **Forks.** Entries are immutable and their ids global, so a fork's record may point into
+  another record's history. convstore conversations do not share rows, so the first write of
+  such a record copies the path root → fork point into the fork's conversation, with the same
+  entry ids, messages and native records; the blobs are shared by hash, never copied. Entry
+  ids are thus unique per conversation and may appear in several conversations, always holding
+  the same message with the same parent. Deleting a record deletes its conversation: what
+  another record reaches lives in that record's own conversation, and blobs go only when no
+  conversation references them (``convstore gc``). Nothing another record reaches is freed.
+- **Branches.** A rewritten history or ``branch()`` adds messages under an earlier entry
+  (``append(parent_seq=...)``) and moves the head (``switch_branch``); the entries left stay as
+  convstore branches, listed in the record's ``branches``.
+
+Writes and concurrency: `write_record` checks the record's revision, then does one
+revision-checked convstore write that moves the conversation's head (append, switch or a no-op
+state write), then stores the record with a second revision-checked write, which succeeds only
+if nothing else wrote in between and the conversation still holds the old record. Of concurrent
+writers from the same revision exactly one succeeds; the others raise `ConversationConflict`.
+A writer that loses between its two writes leaves its new entries as an unreferenced branch
+(never loaded, since no record points at them).
+
+Limits: a conversation id is a convstore conversation id (1 to 64 characters). Listing reads
+every record's header (records are ordered by the ``updated_at`` pydantic-ai stamps, which
+convstore's listing order does not know). A tool result that is not JSON (a Python object a
+tool returned) comes back as its JSON form, as with any serializing store. A history rewritten
+from its very first message starts a new root in the record, which convstore cannot yet make
+the active path of a non-empty conversation (there is no ``switch_branch`` to an empty path):
+the record still loads exactly, but ``store.load``/``render`` of that conversation show the
+earlier path before the new root.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+from pydantic import JsonValue, TypeAdapter
+from pydantic_ai.conversation_store import (
+    ConversationConflict,
+    ConversationEntry,
+    ConversationRecord,
+)
+from pydantic_ai.conversation_store import ConversationStore as _FrameworkStore
+from pydantic_ai.messages import BinaryContent, ModelMessage, ModelMessagesTypeAdapter
+
+from convstore.errors import (
+    ConversationNotFoundError,
+    MessageNotFoundError,
+    RevisionConflictError,
+    ToolCallConflictError,
+)
+from convstore.integrations._native_blobs import externalize, restore
+from convstore.integrations._pydantic_ai_parts import canonical_messages, rename_calls
+from convstore.integrations._store_handle import StoreHandle
+from convstore.model import Conversation, FilePart, Message, NativeRecord
+from convstore.store import ConversationStore
+
+__all__ = ["ConvstoreConversationStore"]
+
+FORMAT: Final = "pydantic-ai"
+MARKER_KEY: Final = "convstore.integration"
+RECORD_KEY: Final = "pydantic_ai.record"
+_RECORD = TypeAdapter(ConversationRecord)
+_HINTS = 4096  # entry id → conversation id, so a history read after a record read is one query
+
+
+def _binary(node: dict[str, JsonValue]) -> tuple[str, str | None] | None:
+    """pydantic-ai's `BinaryContent` JSON: ``{"kind": "binary", "data": base64, "media_type"}``."""
+    if node.get("kind") == "binary" and isinstance(node.get("data"), str):
+        media_type = node.get("media_type")
+        return "data", media_type if isinstance(media_type, str) else None
+    return None
+
+
+def _record_json(conv: Conversation) -> dict[str, JsonValue] | None:
+    found = conv.metadata.get(RECORD_KEY)
+    return found if isinstance(found, dict) else None
+
+
+def _record_of(conv: Conversation) -> ConversationRecord | None:
+    stored = _record_json(conv)
+    if stored is None:
+        return None
+    fields = {k: v for k, v in stored.items() if k != "head_seq"}
+    return _RECORD.validate_python({**fields, "conversation_id": conv.id, "scope": conv.tenant})
+
+
+def _head_seq(conv: Conversation) -> int | None:
+    stored = _record_json(conv)
+    seq = stored.get("head_seq") if stored is not None else None
+    return seq if isinstance(seq, int) else None
+
+
+class ConvstoreConversationStore(_FrameworkStore):
+    """pydantic-ai conversations in a convstore `ConversationStore` (see the module docstring).
+
+    Args:
+        store: an open `ConversationStore` to share; the application closes it.
+        url: a database URL; the backend opens its own store on first use and closes it in
+            `close`.
+        blobs: the blob location for a store opened on ``url`` (its default otherwise).
+    """
+
+    def __init__(
+        self,
+        *,
+        store: ConversationStore | None = None,
+        url: str | None = None,
+        blobs: str | None = None,
+    ) -> None:
+        self._handle = StoreHandle(store=store, url=url, blobs=blobs)
+        self._hints: OrderedDict[str, str] = OrderedDict()
+
+    async def close(self) -> None:
+        """Close the store opened on ``url``, if any (a shared store stays open)."""
+        await self._handle.close()
+
+    # -- records ---------------------------------------------------------------------------------
+
+    async def read_record(self, conversation_id: str) -> ConversationRecord | None:
+        """The record of a conversation, or `None` when convstore has no such pydantic-ai record."""
+        store = await self._handle.get()
+        conv = await _header(store, conversation_id)
+        record = _record_of(conv) if conv is not None else None
+        if record is not None and record.head_id is not None:
+            self._hint(record.head_id, conversation_id)
+        return record
+
+    async def read_records(
+        self, *, scope: str | None = None, limit: int | None = None
+    ) -> Sequence[ConversationRecord]:
+        """The records (of ``scope``'s tenant), newest ``updated_at`` first, at most ``limit``."""
+        store = await self._handle.get()
+        records: list[ConversationRecord] = []
+        cursor: str | None = None
+        while limit is None or len(records) < limit:
+            page = await store.list_conversations(
+                tenant=scope, limit=100, cursor=cursor, metadata={MARKER_KEY: FORMAT}
+            )
+            for summary in page:
+                stored = summary.metadata.get(RECORD_KEY)
+                if isinstance(stored, dict):
+                    fields = {k: v for k, v in stored.items() if k != "head_seq"}
+                    records.append(
+                        _RECORD.validate_python(
+                            {**fields, "conversation_id": summary.id, "scope": summary.tenant}
+                        )
+                    )
+            if not page.has_more or page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        records.sort(key=lambda record: record.updated_at, reverse=True)
+        return records if limit is None else records[:limit]
+
+    async def write_record(
+        self,
+        record: ConversationRecord,
+        *,
+        new_entries: Sequence[ConversationEntry] = (),
+        expected_revision: str | None,
+    ) -> None:
+        """Store the record and its new entries; `ConversationConflict` on a stale revision."""
+        store = await self._handle.get()
+        cid = record.conversation_id
+        conv = await _header(store, cid)
+        stored = _record_of(conv) if conv is not None else None
+        if (stored.revision if stored is not None else None) != expected_revision:
+            raise ConversationConflict(cid)
+        if conv is None:
+            conv = await store.get_or_create_conversation(
+                cid, tenant=record.scope, metadata={MARKER_KEY: FORMAT}
+            )
+            if _record_json(conv) is not None:  # another writer created it first
+                raise ConversationConflict(cid)
+        try:
+            head_seq = await self._move_head(store, conv, record, new_entries)
+            after = await _header(store, cid)
+            if (
+                after is None
+                or after.head_seq != head_seq
+                or _record_json(after) != _record_json(conv)
+            ):
+                raise ConversationConflict(cid)
+            fields = _RECORD.dump_python(record, mode="json", exclude={"conversation_id", "scope"})
+            metadata = {
+                **after.metadata,
+                MARKER_KEY: FORMAT,
+                RECORD_KEY: {**fields, "head_seq": head_seq},
+            }
+            await store.update_conversation(
+                cid, metadata=metadata, expected_revision=after.revision
+            )
+        except (RevisionConflictError, ConversationNotFoundError) as exc:
+            raise ConversationConflict(cid) from exc
+        if record.head_id is not None:
+            self._hint(record.head_id, cid)
+
+    async def delete_record(self, conversation_id: str, *, expected_revision: str) -> None:
+        """Delete the conversation holding the record (its rows; shared blobs stay referenced)."""
+        store = await self._handle.get()
+        conv = await _header(store, conversation_id)
+        stored = _record_of(conv) if conv is not None else None
+        if conv is None or stored is None or stored.revision != expected_revision:
+            raise ConversationConflict(conversation_id)
+        try:  # revision-checked: a record saved since it was read is not deleted
+            await store.delete_conversation(conversation_id, expected_revision=conv.revision)
+        except (RevisionConflictError, ConversationNotFoundError) as exc:
+            raise ConversationConflict(conversation_id) from exc
+
+    # -- entries ---------------------------------------------------------------------------------
+
+    async def read_entry(self, entry_id: str) -> ConversationEntry:
+        """The entry with that id, from whichever conversation holds it (`LookupError` if none)."""
+        store = await self._handle.get()
+        message = await store.get_message(entry_id)
+        native = _native(message)
+        if native is None:
+            raise MessageNotFoundError(entry_id)
+        return (await self._entries(store, [(entry_id, native)]))[0]
+
+    async def read_history(
+        self, head_id: str | None, *, limit: int | None = None
+    ) -> list[ConversationEntry]:
+        """The entries root → ``head_id`` (the last ``limit``), with one load in the usual case.
+
+        The usual case is a record's head: its conversation's active path. A branch tip off the
+        active path is walked entry by entry.
+        """
+        if head_id is None or limit == 0:
+            return []
+        store = await self._handle.get()
+        cid = self._hints.get(head_id)
+        if cid is None:
+            cid = (await store.get_message(head_id)).conversation_id
+            assert cid is not None  # set on every stored message
+        # An entry is one message or a few: a window of 2 per entry usually holds the last
+        # `limit` entries; when it does not, the whole path is read once.
+        window = None if limit is None else 2 * limit + 2
+        conv = await store.load(cid, last=window)
+        natives = _natives_by_id(conv.messages)
+        chain: list[tuple[str, dict[str, JsonValue]]] = []
+        entry_id: str | None = head_id
+        while entry_id is not None and (limit is None or len(chain) < limit):
+            native = natives.get(entry_id)
+            if native is None and window is not None and len(conv.messages) == window:
+                window = None
+                conv = await store.load(cid)
+                natives = _natives_by_id(conv.messages)
+                native = natives.get(entry_id)
+            if native is None:  # off the active path: one query for this entry
+                native = _native(await store.get_message(entry_id, conversation_id=cid))
+                if native is None:
+                    raise MessageNotFoundError(entry_id, cid)
+            chain.append((entry_id, native))
+            parent = native.get("parent_id")
+            entry_id = parent if isinstance(parent, str) else None
+        chain.reverse()
+        return await self._entries(store, chain)
+
+    async def _entries(
+        self, store: ConversationStore, chain: list[tuple[str, dict[str, JsonValue]]]
+    ) -> list[ConversationEntry]:
+        async def fetch(part: FilePart) -> bytes:
+            return await store.read_attachment(part)
+
+        dumped = await restore([native["message"] for _, native in chain], fetch, "standard")
+        messages: list[ModelMessage] = ModelMessagesTypeAdapter.validate_python(dumped)
+        entries = []
+        for (entry_id, native), message in zip(chain, messages, strict=True):
+            classes = native.get("binary_classes")
+            if isinstance(classes, list):
+                _restore_binary_classes(message, [str(name) for name in classes])
+            parent = native.get("parent_id")
+            entries.append(
+                ConversationEntry(
+                    id=entry_id,
+                    parent_id=parent if isinstance(parent, str) else None,
+                    message=message,
+                )
+            )
+        return entries
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    async def _move_head(
+        self,
+        store: ConversationStore,
+        conv: Conversation,
+        record: ConversationRecord,
+        new_entries: Sequence[ConversationEntry],
+    ) -> int | None:
+        """One revision-checked write leaving the conversation's head at the record's head."""
+        cid = conv.id
+        anchor = new_entries[0].parent_id if new_entries else record.head_id
+        parent_seq, copied = await self._anchor(store, conv, anchor)
+        messages = copied + [m for entry in new_entries for m in _entry_messages(entry)]
+        if messages:
+            try:
+                stored = await store.append(
+                    cid,
+                    messages,
+                    expected_revision=conv.revision,
+                    parent_seq=parent_seq,
+                    on_conflict="keep-first",
+                )
+            except ToolCallConflictError:
+                # A rewritten history can repeat a call id that an earlier branch holds; call
+                # ids are unique per conversation, so these calls get entry-qualified ids.
+                stored = await store.append(
+                    cid,
+                    rename_calls(messages),
+                    expected_revision=conv.revision,
+                    parent_seq=parent_seq,
+                    on_conflict="keep-first",
+                )
+            return stored[-1].seq
+        if parent_seq is not None and parent_seq != conv.head_seq:
+            await store.switch_branch(cid, head_seq=parent_seq, expected_revision=conv.revision)
+            return parent_seq
+        await store.update_state(cid, {}, expected_revision=conv.revision)
+        return conv.head_seq
+
+    async def _anchor(
+        self, store: ConversationStore, conv: Conversation, entry_id: str | None
+    ) -> tuple[int | None, list[Message]]:
+        """Where new messages hang: the seq of ``entry_id`` in ``conv``, or copies of its path.
+
+        ``entry_id`` lives in another conversation when the record is a fork: then its path is
+        copied (same ids and records; blobs shared by hash) and the new messages follow it.
+        """
+        if entry_id is None:
+            return None, []
+        stored = _record_of(conv)
+        if stored is not None and stored.head_id == entry_id:
+            return _head_seq(conv), []
+        try:
+            return (await store.get_message(entry_id, conversation_id=conv.id)).seq, []
+        except MessageNotFoundError:
+            pass
+        try:
+            path = await self.read_history(entry_id)
+        except LookupError as exc:  # released by a concurrent delete: the fork point is gone
+            raise ConversationConflict(conv.id) from exc
+        return None, [m for entry in path for m in _entry_messages(entry)]
+
+    def _hint(self, entry_id: str, conversation_id: str) -> None:
+        self._hints[entry_id] = conversation_id
+        self._hints.move_to_end(entry_id)
+        while len(self._hints) > _HINTS:
+            self._hints.popitem(last=False)
+
+
+async def _header(store: ConversationStore, cid: str) -> Conversation | None:
+    """The conversation without its messages, or `None` when there is none."""
+    try:
+        return await store.load(cid, last=0)
+    except ConversationNotFoundError:
+        return None
+
+
+def _native(message: Message) -> dict[str, JsonValue] | None:
+    native = message.native
+    if native is None or native.format != FORMAT or not isinstance(native.data, dict):
+        return None
+    return native.data
+
+
+def _natives_by_id(messages: list[Message]) -> dict[str, dict[str, JsonValue]]:
+    return {m.id: n for m in messages if m.id is not None and (n := _native(m)) is not None}
+
+
+def _entry_messages(entry: ConversationEntry) -> list[Message]:
+    """The canonical messages of one entry, the last carrying its id and native record."""
+    dumped: Any = ModelMessagesTypeAdapter.dump_python([entry.message], mode="json")[0]
+    messages = canonical_messages(entry.id, dumped)
+    stripped, _ = externalize(dumped, _binary, "standard")
+    data: dict[str, JsonValue] = {
+        "kind": entry.kind,
+        "parent_id": entry.parent_id,
+        "message": stripped,
+    }
+    classes = [type(found).__name__ for found in _binaries(entry.message)]
+    if classes:
+        data["binary_classes"] = list(classes)
+    native = NativeRecord(format=FORMAT, data=data)
+    last = messages[-1].model_copy(update={"id": entry.id, "native": native})
+    return [*messages[:-1], last]
+
+
+# pydantic-ai's own JSON round trip narrows a `BinaryContent` holding an image to `BinaryImage`
+# (and audio to `BinaryAudio`), which then compares unequal to the message that was saved and
+# would make `save` see a rewritten history. The classes are recorded on write and put back.
+
+
+def _binary_classes() -> dict[str, type[BinaryContent]]:
+    found: dict[str, type[BinaryContent]] = {}
+    pending: list[type[BinaryContent]] = [BinaryContent]
+    while pending:
+        cls = pending.pop()
+        found[cls.__name__] = cls
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+def _walk(node: object, visit: Callable[[object], object]) -> object:
+    """Visit every `BinaryContent` in ``node`` in a fixed order, replacing it by the result."""
+    if isinstance(node, BinaryContent):
+        return visit(node)
+    if isinstance(node, list):
+        for index, item in enumerate(node):
+            node[index] = _walk(item, visit)
+    elif isinstance(node, dict):
+        for key, item in node.items():
+            node[key] = _walk(item, visit)
+    elif dataclasses.is_dataclass(node) and not isinstance(node, type):
+        for field in dataclasses.fields(node):
+            value = getattr(node, field.name, None)
+            if isinstance(value, list | dict | BinaryContent) or (
+                dataclasses.is_dataclass(value) and not isinstance(value, type)
+            ):
+                replaced = _walk(value, visit)
+                if replaced is not value:
+                    object.__setattr__(node, field.name, replaced)
+    return node
+
+
+def _binaries(message: ModelMessage) -> list[BinaryContent]:
+    found: list[BinaryContent] = []
+
+    def collect(binary: object) -> object:
+        assert isinstance(binary, BinaryContent)
+        found.append(binary)
+        return binary
+
+    _walk(message, collect)
+    return found
+
+
+def _restore_binary_classes(message: ModelMessage, names: list[str]) -> None:
+    classes = _binary_classes()
+    wanted = iter(names)
+
+    def swap(binary: object) -> object:
+        cls = classes.get(next(wanted, ""), type(binary))
+        if type(binary) is cls:
+            return binary
+        copy = object.__new__(cls)
+        copy.__dict__.update(binary.__dict__)
+        return copy
+
+    _walk(message, swap)

@@ -1,0 +1,82 @@
+"""Windows: the newest ``last=N`` messages of a history, cut so a provider accepts them.
+
+``ConversationStore.load(last=N)`` returns a window of *messages* (what the store holds); a
+render with ``last=N`` needs a *transcript* window, planned here:
+
+- N counts non-system messages, newest first; system messages are always kept (older ones
+  stay at the front, as the system prompt).
+- A result in the window whose call was cut is dropped, and listed (`WindowNote.dropped_results`):
+  no provider takes a result without its call. Calls in the window whose result falls after
+  it do not exist (results follow calls); calls left without a result get the planner's
+  synthetic results as always.
+- A compaction summary (applied before the window) stays: it stands in for what the
+  compaction covered, which the window cut as well.
+
+Invariants: pure and deterministic; the input messages are not changed (a tool message that
+loses results is a copy); every cut is in the returned `WindowNote`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from convstore.model import Message, Role, ToolResultPart
+from convstore.transcript.diagnostics import WindowNote
+
+__all__ = ["Window", "apply_window"]
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The messages a windowed render plans, and what the window did."""
+
+    messages: list[Message]
+    note: WindowNote
+
+
+def apply_window(messages: Sequence[Message], last: int, *, summary: bool) -> Window:
+    """The newest ``last`` non-system messages of ``messages``, with every system message.
+
+    ``summary`` says whether a compaction summary stands before the messages (it is kept).
+    """
+    conversation = [m for m in messages if m.role is not Role.SYSTEM]
+    cut_count = max(len(conversation) - max(last, 0), 0)
+    cut, kept = conversation[:cut_count], conversation[cut_count:]
+    cut_calls = {part.id for message in cut for part in message.tool_calls}
+    dropped: list[str] = []
+    replaced: dict[int, Message | None] = {}
+    for message in kept:
+        if message.role is not Role.TOOL or not cut_calls:
+            continue
+        parts = [
+            p
+            for p in message.parts
+            if not (isinstance(p, ToolResultPart) and p.call_id in cut_calls)
+        ]
+        if len(parts) != len(message.parts):
+            dropped.extend(
+                p.call_id
+                for p in message.parts
+                if isinstance(p, ToolResultPart) and p.call_id in cut_calls
+            )
+            replaced[id(message)] = message.model_copy(update={"parts": parts}) if parts else None
+    kept_ids = {id(m) for m in kept}
+    first_kept = next((i for i, m in enumerate(messages) if id(m) in kept_ids), len(messages))
+    out: list[Message] = []
+    for message in messages:
+        if message.role is Role.SYSTEM:
+            out.append(message)
+        elif id(message) in kept_ids:
+            windowed = replaced.get(id(message), message)
+            if windowed is not None:
+                out.append(windowed)
+    note = WindowNote(
+        last=last,
+        kept_seqs=[m.seq for m in kept],
+        cut_seqs=[m.seq for m in cut],
+        system_kept=sum(1 for m in messages[:first_kept] if m.role is Role.SYSTEM) if cut else 0,
+        summary=summary,
+        dropped_results=dropped,
+    )
+    return Window(out, note)
