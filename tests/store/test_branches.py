@@ -406,6 +406,16 @@ class TestFork:
         fork = await store.fork(conv.id, at_seq=2)
         assert await statuses(store, fork.id) == {"k": "cancelled"}
 
+    async def test_cancel_in_a_fork_lists_the_calls_in_call_order(
+        self, store: ConversationStore
+    ) -> None:
+        conv = await store.create_conversation()
+        await store.append(conv.id, [Message.user("q"), calling("zeta", "alpha", "mid")])
+        fork = await store.fork(conv.id, at_seq=2)
+        assert [c.id for c in (await store.load(fork.id)).tool_calls] == ["zeta", "alpha", "mid"]
+        assert await store.cancel_tool_calls(fork.id) == ["zeta", "alpha", "mid"]
+        assert await store.cancel_tool_calls(conv.id) == ["zeta", "alpha", "mid"]
+
     async def test_a_fork_of_a_branchy_conversation_is_linear(
         self, store: ConversationStore
     ) -> None:

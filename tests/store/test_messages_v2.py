@@ -136,7 +136,7 @@ NATIVE_DATA: list[Any] = [
         "id": "item_1",
         "content": [{"type": "output_text", "text": "hi ✓", "annotations": []}],
         "nested": {"null": None, "false": False, "zero": 0, "empty": {}, "list": [[], [{}]]},
-        "numbers": [1, -2, 0.5, 1e-7, 2**53, 12345678901234567890, 3.141592653589793],
+        "numbers": [1, -2, 0.5, 1e-7, 2**53, 2**63 - 1, -(2**63), 3.141592653589793],
         "keys in order": {"z": 1, "a": 2, "m": 3},
         "unicode": "Ω≈ç√∫ 😀 \u2028",
     },
@@ -165,6 +165,15 @@ class TestNativeAndUsage:
         fork = await store.fork(conv.id, at_seq=1)
         forked = (await store.load(fork.id)).messages[0].native
         assert forked is not None and as_json(forked.data) == as_json(data)
+
+    async def test_an_integer_json_cannot_hold_is_refused(self, store: ConversationStore) -> None:
+        """Past 64 bits the databases' JSON would not give it back exactly: refused, not bent."""
+        conv = await store.create_conversation()
+        before = await snapshot(store, conv.id)
+        native = NativeRecord(format="x", data={"n": 2**64})
+        with pytest.raises(InvalidMessageError):
+            await store.append(conv.id, [Message.user("ok"), Message.user("big", native=native)])
+        assert await snapshot(store, conv.id) == before
 
     async def test_usage_round_trips(self, store: ConversationStore) -> None:
         conv = await store.create_conversation()
