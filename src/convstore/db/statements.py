@@ -463,7 +463,7 @@ class Statements:
             .values(
                 status="cancelled", completed_at=bindparam("now"), cancelled_at=bindparam("now")
             )
-            .returning(call.id),
+            .returning(call.id, call.seq, call.idx),
             cancel_call=update(tool_calls)
             .where(call.conversation_id == cid)
             .where(call.id == bindparam("call_id"))

@@ -13,27 +13,18 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import hashlib
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from pydantic import JsonValue, TypeAdapter, ValidationError
+from pydantic import JsonValue
 
 from convstore.blobs import BlobStore
-from convstore.db import DEFAULT_URL, create_backend, sqlite_path
+from convstore.db import DEFAULT_URL, create_backend
 from convstore.db.backend import Backend
 from convstore.errors import (
-    AttachmentCorruptedError,
-    AttachmentNotFoundError,
-    BlobStorageError,
     ClosedError,
     InvalidInputError,
-    InvalidMessageError,
 )
 from convstore.limits import (
     MAX_CONVERSATION_ID_LENGTH,
@@ -47,11 +38,8 @@ from convstore.limits import (
 from convstore.model import (
     Branch,
     Compaction,
-    ContentOutput,
     Conversation,
-    ErrorOutput,
     FilePart,
-    JsonOutput,
     Message,
     Role,
     ToolCall,
@@ -59,20 +47,21 @@ from convstore.model import (
     ToolOutput,
     ToolResultPart,
 )
-from convstore.model._base import describe_validation_error
 from convstore.rendering import Rendered, render
-from convstore.store import branches, conversations, reads, settings, writes
-from convstore.store.attachments import (
-    attachment_rows,
-    needs_storing,
-    store_files,
-    written_times,
+from convstore.store import (
+    arguments,
+    blob_io,
+    branches,
+    conversations,
+    reads,
+    settings,
+    writes,
 )
 from convstore.store.conversations import UNSET
 from convstore.store.ids import new_id
 from convstore.store.reads import ConversationPage
 from convstore.store.tools import stored_tools
-from convstore.store.writes import AppendPlan, NoChange, OnConflict
+from convstore.store.writes import NoChange, OnConflict
 from convstore.transcript.planner import OrphanPolicy, attachments_needed
 from convstore.transcript.reasoning import ReasoningPolicy
 
@@ -80,83 +69,6 @@ __all__ = ["DEFAULT_BLOB_TIMEOUT", "DEFAULT_MAX_ATTACHMENT_SIZE", "ConversationS
 
 DEFAULT_MAX_ATTACHMENT_SIZE = 20 * 1024 * 1024
 DEFAULT_BLOB_TIMEOUT = 30.0
-_FETCH_CONCURRENCY = 16
-_COLLECTED_RETRIES = 3
-_STALE_TOMBSTONE = 60.0
-"""Seconds after which a garbage collector's mark on a blob is taken for a dead collector's."""
-
-_MESSAGE = TypeAdapter(Message)
-_OUTPUT: TypeAdapter[ToolOutput] = TypeAdapter(ToolOutput)
-_METADATA = TypeAdapter(dict[str, JsonValue])
-
-
-def _check_ref(conversation_id: str, tenant: str | None) -> None:
-    """Refuse ids no database can look up alike (a longer one simply is not found)."""
-    check_text(conversation_id, "conversation id")
-    check_text(tenant, "tenant")
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _default_blobs(url: str) -> str:
-    database = sqlite_path(url) if url.startswith("sqlite") else None
-    if database is not None:
-        return str(database.parent / "convstore-blobs")
-    if url.startswith("sqlite"):  # in-memory database: in-memory blobs, unique to this store
-        return f"memory://convstore-{new_id().lower()}"
-    return str(Path.cwd() / "convstore-blobs")
-
-
-def _json_object(value: Any, what: str) -> dict[str, JsonValue]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise InvalidInputError(f"{what} must be a JSON object")
-    try:
-        return _METADATA.validate_python(dict(value))
-    except (ValidationError, TypeError, ValueError) as exc:
-        raise InvalidInputError(f"{what} must be a JSON object: {exc}") from exc
-
-
-def _as_messages(messages: Message | Mapping[str, Any] | Sequence[Any]) -> list[Message]:
-    if isinstance(messages, Message):
-        return [messages]
-    if isinstance(messages, Mapping):
-        messages = [messages]
-    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-        raise InvalidMessageError(
-            "append takes a Message, a mapping or a sequence of them, "
-            f"not {type(messages).__name__}"
-        )
-    out = []
-    for item in messages:
-        if isinstance(item, Message):
-            out.append(item)
-            continue
-        try:
-            out.append(_MESSAGE.validate_python(item))
-        except ValidationError as exc:
-            raise InvalidMessageError(describe_validation_error(exc)) from exc
-    return out
-
-
-_OUTPUT_KINDS = frozenset({"json", "content", "error"})
-
-
-def _as_output(output: Any) -> ToolOutput:
-    """A typed output from what `complete_tool_call` was given (see there)."""
-    if isinstance(output, JsonOutput | ContentOutput | ErrorOutput):
-        return output
-    if isinstance(output, Mapping) and output.get("kind") in _OUTPUT_KINDS:
-        try:
-            return _OUTPUT.validate_python(output)
-        except ValidationError as exc:
-            raise InvalidMessageError(describe_validation_error(exc)) from exc
-    if isinstance(output, Mapping):
-        output = dict(output)
-    return JsonOutput(value=output)
 
 
 class ConversationStore:
@@ -197,7 +109,7 @@ class ConversationStore:
             raise InvalidInputError('dedupe is "tenant" or "global"')
         self.dedupe = dedupe
         self.url = url
-        self.blobs_url = blobs if blobs is not None else _default_blobs(url)
+        self.blobs_url = blobs if blobs is not None else arguments.default_blobs(url)
         self._blobs_given = blobs is not None
         self._backend: Backend = create_backend(
             url, auto_migrate=auto_migrate, sqlite_synchronous=sqlite_synchronous
@@ -292,7 +204,7 @@ class ConversationStore:
     ) -> Conversation:
         """A new, empty conversation. ``id`` lets the application choose the id."""
         cid, meta = self._new_header(id, title, tenant, metadata)
-        now = _now()
+        now = arguments.now()
         return await self._backend.write(
             lambda tx: conversations.insert(tx, cid, tenant, title, meta, now)
         )
@@ -311,7 +223,7 @@ class ConversationStore:
         held by another tenant raises `ConversationNotFoundError`.
         """
         cid, meta = self._new_header(conversation_id, title, tenant, metadata)
-        now = _now()
+        now = arguments.now()
         return await self._backend.write(
             lambda tx: conversations.get_or_create(tx, cid, tenant, title, meta, now)
         )
@@ -324,7 +236,7 @@ class ConversationStore:
         metadata: Mapping[str, Any] | None,
     ) -> tuple[str, dict[str, JsonValue]]:
         self._require_open()
-        meta = _json_object(metadata, "metadata")
+        meta = arguments.json_object(metadata, "metadata")
         check_json_object(meta, "metadata")
         cid = cid if cid is not None else new_id()
         check_text(cid, "conversation id", max_length=MAX_CONVERSATION_ID_LENGTH)
@@ -347,13 +259,14 @@ class ConversationStore:
         """
         self._require_open()
         changes: dict[str, Any] = {}
-        _check_ref(conversation_id, tenant)
+        arguments.check_ref(conversation_id, tenant)
         if title is not UNSET:
             check_text(title, "title")
             changes["title"] = title
         if metadata is not UNSET:
-            changes["metadata"] = _json_object(metadata, "metadata")
-        now = _now()
+            changes["metadata"] = arguments.json_object(metadata, "metadata")
+            check_json_object(changes["metadata"], "metadata")
+        now = arguments.now()
         return await self._backend.write(
             lambda tx: conversations.update_header(
                 tx, conversation_id, tenant, expected_revision, now, **changes
@@ -376,8 +289,10 @@ class ConversationStore:
         self._require_open()
         if not isinstance(patch, Mapping):
             raise InvalidInputError("a state patch is a JSON object (RFC 7396 merge patch)")
-        checked = _json_object(patch, "state patch")
-        now = _now()
+        arguments.check_ref(conversation_id, tenant)
+        checked = arguments.json_object(patch, "state patch")
+        check_json_object(checked, "state patch")
+        now = arguments.now()
         return await self._backend.write(
             lambda tx: conversations.update_header(
                 tx, conversation_id, tenant, expected_revision, now, state_patch=checked
@@ -400,7 +315,7 @@ class ConversationStore:
         self._require_open()
         check_text(tenant, "tenant")
         check_count(limit, "limit", maximum=MAX_LIST_LIMIT)
-        wanted = None if metadata is None else _json_object(metadata, "metadata filter")
+        wanted = None if metadata is None else arguments.json_object(metadata, "metadata filter")
         return await self._backend.read(
             lambda tx: reads.list_conversations(tx, tenant, limit, cursor, wanted)
         )
@@ -414,7 +329,7 @@ class ConversationStore:
     ) -> None:
         """Delete a conversation and everything in it; its blobs become collectable."""
         self._require_open()
-        _check_ref(conversation_id, tenant)
+        arguments.check_ref(conversation_id, tenant)
 
         def delete(tx: Any) -> None:
             if expected_revision is not None:
@@ -457,9 +372,9 @@ class ConversationStore:
             The stored messages, with ``seq``, ``parent_seq``, ``conversation_id`` and
             ``created_at`` set and file bytes replaced by attachment references.
         """
-        _check_ref(conversation_id, tenant)
+        arguments.check_ref(conversation_id, tenant)
         check_key(idempotency_key, "idempotency key")
-        batch = _as_messages(messages)
+        batch = arguments.as_messages(messages)
         if parent_seq is not None and (
             isinstance(parent_seq, bool) or not isinstance(parent_seq, int) or parent_seq < 1
         ):
@@ -469,7 +384,8 @@ class ConversationStore:
         # Before any blob is written: a batch over a documented limit leaves nothing behind.
         check_messages(batch, max_attachment_size=self.blob_store.max_size)
         try:
-            stored, _ = await self._write_batch(
+            stored, _ = await blob_io.write_batch(
+                self,
                 conversation_id,
                 batch,
                 tenant=tenant,
@@ -482,48 +398,6 @@ class ConversationStore:
             replayed: list[Message] = replay.value[0]
             return replayed
         return stored
-
-    def _namespace_of(self, tenant: str | None) -> str:
-        if tenant is None or self.dedupe == "global":
-            return ""
-        return hashlib.sha256(tenant.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-    async def _write_batch(
-        self, conversation_id: str, batch: list[Message], **plan: Any
-    ) -> tuple[list[Message], ToolCall | None]:
-        """Store the batch's files, then its rows; retried if gc is collecting a blob it uses."""
-        blobs = self.blob_store
-        if any(needs_storing(f) for m in batch for f in m.files):
-            tenant = plan.get("tenant")
-            if tenant is None:
-                tenant = await self._backend.read(
-                    lambda tx: reads.conversation_tenant(tx, conversation_id)
-                )
-            blobs = blobs.namespace(self._namespace_of(tenant))
-        for attempt in range(_COLLECTED_RETRIES):
-            stored_messages, stored_blobs = await store_files(blobs, batch)
-            append = AppendPlan(
-                conversation_id=conversation_id,
-                messages=stored_messages,
-                attachments=attachment_rows(stored_blobs),
-                now=_now(),
-                namespace=blobs.namespace_name,
-                written=written_times(stored_blobs),
-                **plan,
-            )
-            try:
-                return await self._backend.write(
-                    lambda tx, append=append: writes.append_messages(tx, append)  # type: ignore[misc]
-                )
-            except writes.BlobBeingCollectedError as collected:
-                if attempt == _COLLECTED_RETRIES - 1:
-                    break
-                # Wait for the collection to end, then store the bytes again (above).
-                await self._wait_for_collection(collected.blobs)
-        raise BlobStorageError(
-            "an attachment of this append was being garbage-collected and could not be stored "
-            "again; nothing was written: retry the append"
-        )
 
     async def load(
         self,
@@ -542,7 +416,7 @@ class ConversationStore:
         ``render(..., last=N)`` makes one.
         """
         self._require_open()
-        _check_ref(conversation_id, tenant)
+        arguments.check_ref(conversation_id, tenant)
         check_count(last, "last")
         check_count(before_seq, "before_seq")
         return await self._backend.read(
@@ -582,7 +456,7 @@ class ConversationStore:
         (only the head moves). An empty path raises `InvalidInputError`.
         """
         self._require_open()
-        now = _now()
+        now = arguments.now()
         return await self._backend.write(
             lambda tx: branches.pop(tx, conversation_id, tenant, expected_revision, now)
         )
@@ -602,7 +476,7 @@ class ConversationStore:
         self._require_open()
         if isinstance(after_seq, bool) or not isinstance(after_seq, int) or after_seq < 0:
             raise InvalidInputError("after_seq must be a non-negative integer")
-        now = _now()
+        now = arguments.now()
         return await self._backend.write(
             lambda tx: branches.truncate(
                 tx, conversation_id, tenant, after_seq, expected_revision, now
@@ -625,9 +499,9 @@ class ConversationStore:
         self._require_open()
         if isinstance(at_seq, bool) or not isinstance(at_seq, int) or at_seq < 1:
             raise InvalidInputError("at_seq is the seq of a message on the active path")
-        _check_ref(conversation_id, tenant)
+        arguments.check_ref(conversation_id, tenant)
         check_text(title, "title")
-        now = _now()
+        now = arguments.now()
         return await self._backend.write(
             lambda tx: branches.fork(tx, conversation_id, tenant, at_seq, title, now)
         )
@@ -649,7 +523,7 @@ class ConversationStore:
         self._require_open()
         if isinstance(head_seq, bool) or not isinstance(head_seq, int) or head_seq < 1:
             raise InvalidInputError("head_seq is the seq of a message of the conversation")
-        now = _now()
+        now = arguments.now()
         await self._backend.write(
             lambda tx: branches.switch_branch(
                 tx, conversation_id, tenant, head_seq, expected_revision, now
@@ -657,27 +531,6 @@ class ConversationStore:
         )
 
     # -- tool calls -----------------------------------------------------------------------------
-
-    async def _wait_for_collection(self, blobs: list[tuple[str, str]]) -> None:
-        """Wait until garbage collection has finished with ``blobs`` (namespace, digest).
-
-        A collector holds its mark for one stat and one delete; a mark older than
-        `_STALE_TOMBSTONE` was left by a collector that died, and is cleared here.
-        """
-        deadline = asyncio.get_running_loop().time() + _STALE_TOMBSTONE
-        delay = 0.01
-        while await self._backend.read(lambda tx: reads.tombstoned(tx, blobs)):
-            if asyncio.get_running_loop().time() > deadline:
-                await self._give_up_on_collector(blobs)
-                return
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.5)
-
-    async def _give_up_on_collector(self, blobs: list[tuple[str, str]]) -> None:
-        # Whether the dead collector deleted the bytes is unknown: take them as deleted now,
-        # so the retry stores them again.
-        now = await self.blob_store.storage_now()
-        await self._backend.write(lambda tx: writes.finish_tombstones(tx, blobs, now))
 
     async def complete_tool_call(
         self,
@@ -698,13 +551,14 @@ class ConversationStore:
         (validated as that output), or any other JSON value, stored as a `JsonOutput` (as
         `Message.tool_result` does).
         """
-        _check_ref(conversation_id, tenant)
+        arguments.check_ref(conversation_id, tenant)
         check_key(call_id, "call id")
-        output = _as_output(output)
+        output = arguments.as_output(output)
         result = Message(role=Role.TOOL, parts=[ToolResultPart(call_id=call_id, output=output)])
         check_messages([result], max_attachment_size=self.blob_store.max_size)
         try:
-            _, call = await self._write_batch(
+            _, call = await blob_io.write_batch(
+                self,
                 conversation_id,
                 [result],
                 tenant=tenant,
@@ -726,8 +580,8 @@ class ConversationStore:
     ) -> list[str]:
         """Move every pending call of the active path to ``cancelled``; the ids it cancelled."""
         self._require_open()
-        _check_ref(conversation_id, tenant)
-        now = _now()
+        arguments.check_ref(conversation_id, tenant)
+        now = arguments.now()
         return await self._backend.write(
             lambda tx: writes.cancel_pending(tx, conversation_id, tenant, now, expected_revision)
         )
@@ -746,10 +600,10 @@ class ConversationStore:
         Non-destructive: every message stays stored and loadable.
         """
         self._require_open()
-        _check_ref(conversation_id, tenant)
+        arguments.check_ref(conversation_id, tenant)
         check_count(through_seq, "through_seq")
         check_text(summary, "summary")
-        now = _now()
+        now = arguments.now()
         return await self._backend.write(
             lambda tx: writes.compact(
                 tx,
@@ -802,7 +656,9 @@ class ConversationStore:
             compaction=conversation.compaction,
             last=last,
         )
-        fetched = await self._fetch_attachments(conversation_id, needed, missing_attachments)
+        fetched = await blob_io.fetch_attachments(
+            self, conversation_id, needed, missing_attachments
+        )
         return render(
             conversation,
             target,
@@ -813,30 +669,6 @@ class ConversationStore:
             tools=tools,
             last=last,
         )
-
-    async def _fetch_attachments(
-        self, conversation_id: str, hashes: set[str], missing: Literal["error", "placeholder"]
-    ) -> dict[str, bytes]:
-        blobs = self._require_open()
-        limit = asyncio.Semaphore(_FETCH_CONCURRENCY)
-        namespaces = (
-            await self._backend.read(lambda tx: reads.blob_namespaces(tx, conversation_id))
-            if hashes
-            else {}
-        )
-
-        async def fetch(sha: str) -> bytes | None:
-            async with limit:
-                try:
-                    return await blobs.namespace(namespaces.get(sha, "")).get(sha)
-                except (AttachmentNotFoundError, AttachmentCorruptedError):
-                    if missing == "error":
-                        raise
-                    return None
-
-        ordered = sorted(hashes)
-        results = await asyncio.gather(*(fetch(sha) for sha in ordered))  # raises the first error
-        return {sha: data for sha, data in zip(ordered, results, strict=True) if data is not None}
 
     # -- attachments ----------------------------------------------------------------------------
 
@@ -851,26 +683,4 @@ class ConversationStore:
             return part.data
         if part.attachment is None:
             raise InvalidInputError("only stored or inline file parts have bytes to read")
-        sha = part.attachment.sha256
-        namespaces = await self._backend.read(
-            lambda tx: reads.attachment_namespaces(tx, sha, tenant)
-        )
-        if not namespaces:
-            if tenant is not None:
-                # Not referenced by any conversation the caller may see: said without a storage
-                # path, which would tell where (and whether) someone else keeps these bytes.
-                raise AttachmentNotFoundError.not_visible(sha)
-            # A trusted caller may read bytes this database does not reference (a conversation
-            # exported from another database on the same storage): look in every namespace.
-            namespaces = await self.blob_store.namespaces()
-        # The same bytes may be referenced from several namespaces (tenants): any copy will do.
-        for namespace in namespaces[:-1]:
-            with contextlib.suppress(AttachmentNotFoundError):
-                return await self.blob_store.namespace(namespace).get(sha)
-        try:
-            return await self.blob_store.namespace(namespaces[-1]).get(sha)
-        except AttachmentNotFoundError as exc:
-            if tenant is None:
-                raise
-            # Worded as for another tenant's: a tenant learns nothing from the difference.
-            raise AttachmentNotFoundError.not_visible(sha) from exc
+        return await blob_io.read_attachment(self, part, tenant)

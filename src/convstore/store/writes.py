@@ -518,7 +518,9 @@ def cancel_pending(
     header = lock(tx, cid, tenant, expected_revision)
     st, stamp = tx.statements, tx.codec.dump_time(now)
     if not header.branched:
-        cancelled = [r[0] for r in tx.fetch(st.cancel_pending, {"cid": cid, "now": stamp})]
+        # RETURNING comes in no particular order: put the ids in call order.
+        rows = sorted(tx.fetch(st.cancel_pending, {"cid": cid, "now": stamp}), key=lambda r: r[1:])
+        cancelled = [r[0] for r in rows]
     else:
         on_path = set(path_seqs(tx, cid, header.head_seq))
         pending = tx.fetch(st.select_pending, {"cid": cid})

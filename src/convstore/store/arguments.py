@@ -1,0 +1,102 @@
+"""Arguments of `ConversationStore` methods: turned into model values or refused, up front.
+
+Invariants:
+
+- Nothing here touches storage: a refused argument costs no round trip and writes nothing.
+- What is refused raises `InvalidInputError` / `InvalidMessageError` (``ConvstoreError``s).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import JsonValue, TypeAdapter, ValidationError
+
+from convstore.db import sqlite_path
+from convstore.errors import InvalidInputError, InvalidMessageError
+from convstore.limits import check_text
+from convstore.model import ContentOutput, ErrorOutput, JsonOutput, Message, ToolOutput
+from convstore.model._base import describe_validation_error
+from convstore.store.ids import new_id
+
+__all__ = ["as_messages", "as_output", "check_ref", "default_blobs", "json_object", "now"]
+
+_MESSAGE = TypeAdapter(Message)
+_OUTPUT: TypeAdapter[ToolOutput] = TypeAdapter(ToolOutput)
+_METADATA = TypeAdapter(dict[str, JsonValue])
+
+
+def check_ref(conversation_id: str, tenant: str | None) -> None:
+    """Refuse ids no database can look up alike (a longer one simply is not found)."""
+    check_text(conversation_id, "conversation id")
+    check_text(tenant, "tenant")
+
+
+def now() -> datetime:
+    """The current time, aware UTC: what the store stamps its rows with."""
+    return datetime.now(UTC)
+
+
+def default_blobs(url: str) -> str:
+    """The blob location of a store given none: beside the SQLite file, else the cwd's."""
+    database = sqlite_path(url) if url.startswith("sqlite") else None
+    if database is not None:
+        return str(database.parent / "convstore-blobs")
+    if url.startswith("sqlite"):  # in-memory database: in-memory blobs, unique to this store
+        return f"memory://convstore-{new_id().lower()}"
+    return str(Path.cwd() / "convstore-blobs")
+
+
+def json_object(value: Any, what: str) -> dict[str, JsonValue]:
+    """``value`` as a JSON object (``None``: empty), or `InvalidInputError` naming ``what``."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"{what} must be a JSON object")
+    try:
+        return _METADATA.validate_python(dict(value))
+    except (ValidationError, TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{what} must be a JSON object: {exc}") from exc
+
+
+def as_messages(messages: Message | Mapping[str, Any] | Sequence[Any]) -> list[Message]:
+    """What `append` was given as a list of validated messages."""
+    if isinstance(messages, Message):
+        return [messages]
+    if isinstance(messages, Mapping):
+        messages = [messages]
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidMessageError(
+            "append takes a Message, a mapping or a sequence of them, "
+            f"not {type(messages).__name__}"
+        )
+    out = []
+    for item in messages:
+        if isinstance(item, Message):
+            out.append(item)
+            continue
+        try:
+            out.append(_MESSAGE.validate_python(item))
+        except ValidationError as exc:
+            raise InvalidMessageError(describe_validation_error(exc)) from exc
+    return out
+
+
+_OUTPUT_KINDS = frozenset({"json", "content", "error"})
+
+
+def as_output(output: Any) -> ToolOutput:
+    """A typed output from what `complete_tool_call` was given (see there)."""
+    if isinstance(output, JsonOutput | ContentOutput | ErrorOutput):
+        return output
+    if isinstance(output, Mapping) and output.get("kind") in _OUTPUT_KINDS:
+        try:
+            return _OUTPUT.validate_python(output)
+        except ValidationError as exc:
+            raise InvalidMessageError(describe_validation_error(exc)) from exc
+    if isinstance(output, Mapping):
+        output = dict(output)
+    return JsonOutput(value=output)
