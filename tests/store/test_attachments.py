@@ -340,7 +340,8 @@ async def test_gc_never_deletes_referenced_or_young_blobs(
 
 async def test_gc_sweeps_stale_staging_objects(store: ConversationStore, raw: RawStorage) -> None:
     root_key = store.blob_store.key("0" * 64)
-    staging_key = root_key.split("/sha256/")[0] + "/tmp/" + "c" * 32  # a staging name
+    # Named as the store names its staging objects (gc leaves any other name alone).
+    staging_key = root_key.split("/sha256/")[0] + "/tmp/" + uuid.uuid4().hex
     raw.overwrite(staging_key, b"half a blob")
     await raw.make_stale(staging_key)
     report = await collect_garbage(store, grace=timedelta(seconds=1))

@@ -8,7 +8,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -68,7 +68,7 @@ def as_messages(messages: Message | Mapping[str, Any] | Sequence[Any]) -> list[M
         return [messages]
     if isinstance(messages, Mapping):
         messages = [messages]
-    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+    if isinstance(messages, str | bytes) or not isinstance(messages, Iterable):
         raise InvalidMessageError(
             "append takes a Message, a mapping or a sequence of them, "
             f"not {type(messages).__name__}"
