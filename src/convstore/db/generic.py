@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import threading
 import weakref
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar
@@ -124,6 +125,10 @@ class GenericTx:
             self._conn.execute(stmt, [dict(zip(names, row, strict=True)) for row in rows])
 
 
+class _Abandoned(Exception):  # noqa: N818 (control flow: the caller went away)
+    """Raised inside a write whose caller was cancelled, so that it rolls back."""
+
+
 def _json_dumps(value: Any) -> str:
     return to_json(value).decode()
 
@@ -203,9 +208,22 @@ class SqlAlchemyBackend:
     async def write(self, fn: Callable[[Tx], T]) -> T:
         """Run ``fn`` in one transaction, retrying the whole of it on transient failures.
 
-        A caller cancelled mid-transaction rolls it back (the connection is dropped): unlike a
-        read, a write is not shielded (see `_to_the_end`).
+        A caller cancelled mid-transaction gets `CancelledError` at once, and the transaction
+        rolls back when ``fn`` returns (unless its ``COMMIT`` was already on its way, as on
+        SQLite): the operation finishes in the background, so the connection is never cut
+        mid-query (see `_to_the_end`).
         """
+        abandoned = threading.Event()
+
+        def unless_abandoned(tx: Tx) -> T:
+            result = fn(tx)
+            if abandoned.is_set():
+                raise _Abandoned  # roll back: nobody is waiting for this write any more
+            return result
+
+        return await self._to_the_end(self._write(unless_abandoned), on_cancel=abandoned.set)
+
+    async def _write(self, fn: Callable[[Tx], T]) -> T:
         engine = self.engine
         for attempt in range(1, _MAX_ATTEMPTS + 1):
             try:
@@ -236,20 +254,23 @@ class SqlAlchemyBackend:
     def _tx(self, conn: Connection) -> GenericTx:
         return GenericTx(conn, self.statements, self._bind_names)
 
-    async def _to_the_end(self, operation: Coroutine[Any, Any, T]) -> T:
+    async def _to_the_end(
+        self, operation: Coroutine[Any, Any, T], *, on_cancel: Callable[[], None] | None = None
+    ) -> T:
         """Await ``operation``; if the caller is cancelled, let it finish in the background.
 
         Cancelling a coroutine in the middle of an asyncpg query makes SQLAlchemy terminate the
         connection, and asyncpg then leaves a failed future nobody awaits: each logs "Future
-        exception was never retrieved" and costs a connection. A read has nothing to roll back,
-        so it is shielded: it ends normally and returns its connection to the pool, and `close`
-        waits for it. Writes are not: a cancelled write must roll back (tested), which today
-        means dropping its connection.
+        exception was never retrieved" and costs a connection. So operations are shielded: they
+        end normally and return their connection to the pool, and `close` waits for them. A
+        write is told (``on_cancel``) and rolls itself back instead of committing.
         """
         task = asyncio.ensure_future(operation)
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
+            if on_cancel is not None:
+                on_cancel()
             if not task.done():
                 self._orphans.add(task)
                 task.add_done_callback(self._forget)
