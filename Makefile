@@ -23,6 +23,7 @@ AGENTS_STAMP := $(AGENTS_VENV)/.installed-agents
 
 # Framework integrations whose pins clash with the dev extra (and with each other) get their
 # own environments; `make test` runs their tests and type-checks there, framework installed.
+# These keep the pip their venv was made with: upgrading pip in place failed now and then.
 PAI_VENV  := .venv-pydantic-ai
 PAI_STAMP := $(PAI_VENV)/.installed-pydantic-ai
 ADK_VENV  := .venv-adk
@@ -62,7 +63,6 @@ $(AI_SDK_STAMP): $(AI_SDK_NODE)/package.json $(AI_SDK_NODE)/package-lock.json
 
 $(AGENTS_STAMP): pyproject.toml $(AGENTS_PINS)
 	test -x $(AGENTS_VENV)/bin/python || $(PYTHON) -m venv $(AGENTS_VENV)
-	$(AGENTS_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(AGENTS_VENV)/bin/python -m pip install --quiet -c $(AGENTS_PINS) -e ".[openai-agents]" \
 		pytest pytest-asyncio pytest-timeout
 	touch $@
@@ -74,7 +74,6 @@ pytest-agents: $(AGENTS_STAMP)
 
 $(PAI_STAMP): pyproject.toml constraints-pydantic-ai.txt
 	test -x $(PAI_VENV)/bin/python || $(PYTHON) -m venv $(PAI_VENV)
-	$(PAI_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(PAI_VENV)/bin/python -m pip install --quiet -c constraints-pydantic-ai.txt -e ".[dev,pydantic-ai]"
 	touch $@
 
@@ -84,7 +83,6 @@ test-pydantic-ai: $(PAI_STAMP)
 
 $(ADK_STAMP): pyproject.toml constraints-google-adk.txt
 	test -x $(ADK_VENV)/bin/python || $(PYTHON) -m venv $(ADK_VENV)
-	$(ADK_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(ADK_VENV)/bin/python -m pip install --quiet -c constraints-google-adk.txt -e ".[dev,google-adk]"
 	touch $@
 
