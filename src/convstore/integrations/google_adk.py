@@ -221,14 +221,22 @@ class ConvstoreSessionService(BaseSessionService):
         # An event is one message or a few: a window of 3 per event usually holds the newest
         # `recent` events; when it does not, the whole path is read.
         window = None if recent is None else 3 * recent + 3 if recent else 0
-        try:
-            conv, app_state, user_state = await asyncio.gather(
-                store.load(cid, last=window),
-                _scope_state(store, _app_cid(app_name)),
-                _scope_state(store, _user_cid(app_name, user_id)),
-            )
-        except ConversationNotFoundError:
+        # return_exceptions: the three reads all end before this returns, even when the session
+        # is missing (a read left running would outlive its caller's event loop).
+        loaded, app_state, user_state = await asyncio.gather(
+            store.load(cid, last=window),
+            _scope_state(store, _app_cid(app_name)),
+            _scope_state(store, _user_cid(app_name, user_id)),
+            return_exceptions=True,
+        )
+        for outcome in (app_state, user_state):
+            if isinstance(outcome, BaseException):
+                raise outcome
+        if isinstance(loaded, ConversationNotFoundError):
             return None
+        if isinstance(loaded, BaseException):
+            raise loaded
+        conv = loaded
         natives = _natives(conv.messages)
         if recent and len(natives) < recent and len(conv.messages) == window:
             conv = await store.load(cid)
