@@ -23,7 +23,7 @@ AGENTS_STAMP := $(AGENTS_VENV)/.installed-agents
 
 # Framework integrations whose pins clash with the dev extra (and with each other) get their
 # own environments; `make test` runs their tests and type-checks there, framework installed.
-# These keep the pip their venv was made with: upgrading pip in place failed now and then.
+# They keep the pip their venv was made with (a pip upgrade adds nothing these installs need).
 PAI_VENV  := .venv-pydantic-ai
 PAI_STAMP := $(PAI_VENV)/.installed-pydantic-ai
 ADK_VENV  := .venv-adk
