@@ -296,9 +296,9 @@ class Statements:
     select_cancellations: Select[Any]
     """(id, cancelled_at) of the calls in ``:ids`` that were ever cancelled."""
     copy_tool_calls: Select[Any]
-    complete_tool_call: Update
     set_lifecycle: Update
-    """Sets a call's status, result and completion time (paths switched or results popped)."""
+    """Sets a call's status, result and completion time (a result stored, a path switched,
+    a result popped)."""
     interrupt_pending: Update
     select_pending: Select[Any]
     cancel_pending: Update
@@ -428,16 +428,6 @@ class Statements:
             copy_tool_calls=select(tool_calls)
             .where(call.conversation_id == cid)
             .where(call.id.in_(ids)),
-            complete_tool_call=update(tool_calls)
-            .where(call.conversation_id == cid)
-            .where(call.id == bindparam("call_id"))
-            .values(
-                status=bindparam("status"),
-                result_kind=bindparam("result_kind"),
-                result_seq=bindparam("result_seq"),
-                result_idx=bindparam("result_idx"),
-                completed_at=bindparam("now"),
-            ),
             set_lifecycle=update(tool_calls)
             .where(call.conversation_id == cid)
             .where(call.id == bindparam("call_id"))

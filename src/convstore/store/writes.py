@@ -275,7 +275,7 @@ class _Batch:
                 "result_kind": part.output.kind,
                 "result_seq": seq,
                 "result_idx": idx,
-                "now": stamp,
+                "completed_at": stamp,
             }
         )
         db_call = self.db_calls[part.call_id]
@@ -314,7 +314,7 @@ class _Batch:
         tx.insert_rows(st.insert_blob_ref, self.blob_rows)
         tx.insert_rows(st.insert_tool_call, [tuple(r) for r in self.new_calls.values()])
         if self.completions:
-            tx.execute_many(st.complete_tool_call, self.completions)
+            tx.execute_many(st.set_lifecycle, self.completions)
         if self.interrupt_before is not None:
             tx.execute(
                 st.interrupt_pending,
