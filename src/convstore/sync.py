@@ -33,7 +33,7 @@ from convstore.db import DEFAULT_URL
 from convstore.errors import ClosedError, InvalidInputError
 from convstore.store import DEFAULT_MAX_ATTACHMENT_SIZE
 from convstore.store import ConversationStore as AsyncConversationStore
-from convstore.store.conversation_store import DEFAULT_BLOB_TIMEOUT
+from convstore.store.conversation_store import DEFAULT_BLOB_TIMEOUT, DEFAULT_MESSAGE_CACHE
 
 __all__ = ["ConversationStore"]
 
@@ -142,6 +142,7 @@ class ConversationStore:
         blob_options: Mapping[str, Any] | None = None,
         dedupe: Literal["tenant", "global"] = "tenant",
         blob_timeout: float | None = DEFAULT_BLOB_TIMEOUT,
+        message_cache: int = DEFAULT_MESSAGE_CACHE,
     ) -> None:
         # Nothing starts here: the thread and connections exist only between open and close.
         self._store = AsyncConversationStore(
@@ -153,6 +154,7 @@ class ConversationStore:
             blob_options=blob_options,
             dedupe=dedupe,
             blob_timeout=blob_timeout,
+            message_cache=message_cache,
         )
         self._runner: _LoopThread | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
@@ -232,6 +234,7 @@ class ConversationStore:
     delete_conversation = _blocking(AsyncConversationStore.delete_conversation)
     append = _blocking(AsyncConversationStore.append)
     load = _blocking(AsyncConversationStore.load)
+    get_conversation = _blocking(AsyncConversationStore.get_conversation)
     get_message = _blocking(AsyncConversationStore.get_message)
     pop = _blocking(AsyncConversationStore.pop)
     truncate = _blocking(AsyncConversationStore.truncate)

@@ -24,7 +24,14 @@ from convstore import (
     ToolCallStatus,
     ToolOutput,
 )
-from tests.store.reference import UNSET, CallView, ModelError, RefConversation, ReferenceStore
+from tests.store.reference import (
+    UNSET,
+    CallView,
+    ModelError,
+    RefConversation,
+    ReferenceStore,
+    lifecycles,
+)
 
 __all__ = ["ModelBackedStore"]
 
@@ -199,15 +206,24 @@ class ModelBackedStore:
         return self._header(conv)
 
     async def load(
-        self, cid: str, *, last: int | None = None, before_seq: int | None = None
+        self,
+        cid: str,
+        *,
+        last: int | None = None,
+        before_seq: int | None = None,
+        head_seq: int | None = None,
     ) -> Conversation:
         conv = self.model.conv(cid)
-        view = self.model.load(cid, last=last, before_seq=before_seq)
+        try:
+            view = self.model.load(cid, last=last, before_seq=before_seq, head_seq=head_seq)
+        except ModelError as refused:
+            raise _raise_as_store(refused) from None
+        path = conv.path(view.head_seq)
         seqs = {m["seq"] for m in view.messages}
-        header = self._header(conv, [m for m in conv.path() if m.seq in seqs])
+        header = self._header(conv, [m for m in path if m.seq in seqs])
         wanted = {(c["id"]) for c in view.tool_calls}
-        calls = [self._call(v) for v in conv.calls() if v.id in wanted]
-        return header.model_copy(update={"tool_calls": calls})
+        calls = [self._call(v) for v in lifecycles(path, conv.cancelled) if v.id in wanted]
+        return header.model_copy(update={"tool_calls": calls, "head_seq": view.head_seq})
 
     async def branches(self, cid: str) -> list[Branch]:
         return [

@@ -578,19 +578,30 @@ class ReferenceStore:
 
     # -- reads ----------------------------------------------------------------------------------
 
-    def load(self, cid: str, *, last: int | None = None, before_seq: int | None = None) -> LoadView:
-        """The active path (or its window), with the lifecycles of the window's calls."""
+    def load(
+        self,
+        cid: str,
+        *,
+        last: int | None = None,
+        before_seq: int | None = None,
+        head_seq: int | None = None,
+    ) -> LoadView:
+        """The active path, or root → ``head_seq`` (or a window of it), with the lifecycles
+        of the window's calls on that path."""
         conv = self.conv(cid)
         if last is not None and last < 0:
             raise ModelError([InvalidInputError], "last must be zero or positive")
-        path = conv.path()
+        if head_seq is not None and head_seq not in conv.nodes:
+            raise ModelError([InvalidInputError], f"no message {head_seq} to read up to")
+        tip = conv.head if head_seq is None else head_seq
+        path = conv.path(tip)
         window = [m for m in path if before_seq is None or (m.seq or 0) < before_seq]
         if last is not None:
             window = window[max(0, len(window) - last) :] if last else []
         in_window = {m.seq for m in window}
         answered = {p.call_id for m in window for p in m.tool_results}
         calls = []
-        for view in conv.calls():
+        for view in lifecycles(path, conv.cancelled):
             answers_in_window = view.id in answered and any(
                 (m.seq or 0) > (view.seq or 0)
                 for m in window
@@ -601,7 +612,7 @@ class ReferenceStore:
         return LoadView(
             messages=[message_projection(m) for m in window],
             tool_calls=calls,
-            head_seq=conv.head,
+            head_seq=tip,
             title=conv.title,
             tenant=conv.tenant,
             metadata=copy.deepcopy(conv.metadata),

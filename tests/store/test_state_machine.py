@@ -518,14 +518,27 @@ class StoreMachine(RuleBasedStateMachine):
         cid = self._pick(data)
         conv = self.ref.conv(cid)
         last = data.draw(st.none() | st.integers(0, 4), label="last")
+        # Any message's path (another branch's, or a point on this one), not only the head's.
+        head_seq = data.draw(
+            st.none() | st.sampled_from([*sorted(conv.nodes), conv.last_seq + 1]),
+            label="head_seq",
+        )
+        path = [m.seq for m in conv.path(head_seq)] if head_seq in conv.nodes else []
         before_seq = data.draw(
-            st.none() | st.sampled_from([*conv.path_seqs(), conv.last_seq + 1]),
+            st.none() | st.sampled_from([*path, *conv.path_seqs(), conv.last_seq + 1]),
             label="before_seq",
         )
-        loaded = self.runner.run(self.store.load(cid, last=last, before_seq=before_seq))
-        expected = self.ref.load(cid, last=last, before_seq=before_seq)
+        outcome = self._run(
+            "load",
+            lambda: self.store.load(cid, last=last, before_seq=before_seq, head_seq=head_seq),
+            lambda _: self.ref.load(cid, last=last, before_seq=before_seq, head_seq=head_seq),
+        )
+        if outcome is None:
+            return
+        loaded, expected = outcome
         assert [message_projection(m) for m in loaded.messages] == expected.messages
         assert [call_projection(c) for c in loaded.tool_calls] == expected.tool_calls
+        assert loaded.head_seq == expected.head_seq
 
     @rule(data=st.data())
     def get_message(self, data: st.DataObject) -> None:

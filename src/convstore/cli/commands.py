@@ -91,7 +91,7 @@ async def list_conversations(args: argparse.Namespace) -> int:
 async def show(args: argparse.Namespace) -> int:
     """Print one conversation."""
     async with _existing_store(args) as store:
-        conversation = await store.load(args.id, tenant=args.tenant)
+        conversation = await store.load(args.id, tenant=args.tenant, head_seq=args.head)
         tips = await store.branches(args.id, tenant=args.tenant)
     if args.json:
         document = conversation_document(conversation)
@@ -180,7 +180,7 @@ async def render(args: argparse.Namespace) -> int:
     async with _existing_store(args) as store:
         model = args.model
         if model is None:
-            stored = (await store.load(args.id, tenant=args.tenant, last=0)).metadata
+            stored = (await store.get_conversation(args.id, tenant=args.tenant)).metadata
             if stored.get(SOURCE_KEY) == args.to and isinstance(stored.get(MODEL_KEY), str):
                 model = stored[MODEL_KEY]
         rendered = await store.render(
@@ -191,6 +191,7 @@ async def render(args: argparse.Namespace) -> int:
             reasoning=args.reasoning,
             tools=tools,
             last=args.last,
+            head_seq=args.head,
         )
     document: dict[str, Any] = rendered.payload
     if args.diagnostics:

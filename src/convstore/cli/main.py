@@ -49,6 +49,12 @@ def _connection_options() -> argparse.ArgumentParser:
     return options
 
 
+_HEAD_HELP = (
+    "read the path ending at message SEQ (any branch; see 'show' for the tips) instead of the "
+    "active one; the stored head does not move"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every command."""
     shared = _connection_options()
@@ -71,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     show = command("show", "show one conversation: messages, parts, tool calls, attachments")
     show.add_argument("id", help="conversation id")
     show.add_argument("--tenant", help="the conversation's tenant")
+    show.add_argument("--head", type=int, metavar="SEQ", help=_HEAD_HELP)
     show.add_argument(
         "--json",
         action="store_true",
@@ -115,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="render a window of the newest N messages (system prompt kept, no result "
         "without its call)",
     )
+    rendering.add_argument("--head", type=int, metavar="SEQ", help=_HEAD_HELP)
     rendering.add_argument(
         "--tools",
         metavar="FILE",

@@ -114,7 +114,9 @@ def conversation_view(conversation: Conversation, branches: Sequence[Branch] = (
     calls = {call.id for call in conversation.tool_calls}
     if len(branches) > 1:
         tips = ", ".join(f"#{b.head_seq}{' (active)' if b.active else ''}" for b in branches)
-        lines.append(f"  branches: {tips}  (convstore shows the active one)")
+        shown = next((b for b in branches if b.head_seq == conversation.head_seq), None)
+        which = "the active one" if shown is None or shown.active else f"#{conversation.head_seq}"
+        lines.append(f"  branches: {tips}  (shown: {which}; --head SEQ shows another)")
     lines.append("")
     for message in conversation.messages:
         lines.extend(_message(message, calls))

@@ -68,6 +68,7 @@ __all__ = [
     "encode_parts",
     "encode_tool_call",
     "gc_paused",
+    "new_tool_call",
     "text_column",
 ]
 
@@ -127,6 +128,14 @@ class _Shape:
         self.factories: tuple[tuple[str, Any], ...] = tuple(factories)
         self.nested = tuple((nested or {}).items())
         """Field name -> how to decode it (a `_Shape`, or a dict of shapes by ``kind``)."""
+        if not self.factories and not self.nested:
+            self.decode = self._decode_flat  # type: ignore[method-assign]
+
+    def _decode_flat(self, obj: dict[str, Any]) -> Any:
+        # Text, thinking and most outputs: nothing to fill in or decode below.
+        values = self.template.copy()
+        values.update(obj)
+        return self.build(values)
 
     def decode(self, obj: dict[str, Any]) -> Any:
         # The per-part cost of a load: a dict copy and an update in C; factories only for
@@ -211,7 +220,10 @@ def _files_of(part: Any) -> list[FilePart]:
 
 def decode_parts(raw: list[dict[str, Any]]) -> list[Any]:
     """The parts of a stored ``messages.parts`` array."""
-    return [_by_kind(_PARTS, obj) for obj in raw]
+    try:
+        return [_PARTS[obj["kind"]].decode(obj) for obj in raw]
+    except (KeyError, TypeError):
+        return [_by_kind(_PARTS, obj) for obj in raw]  # names what is wrong
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,6 +414,44 @@ def outputs_of(messages: Iterable[Message]) -> dict[tuple[int, int], ToolOutput]
                 if isinstance(part, ToolResultPart):
                     found[(message.seq or 0, idx)] = part.output
     return found
+
+
+def new_tool_call(
+    part: ToolCallPart | tuple[str, str, dict[str, Any], str | None],
+    *,
+    seq: int,
+    status: str,
+    result_kind: str | None,
+    output: ToolOutput | None,
+    result_seq: int | None,
+    created_at: datetime,
+    completed_at: datetime | None,
+) -> ToolCall:
+    """A `ToolCall` built from the part that made it and its lifecycle (trusted values).
+
+    The part holds the call's name and arguments exactly as its ``tool_calls`` row does (both
+    are written from it), so a load need not read and parse them twice. Without the part,
+    ``part`` is (id, name, arguments, provider_id) from the row.
+    """
+    if isinstance(part, ToolCallPart):
+        call_id, name, arguments, provider_id = part.id, part.name, part.arguments, part.provider_id
+    else:
+        call_id, name, arguments, provider_id = part
+    return _new_toolcall(
+        {
+            "id": call_id,
+            "name": name,
+            "arguments": arguments,
+            "status": _STATUSES[status],
+            "result_kind": None if result_kind is None else _RESULT_KINDS[result_kind],
+            "output": output,
+            "provider_id": provider_id,
+            "seq": seq,
+            "result_seq": result_seq,
+            "created_at": created_at,
+            "completed_at": completed_at,
+        }
+    )
 
 
 def decode_tool_calls(

@@ -50,7 +50,15 @@ from convstore.db.schema import (
     tool_calls,
 )
 
-__all__ = ["CONVERSATION_COLUMNS", "MESSAGE_COLUMNS", "Scoped", "Statements", "column_names"]
+__all__ = [
+    "CONVERSATION_COLUMNS",
+    "LIFECYCLE_COLUMNS",
+    "MESSAGE_COLUMNS",
+    "MESSAGE_KEY_COLUMNS",
+    "Scoped",
+    "Statements",
+    "column_names",
+]
 
 S = TypeVar("S", Select[Any], Update, Delete)
 
@@ -139,6 +147,27 @@ MESSAGE_COLUMNS = (
 )
 """A message, in the order `convstore.db.mapping.decode_messages` reads it."""
 
+MESSAGE_KEY_COLUMNS = (messages.c.seq,)
+"""What a load asks of a message it may hold decoded already (`convstore.store.message_cache`):
+on an unbranched conversation the primary key index alone answers."""
+
+LIFECYCLE_COLUMNS = (
+    tool_calls.c.id,
+    tool_calls.c.seq,
+    tool_calls.c.idx,
+    tool_calls.c.status,
+    tool_calls.c.result_kind,
+    tool_calls.c.result_seq,
+    tool_calls.c.result_idx,
+    tool_calls.c.created_at,
+    tool_calls.c.completed_at,
+    tool_calls.c.cancelled_at,
+)
+"""A call's lifecycle without what its part already says (name, arguments): what a load reads
+of the calls its messages made, which it builds from their parts."""
+
+_MADE_BEFORE_COLUMNS = (tool_calls.c.name, tool_calls.c.provider_id, tool_calls.c.arguments)
+
 _TOOL_CALL_COLUMNS = (
     tool_calls.c.id,
     tool_calls.c.seq,
@@ -210,7 +239,7 @@ def _find_message(tenant_scoped: bool) -> Select[Any]:
     return stmt.order_by(messages.c.created_at.desc(), messages.c.conversation_id.desc()).limit(1)
 
 
-def _path_window() -> Select[Any]:
+def _path_window(*columns: Any) -> Select[Any]:
     """The newest ``:n`` messages before ``:before`` on the path ending at ``:head``.
 
     A recursive walk up the parent pointers that stops once it has ``:n`` messages below
@@ -239,11 +268,31 @@ def _path_window() -> Select[Any]:
         .where(path.c.taken < n)
     )
     return (
-        select(*MESSAGE_COLUMNS)
+        select(*columns)
         .where(messages.c.conversation_id == cid)
         .where(messages.c.seq.in_(select(path.c.seq).where(path.c.seq < before)))
         .order_by(messages.c.seq.desc())
         .limit(n)
+    )
+
+
+def _whole_path(columns: tuple[Any, ...]) -> Select[Any]:
+    """Every message of a conversation, by ``seq`` (the whole path of an unbranched one)."""
+    return (
+        select(*columns)
+        .where(messages.c.conversation_id == bindparam("cid"))
+        .order_by(messages.c.seq)
+    )
+
+
+def _newest_before(columns: tuple[Any, ...]) -> Select[Any]:
+    """The newest ``:n`` messages below ``:before`` by ``seq`` (windows of an unbranched one)."""
+    return (
+        select(*columns)
+        .where(messages.c.conversation_id == bindparam("cid"))
+        .where(messages.c.seq < bindparam("before", type_=BigInteger))
+        .order_by(messages.c.seq.desc())
+        .limit(bindparam("n", type_=BigInteger))
     )
 
 
@@ -258,6 +307,8 @@ class Statements:
     """The header, locked for the rest of the transaction (``FOR UPDATE``; SQLite's write
     transactions hold the database lock already)."""
     select_conversation: Scoped[Select[Any]]
+    select_summary: Scoped[Select[Any]]
+    """The header and its message count (`convstore.store.reads.ConversationSummary`)."""
     advance_conversation: Update
     """Sets ``last_seq``, ``head_seq``, ``branched``, ``revision`` and ``updated_at``."""
     set_header: Update
@@ -276,6 +327,12 @@ class Statements:
     select_path_window: Select[Any]
     select_messages_in: Select[Any]
     """Messages whose ``seq`` is in the JSON array ``:seqs``."""
+    select_message_keys: Select[Any]
+    select_message_keys_before: Select[Any]
+    select_path_window_keys: Select[Any]
+    select_message_keys_in: Select[Any]
+    """The four above as seqs only: what a load whose messages are mostly decoded already
+    asks (`convstore.store.message_cache`)."""
     select_tree: Select[Any]
     """Every message's ``seq``, ``parent_seq``, role and time: the shape of the tree."""
     select_message_by_id: Select[Any]
@@ -293,6 +350,12 @@ class Statements:
     """Every call of a conversation."""
     select_tool_calls_in: Select[Any]
     """The calls whose ids are in the JSON array ``:ids``."""
+    select_lifecycles: Select[Any]
+    """`LIFECYCLE_COLUMNS` of every call of a conversation."""
+    select_lifecycles_in: Select[Any]
+    """`LIFECYCLE_COLUMNS` of the calls whose ids are in the JSON array ``:ids``, then their
+    name, provider id and arguments for calls made before ``:first`` (only: calls answered in a
+    window but made before it, which it has no part of)."""
     select_cancellations: Select[Any]
     """(id, cancelled_at) of the calls in ``:ids`` that were ever cancelled."""
     copy_tool_calls: Select[Any]
@@ -355,6 +418,9 @@ class Statements:
             select_conversation=_scoped(
                 lambda s: select(*CONVERSATION_COLUMNS).where(_by_conversation(s))
             ),
+            select_summary=_scoped(
+                lambda s: select(*CONVERSATION_COLUMNS, _message_count()).where(_by_conversation(s))
+            ),
             advance_conversation=update(conversations)
             .where(conv.id == cid)
             .values(
@@ -379,16 +445,17 @@ class Statements:
             insert_message=insert(messages),
             insert_blob_ref=_upsert_ignore(dialect_name, blob_refs),
             insert_attachment=_upsert_ignore(dialect_name, attachments),
-            select_messages=select(*MESSAGE_COLUMNS)
-            .where(msg.conversation_id == cid)
-            .order_by(msg.seq),
-            select_messages_before=select(*MESSAGE_COLUMNS)
-            .where(msg.conversation_id == cid)
-            .where(msg.seq < bindparam("before", type_=BigInteger))
-            .order_by(msg.seq.desc())
-            .limit(bindparam("n", type_=BigInteger)),
-            select_path_window=_path_window(),
+            select_messages=_whole_path(MESSAGE_COLUMNS),
+            select_messages_before=_newest_before(MESSAGE_COLUMNS),
+            select_path_window=_path_window(*MESSAGE_COLUMNS),
             select_messages_in=select(*MESSAGE_COLUMNS)
+            .where(msg.conversation_id == cid)
+            .where(seq_in)
+            .order_by(msg.seq),
+            select_message_keys=_whole_path(MESSAGE_KEY_COLUMNS),
+            select_message_keys_before=_newest_before(MESSAGE_KEY_COLUMNS),
+            select_path_window_keys=_path_window(*MESSAGE_KEY_COLUMNS),
+            select_message_keys_in=select(*MESSAGE_KEY_COLUMNS)
             .where(msg.conversation_id == cid)
             .where(seq_in)
             .order_by(msg.seq),
@@ -421,6 +488,14 @@ class Statements:
             .where(call.conversation_id == cid)
             .where(call.id.in_(ids))
             .order_by(call.seq, call.idx),
+            # No ORDER BY: a load orders calls by the messages and parts that made them.
+            select_lifecycles=select(*LIFECYCLE_COLUMNS).where(call.conversation_id == cid),
+            select_lifecycles_in=select(
+                *LIFECYCLE_COLUMNS,
+                *(case((call.seq < bindparam("first"), c)) for c in _MADE_BEFORE_COLUMNS),
+            )
+            .where(call.conversation_id == cid)
+            .where(call.id.in_(ids)),
             select_cancellations=select(call.id, call.cancelled_at)
             .where(call.conversation_id == cid)
             .where(call.id.in_(ids))

@@ -81,13 +81,18 @@ class Tx(Protocol):
         ...
 
 
+_PARSED_TIMES: dict[str, datetime] = {}
+
+
 class SqliteCodec(Codec):
     """JSON as compact text, timestamps as `UTCDateTime`'s SQLite text."""
 
     def __init__(self) -> None:
         # One append writes many rows with the same timestamp, and a load reads them back:
-        # parsing each distinct text once keeps timestamp decoding off the load profile.
-        self._times: dict[str, datetime] = {}
+        # parsing each distinct text once keeps timestamp decoding off the load profile. Kept
+        # across transactions (a reload meets the same texts again); a dict's get and set are
+        # atomic, so the driver threads may share it.
+        self._times = _PARSED_TIMES
         # And an append stamps a dozen rows with one `datetime`: format it once.
         self._last_dumped: tuple[datetime, str] | None = None
 
@@ -112,7 +117,7 @@ class SqliteCodec(Codec):
     def load_time(self, raw: Any) -> datetime:
         parsed = self._times.get(raw)
         if parsed is None:
-            if len(self._times) > 4096:
+            if len(self._times) > 32_768:
                 self._times.clear()
             parsed = self._times[raw] = parse_sqlite_datetime(raw)
         return parsed

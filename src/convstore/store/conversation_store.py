@@ -59,16 +59,23 @@ from convstore.store import (
 )
 from convstore.store.conversations import UNSET
 from convstore.store.ids import new_id
-from convstore.store.reads import ConversationPage
+from convstore.store.message_cache import MessageCache
+from convstore.store.reads import ConversationPage, ConversationSummary
 from convstore.store.tools import stored_tools
 from convstore.store.writes import NoChange, OnConflict
 from convstore.transcript.planner import OrphanPolicy, attachments_needed
 from convstore.transcript.reasoning import ReasoningPolicy
 
-__all__ = ["DEFAULT_BLOB_TIMEOUT", "DEFAULT_MAX_ATTACHMENT_SIZE", "ConversationStore"]
+__all__ = [
+    "DEFAULT_BLOB_TIMEOUT",
+    "DEFAULT_MAX_ATTACHMENT_SIZE",
+    "DEFAULT_MESSAGE_CACHE",
+    "ConversationStore",
+]
 
 DEFAULT_MAX_ATTACHMENT_SIZE = 20 * 1024 * 1024
 DEFAULT_BLOB_TIMEOUT = 30.0
+DEFAULT_MESSAGE_CACHE = 10_000
 
 
 class ConversationStore:
@@ -91,6 +98,10 @@ class ConversationStore:
             learns whether anyone stored it before).
         blob_timeout: seconds one blob storage request may take (default 30; ``None``: no
             limit); one that does not answer fails the operation with `BlobStorageError`.
+        message_cache: how many decoded messages to keep (default 10,000; ``0``: none), so a
+            reload decodes only messages it has not seen. Safe with other processes and stores
+            writing the same database: stored messages never change and every load asks the
+            database which messages its path holds (`convstore.store.message_cache`).
     """
 
     def __init__(
@@ -104,9 +115,12 @@ class ConversationStore:
         blob_options: Mapping[str, Any] | None = None,
         dedupe: Literal["tenant", "global"] = "tenant",
         blob_timeout: float | None = DEFAULT_BLOB_TIMEOUT,
+        message_cache: int = DEFAULT_MESSAGE_CACHE,
     ) -> None:
         if dedupe not in ("tenant", "global"):
             raise InvalidInputError('dedupe is "tenant" or "global"')
+        check_count(message_cache, "message_cache")
+        self._messages = MessageCache(message_cache) if message_cache else None
         self.dedupe = dedupe
         self.url = url
         self.blobs_url = blobs if blobs is not None else arguments.default_blobs(url)
@@ -397,6 +411,8 @@ class ConversationStore:
         except NoChange as replay:
             replayed: list[Message] = replay.value[0]
             return replayed
+        if self._messages is not None:
+            self._messages.put_appended(conversation_id, stored)
         return stored
 
     async def load(
@@ -406,6 +422,7 @@ class ConversationStore:
         tenant: str | None = None,
         last: int | None = None,
         before_seq: int | None = None,
+        head_seq: int | None = None,
     ) -> Conversation:
         """The conversation's active path (root → head), oldest first.
 
@@ -414,13 +431,35 @@ class ConversationStore:
         history: pass the first message's ``seq`` of one page as ``before_seq`` of the next.
         A window is a slice of messages, not a transcript a provider accepts as is:
         ``render(..., last=N)`` makes one.
+
+        ``head_seq=N`` reads the path root → N instead, on any branch, without moving the
+        stored head: its tool calls' lifecycles are those of that path (a call answered only on
+        another branch is unanswered there), and the result's ``head_seq`` is N. A seq that is
+        not a message of the conversation raises `InvalidInputError`.
         """
         self._require_open()
         arguments.check_ref(conversation_id, tenant)
         check_count(last, "last")
         check_count(before_seq, "before_seq")
+        check_count(head_seq, "head_seq")
+        cache = self._messages
         return await self._backend.read(
-            lambda tx: reads.load_conversation(tx, conversation_id, tenant, last, before_seq)
+            lambda tx: reads.load_conversation(
+                tx, conversation_id, tenant, last, before_seq, head_seq=head_seq, cache=cache
+            )
+        )
+
+    async def get_conversation(
+        self, conversation_id: str, *, tenant: str | None = None
+    ) -> ConversationSummary:
+        """The conversation's header alone (title, metadata, revision, counts), no messages.
+
+        A missing conversation, or one of another tenant, raises `ConversationNotFoundError`.
+        """
+        self._require_open()
+        arguments.check_ref(conversation_id, tenant)
+        return await self._backend.read(
+            lambda tx: reads.get_conversation(tx, conversation_id, tenant)
         )
 
     async def get_message(
@@ -630,6 +669,7 @@ class ConversationStore:
         missing_attachments: Literal["error", "placeholder"] = "error",
         tools: Sequence[ToolDefinition] | None = None,
         last: int | None = None,
+        head_seq: int | None = None,
     ) -> Rendered:
         """Load a conversation and render it for ``target`` (see `convstore.render`).
 
@@ -643,10 +683,11 @@ class ConversationStore:
         the newest N messages that the target accepts (system prompt kept, no result without
         its call, the compaction summary kept; see `convstore.render`): the whole conversation
         is loaded so the window can reach back to the system prompt and the compaction.
+        ``head_seq=N`` renders the path root → N of any branch (see `load`).
         """
         if last is not None and last < 0:
             raise InvalidInputError("last must be zero or positive")
-        conversation = await self.load(conversation_id, tenant=tenant)
+        conversation = await self.load(conversation_id, tenant=tenant, head_seq=head_seq)
         if tools is None:
             tools = stored_tools(conversation)
         needed = attachments_needed(

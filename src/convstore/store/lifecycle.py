@@ -12,15 +12,20 @@ Invariants:
   duplicate (no change); a different one is a conflict.
 - Equality is value equality of the typed outputs, so key order in a JSON object or a file
   part rebuilt from the same bytes never makes a false conflict.
+- A lifecycle belongs to a path: `path_lifecycles` derives every call's state on any path from
+  that path's messages alone, as a read of another branch needs it.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 
-from convstore.model import ToolCallStatus, ToolOutput
+from convstore.model import Message, Role, ToolCallStatus, ToolOutput, ToolResultPart
 
-__all__ = ["Outcome", "on_result", "status_for"]
+__all__ = ["Outcome", "PathLifecycle", "on_result", "path_lifecycles", "status_for"]
 
 
 class Outcome(enum.Enum):
@@ -48,3 +53,77 @@ def on_result(status: ToolCallStatus, stored: ToolOutput | None, new: ToolOutput
             return Outcome.DUPLICATE if stored == new else Outcome.CONFLICT
         case ToolCallStatus.CANCELLED:
             return Outcome.CONFLICT
+
+
+@dataclass(frozen=True, slots=True)
+class PathLifecycle:
+    """Where a call stands on one path, derived from that path's messages."""
+
+    status: ToolCallStatus
+    result_kind: str | None
+    result_seq: int | None
+    result_idx: int | None
+    completed_at: datetime | None
+    """When it left ``pending``: its result's, its interrupting user turn's, or its
+    cancellation's time."""
+
+
+def path_lifecycles(
+    path: Sequence[Message],
+    made_at: Mapping[str, int],
+    cancelled: Mapping[str, datetime],
+) -> dict[str, PathLifecycle]:
+    """The lifecycle of every call made on ``path`` (root → end, in order), by call id.
+
+    The rule `convstore.store.branches` keeps stored lifecycles to: the first result after a
+    call on the path completes it, unless it was stored after the call was cancelled (then it
+    is history); otherwise a call ever cancelled is cancelled; otherwise a later user message
+    interrupts it; otherwise it is pending. ``made_at`` gives the seq of the message each
+    stored call belongs to (a call part elsewhere with the same id is not that call);
+    ``cancelled`` when calls were cancelled. One pass, linear in the path.
+    """
+    fresh: dict[str, int] = {}
+    """Calls made and not answered, with no user turn since."""
+    interrupted: dict[str, datetime | None] = {}
+    """Calls made and not answered, by the time of the first user turn after them."""
+    decided: dict[str, PathLifecycle] = {}
+    for message in path:
+        seq = message.seq or 0
+        match message.role:
+            case Role.ASSISTANT:
+                for call in message.tool_calls:
+                    if made_at.get(call.id) == seq:
+                        fresh[call.id] = seq
+            case Role.TOOL:
+                for idx, part in enumerate(message.parts):
+                    if not isinstance(part, ToolResultPart):
+                        continue
+                    call_id = part.call_id
+                    if call_id not in fresh and call_id not in interrupted:
+                        continue
+                    cancelled_at = cancelled.get(call_id)
+                    stored_at = message.created_at
+                    if cancelled_at is not None and not (stored_at and stored_at < cancelled_at):
+                        continue  # stored after the cancellation: history only
+                    fresh.pop(call_id, None)
+                    interrupted.pop(call_id, None)
+                    decided[call_id] = PathLifecycle(
+                        status_for(part.output), part.output.kind, seq, idx, stored_at
+                    )
+            case Role.USER:
+                for call_id in fresh:
+                    interrupted[call_id] = message.created_at
+                fresh.clear()
+            case Role.SYSTEM:
+                pass
+    for call_id, interrupted_at in [*((c, None) for c in fresh), *interrupted.items()]:
+        cancelled_at = cancelled.get(call_id)
+        at: datetime | None
+        if cancelled_at is not None:
+            status, at = ToolCallStatus.CANCELLED, cancelled_at
+        elif call_id in interrupted:
+            status, at = ToolCallStatus.INTERRUPTED, interrupted_at
+        else:
+            status, at = ToolCallStatus.PENDING, None
+        decided[call_id] = PathLifecycle(status, None, None, None, at)
+    return decided

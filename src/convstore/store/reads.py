@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from pydantic_core import from_json, to_json
@@ -28,12 +29,23 @@ from convstore.db.mapping import (
     decode_compactions,
     decode_conversation,
     decode_messages,
-    decode_tool_calls,
+    new_tool_call,
     outputs_of,
 )
-from convstore.db.tx import Row, Tx
+from convstore.db.tx import Codec, Row, Statement, Tx
 from convstore.errors import ConversationNotFoundError, InvalidInputError, MessageNotFoundError
-from convstore.model import Branch, Conversation, Message, ToolCallPart, ToolResultPart
+from convstore.model import (
+    Branch,
+    Conversation,
+    Message,
+    Role,
+    ToolCall,
+    ToolCallPart,
+    ToolOutput,
+    ToolResultPart,
+)
+from convstore.store.lifecycle import path_lifecycles
+from convstore.store.message_cache import MessageCache
 
 __all__ = [
     "ConversationPage",
@@ -43,6 +55,7 @@ __all__ = [
     "branches",
     "conversation_tenant",
     "find_message",
+    "get_conversation",
     "list_conversations",
     "load_conversation",
     "messages_at",
@@ -85,13 +98,7 @@ class ConversationPage(list[ConversationSummary]):
 
 def messages_at(tx: Tx, cid: str, seqs: Iterable[int]) -> list[Message]:
     """The messages with these sequence numbers (those that exist), by ``seq``."""
-    wanted = list(seqs)
-    if not wanted:
-        return []
-    rows = tx.fetch(
-        tx.statements.select_messages_in, {"cid": cid, "seqs": tx.codec.dump_json(wanted)}
-    )
-    return decode_messages(cid, rows, tx.codec)
+    return _Messages(tx, cid, None, None).at(seqs)
 
 
 def path_seqs(tx: Tx, cid: str, end: int | None) -> list[int]:
@@ -110,21 +117,92 @@ def tree(tx: Tx, cid: str) -> list[Row]:
     return tx.fetch(tx.statements.select_tree, {"cid": cid})
 
 
+class _Messages:
+    """Reads messages through the message cache: rows decoded once, then only their keys.
+
+    A conversation the cache holds nothing of is read as whole rows (nothing to gain from
+    asking for keys first); otherwise its (seq, created_at) keys come first and only the rows
+    the cache misses are fetched and decoded, in the same read transaction.
+    """
+
+    def __init__(self, tx: Tx, cid: str, created: Any, cache: MessageCache | None) -> None:
+        self.tx = tx
+        self.cid = cid
+        self.instance = (cid, created)
+        """The conversation instance (`convstore.store.message_cache`): id and creation time."""
+        self.cache = cache
+
+    def at(self, seqs: Iterable[int]) -> list[Message]:
+        """The messages with these sequence numbers (those that exist), by ``seq``."""
+        wanted = list(seqs)
+        if not wanted:
+            return []
+        params = {"cid": self.cid, "seqs": self.tx.codec.dump_json(wanted)}
+        st = self.tx.statements
+        return self.read(st.select_messages_in, st.select_message_keys_in, params)
+
+    def read(
+        self,
+        rows: Statement,
+        keys: Statement,
+        params: Mapping[str, Any],
+        *,
+        stream: bool = False,
+    ) -> list[Message]:
+        """Messages of ``rows`` (whose key form is ``keys``), in that statement's order."""
+        tx, cid, cache, instance = self.tx, self.cid, self.cache, self.instance
+        if cache is None or not cache.holds(instance):
+            fetched = tx.stream(rows, params) if stream else tx.fetch(rows, params)
+            messages = decode_messages(cid, fetched, tx.codec)
+            if cache is not None:
+                cache.put(instance, messages)
+            return messages
+        seqs = [row[0] for row in tx.fetch(keys, params)]
+        found, missing = cache.lookup(instance, seqs)
+        if not missing:
+            return found  # type: ignore[return-value]  # no None when nothing is missing
+        st = tx.statements
+        decoded = decode_messages(
+            cid,
+            tx.fetch(st.select_messages_in, {"cid": cid, "seqs": tx.codec.dump_json(missing)}),
+            tx.codec,
+        )
+        cache.put(instance, decoded)
+        by_seq = {m.seq: m for m in decoded}
+        # One snapshot: every seq just read has its row.
+        return [m if m is not None else by_seq[s] for m, s in zip(found, seqs, strict=True)]
+
+
 def load_conversation(
-    tx: Tx, cid: str, tenant: str | None, last: int | None, before_seq: int | None = None
+    tx: Tx,
+    cid: str,
+    tenant: str | None,
+    last: int | None,
+    before_seq: int | None = None,
+    *,
+    head_seq: int | None = None,
+    cache: MessageCache | None = None,
 ) -> Conversation:
-    """The active path, whole or the newest ``last`` messages below ``before_seq``."""
+    """The path root → head (the stored one, or ``head_seq``).
+
+    Whole, or the newest ``last`` messages below ``before_seq``.
+    """
     st, codec = tx.statements, tx.codec
     rows = tx.fetch(st.select_conversation.pick(tenant), {"cid": cid, "for_tenant": tenant})
     if not rows:
         raise ConversationNotFoundError(cid)
     header = rows[0]
     head, branched = header[8], bool(header[10])
+    reader = _Messages(tx, cid, header[5], cache)
+    if head_seq is not None and head_seq != head:
+        return _load_other_path(tx, reader, header, head_seq, last, before_seq)
     whole = last is None and before_seq is None
     if head is None:
         messages: list[Message] = []
     elif whole and not branched:
-        messages = decode_messages(cid, tx.stream(st.select_messages, {"cid": cid}), codec)
+        messages = reader.read(
+            st.select_messages, st.select_message_keys, {"cid": cid}, stream=True
+        )
     else:
         window = {
             "cid": cid,
@@ -132,42 +210,171 @@ def load_conversation(
             "before": _NO_LIMIT if before_seq is None else before_seq,
             "n": _NO_LIMIT if last is None else last,
         }
-        stmt = st.select_path_window if branched else st.select_messages_before
-        messages = decode_messages(cid, tx.fetch(stmt, window), codec)
+        if branched:
+            messages = reader.read(st.select_path_window, st.select_path_window_keys, window)
+        else:
+            messages = reader.read(st.select_messages_before, st.select_message_keys_before, window)
         messages.reverse()
-    tool_calls = _calls_of(tx, cid, messages, everything=whole and not branched)
+    tool_calls = _calls_of(reader, messages, everything=whole)
     compactions = decode_compactions(tx.fetch(st.select_compactions, {"cid": cid}), codec)
     return decode_conversation(header, codec, messages, tool_calls, compactions)
 
 
-def _calls_of(tx: Tx, cid: str, messages: list[Message], *, everything: bool) -> list[Any]:
-    """The calls made or answered in ``messages``, with their outputs."""
+def _calls_of(reader: _Messages, messages: list[Message], *, everything: bool) -> list[ToolCall]:
+    """The calls made or answered in ``messages`` (a window of the active path).
+
+    Their lifecycles are those stored for that path. Calls made in the window are built from
+    their own parts; only their lifecycles are read (`LIFECYCLE_COLUMNS`). A call answered in
+    the window but made before it is built from the message that made it.
+    """
+    tx, cid = reader.tx, reader.cid
     st, codec = tx.statements, tx.codec
-    outputs = outputs_of(messages)
-    if everything:
-        return decode_tool_calls(tx.fetch(st.select_tool_calls, {"cid": cid}), outputs, codec)
-    made: set[int] = set()
+    # One pass: the ids the window's parts name, and its results' outputs.
     ids: list[str] = []
+    outputs: dict[tuple[int, int], ToolOutput] = {}
     for message in messages:
-        for part in message.parts:
-            if isinstance(part, ToolCallPart):
-                ids.append(part.id)
-                made.add(message.seq or 0)
-            elif isinstance(part, ToolResultPart):
-                ids.append(part.call_id)
+        if message.role is Role.ASSISTANT:
+            ids.extend(p.id for p in message.parts if isinstance(p, ToolCallPart))
+        elif message.role is Role.TOOL:
+            for idx, part in enumerate(message.parts):
+                if isinstance(part, ToolResultPart):
+                    ids.append(part.call_id)
+                    outputs[(message.seq or 0, idx)] = part.output
     if not ids:
         return []
+    if everything:
+        rows = tx.fetch(st.select_lifecycles, {"cid": cid})
+    else:
+        params = {"cid": cid, "ids": codec.dump_json(ids), "first": messages[0].seq}
+        rows = tx.fetch(st.select_lifecycles_in, params)
+    if not rows:
+        return []
     window = {m.seq for m in messages}
-    rows = [
-        row
-        for row in tx.fetch(st.select_tool_calls_in, {"cid": cid, "ids": codec.dump_json(ids)})
-        if row[1] in window or row[8] in window
-    ]
-    # A call made in the window whose result lies after it (a before_seq page): its output.
-    later = {row[8] for row in rows if row[8] is not None and row[8] not in window}
-    if later:
-        outputs.update(outputs_of(messages_at(tx, cid, sorted(later))))
-    return decode_tool_calls(rows, outputs, codec)
+    calls = []
+    if not everything:
+        # A call made in the window whose result lies after it (a before_seq page): its output.
+        later = sorted({row[5] for row in rows if row[5] is not None and row[5] not in window})
+        if later:
+            outputs.update(outputs_of(reader.at(later)))
+        # Calls answered here but made before the window (results follow calls on a path, so
+        # the statement gave their name and arguments), in call order.
+        for row in sorted(rows, key=lambda r: (r[1], r[2])):
+            if row[5] in window and row[1] not in window and row[10] is not None:
+                made = (row[0], row[10], codec.load_json(row[12]), row[11])
+                calls.append(_lifecycle_call(made, row, outputs, codec.load_time))
+    lifecycles = {row[0]: row for row in rows}
+    calls.extend(_built_calls(messages, lifecycles.get, outputs, codec.load_time, reader))
+    return calls
+
+
+LifecycleRow = tuple[Any, ...]
+"""A `LIFECYCLE_COLUMNS` row: id, seq, idx, status, result_kind, result_seq, result_idx,
+created_at, completed_at, cancelled_at."""
+
+
+def _built_calls(
+    messages: Iterable[Message],
+    lifecycle_of: Callable[[str], LifecycleRow | None],
+    outputs: Mapping[tuple[int, int], ToolOutput],
+    load_time: Callable[[Any], datetime],
+    reader: _Messages | None = None,
+) -> list[ToolCall]:
+    """A `ToolCall` for each call part of ``messages`` that ``lifecycle_of`` knows, in order.
+
+    With a ``reader`` whose cache holds a call built from the same values, that one.
+    """
+    calls = []
+    cache = None if reader is None else reader.cache
+    for message in messages:
+        if message.role is not Role.ASSISTANT:
+            continue
+        seq = message.seq or 0
+        for part in message.parts:
+            if not isinstance(part, ToolCallPart):
+                continue
+            row = lifecycle_of(part.id)
+            if row is None or row[1] != seq:  # the stored call of that id is another part
+                continue
+            if cache is None:
+                calls.append(_lifecycle_call(part, row, outputs, load_time))
+                continue
+            output = None if row[5] is None else outputs.get((row[5], row[6]))
+            made_of = (*row[1:9], part, output)
+            calls.append(
+                cache.call(
+                    reader.cid,  # type: ignore[union-attr]  # a cache comes with its reader
+                    part.id,
+                    made_of,
+                    partial(_lifecycle_call, part, row, outputs, load_time),
+                )
+            )
+    return calls
+
+
+def _lifecycle_call(
+    made: ToolCallPart | tuple[str, str, dict[str, Any], str | None],
+    row: LifecycleRow,
+    outputs: Mapping[tuple[int, int], ToolOutput],
+    load_time: Callable[[Any], datetime],
+) -> ToolCall:
+    _id, seq, _idx, status, kind, result_seq, result_idx, created, completed = row[:9]
+    return new_tool_call(
+        made,
+        seq=seq,
+        status=status,
+        result_kind=kind,
+        output=None if result_seq is None else outputs.get((result_seq, result_idx)),
+        result_seq=result_seq,
+        created_at=load_time(created),
+        completed_at=None if completed is None else load_time(completed),
+    )
+
+
+def _load_other_path(
+    tx: Tx,
+    reader: _Messages,
+    header: Row,
+    head_seq: int,
+    last: int | None,
+    before_seq: int | None,
+) -> Conversation:
+    """The path root → ``head_seq`` (not the stored head), its lifecycles derived from it.
+
+    Stored lifecycles describe the active path; another path's are derived from its own
+    messages (`path_lifecycles`), so a call answered only on the active branch is unanswered
+    here. The whole path is read: its lifecycles depend on all of it.
+    """
+    st, codec, cid = tx.statements, tx.codec, reader.cid
+    params = {"cid": cid, "head": head_seq, "before": head_seq + 1, "n": _NO_LIMIT}
+    if header[10]:
+        path = reader.read(st.select_path_window, st.select_path_window_keys, params)
+    else:
+        path = reader.read(st.select_messages_before, st.select_message_keys_before, params)
+    if not path or path[0].seq != head_seq:
+        raise InvalidInputError(f"head_seq {head_seq} is not a message of conversation {cid!r}")
+    path.reverse()
+    rows = tx.fetch(st.select_lifecycles, {"cid": cid})
+    made_at = {row[0]: row[1] for row in rows}
+    created = {row[0]: codec.load_time(row[7]) for row in rows}
+    cancelled = {row[0]: codec.load_time(row[9]) for row in rows if row[9] is not None}
+    derived = path_lifecycles(path, made_at, cancelled)
+    below = [m for m in path if before_seq is None or (m.seq or 0) < before_seq]
+    messages = below if last is None else below[len(below) - last :] if last else []
+    window = {m.seq for m in messages}
+    wanted = {
+        call_id: (call_id, made_at[call_id], 0, lc.status.value, lc.result_kind, lc.result_seq,
+                  lc.result_idx, created[call_id], lc.completed_at, None)
+        for call_id, lc in derived.items()
+        if made_at[call_id] in window or lc.result_seq in window
+    }  # fmt: skip
+    tool_calls = _built_calls(path, wanted.get, outputs_of(path), _as_is)
+    compactions = decode_compactions(tx.fetch(st.select_compactions, {"cid": cid}), codec)
+    header = (*header[:8], head_seq, *header[9:])  # the path read ends there
+    return decode_conversation(header, codec, messages, tool_calls, compactions)
+
+
+def _as_is(value: Any) -> Any:
+    return value
 
 
 def encode_cursor(created_at: datetime, cid: str) -> str:
@@ -210,26 +417,12 @@ def list_conversations(
             params["after_id"] = after[1]
             rows = tx.fetch(st.list_conversations_after.pick(tenant), params)
         for row in rows:
-            (cid, row_tenant, title, meta, _last, created, updated, _state, _head, revision,
-             _branched, count) = row  # fmt: skip
-            created_at = codec.load_time(created)
-            after = (created_at, cid)
-            meta = codec.load_json(meta) or {}
+            summary = _summary(row, codec)
+            after = (summary.created_at, summary.id)
+            meta = summary.metadata
             if metadata and any(k not in meta or meta[k] != v for k, v in metadata.items()):
                 continue
-            page.append(
-                ConversationSummary(
-                    id=cid,
-                    title=title,
-                    tenant=row_tenant,
-                    metadata=meta,
-                    message_count=count,
-                    created_at=created_at,
-                    updated_at=codec.load_time(updated),
-                    revision=revision,
-                    cursor=encode_cursor(created_at, cid),
-                )
-            )
+            page.append(summary)
             if len(page) > limit:
                 break
         if len(rows) < batch:
@@ -238,6 +431,32 @@ def list_conversations(
         del page[limit:]
         page.next_cursor = page[-1].cursor if page else None
     return page
+
+
+def _summary(row: Row, codec: Codec) -> ConversationSummary:
+    """A `ConversationSummary` from a ``select_summary`` or listing row."""
+    (cid, tenant, title, meta, _last, created, updated, _state, _head, revision, _branched,
+     count) = row  # fmt: skip
+    created_at = codec.load_time(created)
+    return ConversationSummary(
+        id=cid,
+        title=title,
+        tenant=tenant,
+        metadata=codec.load_json(meta) or {},
+        message_count=count,
+        created_at=created_at,
+        updated_at=codec.load_time(updated),
+        revision=revision,
+        cursor=encode_cursor(created_at, cid),
+    )
+
+
+def get_conversation(tx: Tx, cid: str, tenant: str | None) -> ConversationSummary:
+    """The header of one conversation; `ConversationNotFoundError` if it is not visible."""
+    rows = tx.fetch(tx.statements.select_summary.pick(tenant), {"cid": cid, "for_tenant": tenant})
+    if not rows:
+        raise ConversationNotFoundError(cid)
+    return _summary(rows[0], tx.codec)
 
 
 def find_message(
