@@ -11,6 +11,7 @@ everything not listed in ``__all__``, may change without notice.
 from convstore.capabilities import TARGETS, Capabilities, capabilities_for
 from convstore.db import DEFAULT_URL, migrate
 from convstore.errors import (
+    AsyncOnlyError,
     AttachmentCorruptedError,
     AttachmentNotFoundError,
     AttachmentTooLargeError,
@@ -79,6 +80,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_URL",
     "TARGETS",
+    "AsyncOnlyError",
     "AttachmentCorruptedError",
     "AttachmentNotFoundError",
     "AttachmentRef",
