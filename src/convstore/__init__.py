@@ -66,6 +66,7 @@ from convstore.model import (
 from convstore.parsing import parse, parse_response, parse_tools
 from convstore.rendering import Rendered, render
 from convstore.store import (
+    AppendResult,
     ConversationPage,
     ConversationStore,
     ConversationSummary,
@@ -80,6 +81,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_URL",
     "TARGETS",
+    "AppendResult",
     "AsyncOnlyError",
     "AttachmentCorruptedError",
     "AttachmentNotFoundError",
