@@ -26,6 +26,7 @@ it and nothing else::
     │   ├── DatabaseError
     │   └── BlobStorageError
     ├── ClosedError                              the store was used outside ``async with``
+    ├── AsyncOnlyError (NotImplementedError)     a blocking method of an async-only integration
     └── MissingDependencyError (ImportError)     an optional extra is not installed (names it)
 
 Driver and filesystem exceptions never escape: they are translated where they are caught
@@ -35,6 +36,7 @@ Driver and filesystem exceptions never escape: they are translated where they ar
 from __future__ import annotations
 
 __all__ = [
+    "AsyncOnlyError",
     "AttachmentCorruptedError",
     "AttachmentNotFoundError",
     "AttachmentTooLargeError",
@@ -209,6 +211,13 @@ class BlobStorageError(StorageError):
 
 class ClosedError(ConvstoreError):
     """The store was used before ``async with`` opened it or after it closed."""
+
+
+class AsyncOnlyError(ConvstoreError, NotImplementedError):
+    """A blocking method of an async-only integration was called.
+
+    The message names the async method to call instead.
+    """
 
 
 class MissingDependencyError(ConvstoreError, ImportError):
