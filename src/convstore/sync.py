@@ -236,6 +236,7 @@ class ConversationStore:
     load = _blocking(AsyncConversationStore.load)
     get_conversation = _blocking(AsyncConversationStore.get_conversation)
     get_message = _blocking(AsyncConversationStore.get_message)
+    get_messages = _blocking(AsyncConversationStore.get_messages)
     pop = _blocking(AsyncConversationStore.pop)
     truncate = _blocking(AsyncConversationStore.truncate)
     fork = _blocking(AsyncConversationStore.fork)
