@@ -155,7 +155,10 @@ class _Messages:
             fetched = tx.stream(rows, params) if stream else tx.fetch(rows, params)
             messages = decode_messages(cid, fetched, tx.codec)
             if cache is not None:
-                cache.put(instance, messages)
+                # Oldest first, so the newest are the last to be evicted (windows read newest
+                # first).
+                newest_first = len(messages) > 1 and _seq_of(messages[0]) > _seq_of(messages[-1])
+                cache.put(instance, messages[::-1] if newest_first else messages)
             return messages
         seqs = [row[0] for row in tx.fetch(keys, params)]
         found, missing = cache.lookup(instance, seqs)
@@ -167,10 +170,19 @@ class _Messages:
             tx.fetch(st.select_messages_in, {"cid": cid, "seqs": tx.codec.dump_json(missing)}),
             tx.codec,
         )
-        cache.put(instance, decoded)
         by_seq = {m.seq: m for m in decoded}
         # One snapshot: every seq just read has its row.
-        return [m if m is not None else by_seq[s] for m, s in zip(found, seqs, strict=True)]
+        messages = [m if m is not None else by_seq[s] for m, s in zip(found, seqs, strict=True)]
+        if len(messages) > cache.capacity:
+            # More than it can keep: keep the newest (the next window's), not the last decoded.
+            cache.put(instance, sorted(messages, key=_seq_of))
+        else:
+            cache.put(instance, decoded)
+        return messages
+
+
+def _seq_of(message: Message) -> int:
+    return message.seq or 0
 
 
 def load_conversation(
