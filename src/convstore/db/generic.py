@@ -43,6 +43,7 @@ from convstore.db.migrations import (
     unknown_schema_error,
     upgrade_connection,
 )
+from convstore.db.partitioning import partition_tables
 from convstore.db.statements import Statements, column_names
 from convstore.db.tx import Codec, PassthroughCodec, Row, Statement, Tx
 from convstore.errors import ClosedError, SchemaOutOfDateError
@@ -161,7 +162,9 @@ class SqlAlchemyBackend:
             self._engine = create_async_engine(
                 self._url,
                 pool_size=self._pool_size,
-                pool_pre_ping=True,
+                # A connection the server closed is noticed when used, not by a round trip
+                # before each operation (see `_fetch_one_statement`, `_read` and `_write`).
+                pool_pre_ping=False,
                 json_serializer=_json_dumps,
                 json_deserializer=from_json,
             )
@@ -205,6 +208,15 @@ class SqlAlchemyBackend:
         except (sa_exc.SQLAlchemyError, OSError) as exc:  # OSError: the server is unreachable
             raise translate(exc) from exc
 
+    async def partition(self, modulus: int) -> list[str]:
+        """Hash-partition the per-conversation tables (`convstore.db.partitioning`)."""
+        try:
+            async with _loop_migration_lock(), self.engine.begin() as conn:
+                await conn.run_sync(_lock_migrations)
+                return await conn.run_sync(partition_tables, modulus)
+        except (sa_exc.SQLAlchemyError, OSError) as exc:
+            raise translate(exc) from exc
+
     async def write(self, fn: Callable[[Tx], T]) -> T:
         """Run ``fn`` in one transaction, retrying the whole of it on transient failures.
 
@@ -236,6 +248,41 @@ class SqlAlchemyBackend:
                 raise translate(exc) from exc
             return result
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def fetch_one_statement(self, sql: str, arguments: Sequence[Any]) -> Any | None:
+        """Run one statement on the driver connection, in a transaction of its own.
+
+        The first row, or ``None`` when there is none or the server refused the statement (it
+        then changed nothing; the caller falls back to the general path, which reports the
+        error). A connection lost mid-statement raises `DatabaseError`: whether the statement
+        committed is unknown, so it is not retried. Cancelling the caller lets the statement
+        finish in the background (see `_to_the_end`): once sent, it commits or fails whole.
+        """
+        return await self._to_the_end(self._fetch_one_statement(sql, arguments))
+
+    async def _fetch_one_statement(self, sql: str, arguments: Sequence[Any]) -> Any | None:
+        import asyncpg  # the driver of every URL this backend serves besides SQLite's
+
+        engine = self.engine
+        for _ in range(self._pool_size + 1):
+            try:
+                async with engine.connect() as conn:
+                    raw = await conn.get_raw_connection()
+                    driver: asyncpg.Connection = raw.driver_connection
+                    if driver.is_closed():
+                        # Closed by the server while pooled (no pre-ping): nothing was sent.
+                        await conn.invalidate()
+                        continue
+                    try:
+                        return await driver.fetchrow(sql, *arguments)
+                    except asyncpg.PostgresError:
+                        return None
+                    except BaseException:
+                        await conn.invalidate()
+                        raise
+            except (sa_exc.SQLAlchemyError, OSError, asyncpg.InterfaceError) as exc:
+                raise translate(exc) from exc
+        raise translate(OSError("every pooled connection was closed by the server"))
 
     async def read(self, fn: Callable[[Tx], T]) -> T:
         """Run ``fn`` in one ``REPEATABLE READ`` transaction; see `_to_the_end` on cancelling."""
