@@ -55,8 +55,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The PostgreSQL store, concurrency and v2-operation suites once more on a database
-# hash-partitioned by `convstore partition` (docs/scaling.md).
-PARTITIONED_SUITES := tests/store tests/reliability/test_concurrency.py
+# hash-partitioned by `convstore partition` (docs/scaling.md). Left out: what does not touch
+# the partitioned tables differently (blob-backend variants, migrating an empty database) and
+# the reference-model state machine (the v2 operations have suites of their own).
+PARTITIONED_SUITES := tests/store tests/reliability/test_concurrency.py -k "not migrating \
+	and not postgres-s3 and not postgres-local and not state_machine"
 
 pytest: $(STAMP) $(AI_SDK_STAMP)
 	$(BIN)/pytest
