@@ -295,6 +295,8 @@ class SqlAlchemyBackend:
             async with self.engine.connect() as conn:
                 raw = await conn.get_raw_connection()
                 driver: asyncpg.Connection = raw.driver_connection
+                for listener in list(self._listeners):  # not seen by SQLAlchemy's events
+                    listener(sql)
                 try:
                     return await driver.fetchrow(sql, *arguments)
                 except asyncpg.PostgresError:

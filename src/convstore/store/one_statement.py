@@ -141,4 +141,4 @@ async def append_in_one_statement(
     if row is None:
         return None
     base, head = row
-    return writes.stored_copies(plan, base + 1, head)
+    return writes.stored_copies(plan.messages, plan.conversation_id, base + 1, head, plan.now)

@@ -76,6 +76,8 @@ __all__ = [
     "finish_tombstones",
     "lock",
     "new_revision",
+    "plan_batch",
+    "stored_copies",
 ]
 
 OnConflict = Literal["raise", "keep-first"]
@@ -354,7 +356,7 @@ def append_messages(tx: Tx, plan: AppendPlan) -> tuple[list[Message], ToolCall |
     header.last_seq = first_seq + count - 1
     header.head_seq = header.last_seq
     advance(tx, header, plan.now)
-    stored = stored_copies(plan, first_seq, parent)
+    stored = stored_copies(plan.messages, cid, first_seq, parent, plan.now)
     completed = None
     if plan.completion:
         result = plan.messages[0].parts[0]
@@ -376,19 +378,21 @@ def plan_batch(tx: Tx, plan: AppendPlan) -> _Batch:
     return batch
 
 
-def stored_copies(plan: AppendPlan, first_seq: int, parent: int | None) -> list[Message]:
-    """The batch's messages as stored from ``first_seq`` on, following ``parent``."""
+def stored_copies(
+    messages: list[Message], cid: str, first_seq: int, parent: int | None, now: datetime
+) -> list[Message]:
+    """What an append returns: its messages as stored from ``first_seq`` on, after ``parent``."""
     stored = []
-    for offset, m in enumerate(plan.messages):
+    for offset, m in enumerate(messages):
         seq = first_seq + offset
         stored.append(
             _new_message(
                 {
                     **m.__dict__,
                     "seq": seq,
-                    "created_at": plan.now,
+                    "created_at": now,
                     "parent_seq": parent if offset == 0 else seq - 1,
-                    "conversation_id": plan.conversation_id,
+                    "conversation_id": cid,
                 }
             )
         )
