@@ -188,30 +188,24 @@ def test_a_plain_turn_is_one_statement(
     pg_store: ConversationStore, loop: asyncio.AbstractEventLoop
 ) -> None:
     """Calls made, answered, and a user turn interrupting one left pending: one round trip."""
-    backend: Any = pg_store.backend
     sent: list[str] = []
-    real = backend.fetch_one_statement
-
-    async def counted(sql: str, arguments: Any) -> Any:
-        sent.append(sql)
-        return await real(sql, arguments)
 
     async def turns() -> None:
         cid = (await pg_store.create_conversation(tenant="t")).id
-        await pg_store.append(
-            cid,
-            [
-                Message.user("weather and time?"),
-                Message.assistant(
-                    ToolCallPart(id="w", name="weather", arguments={"city": "Oslo"}),
-                    ToolCallPart(id="t", name="time", arguments={}),
-                ),
-                Message.tool_result("w", {"celsius": 3}),
-            ],
-            tenant="t",
-        )
-        stop = backend.add_statement_listener(sent.append)
+        stop = pg_store.backend.add_statement_listener(sent.append)
         try:
+            await pg_store.append(
+                cid,
+                [
+                    Message.user("weather and time?"),
+                    Message.assistant(
+                        ToolCallPart(id="w", name="weather", arguments={"city": "Oslo"}),
+                        ToolCallPart(id="t", name="time", arguments={}),
+                    ),
+                    Message.tool_result("w", {"celsius": 3}),
+                ],
+                tenant="t",
+            )
             await pg_store.append(cid, Message.user("never mind"), tenant="t")
         finally:
             stop()
@@ -222,6 +216,6 @@ def test_a_plain_turn_is_one_statement(
         ]
         assert [m.seq for m in loaded.messages] == [1, 2, 3, 4]
 
-    with mock.patch.object(backend, "fetch_one_statement", counted):
-        loop.run_until_complete(turns())
-    assert len(sent) == 2  # one statement per append, none through SQLAlchemy
+    loop.run_until_complete(turns())
+    assert len(sent) == 2  # one statement per append
+    assert all(s.lstrip().startswith("WITH") for s in sent)
