@@ -30,7 +30,7 @@ ADK_VENV  := .venv-adk
 ADK_STAMP := $(ADK_VENV)/.installed-google-adk
 
 .PHONY: demo test lint typecheck pytest pytest-agents bench lock clean test-pydantic-ai \
-	test-google-adk bench-frameworks
+	test-google-adk bench-frameworks screenshots serve
 
 $(BASE_STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,15 @@ $(STAMP): $(BASE_STAMP)
 
 demo: $(BASE_STAMP)
 	$(BIN)/convstore demo
+
+# The inspector on the demo database (http://127.0.0.1:8765/).
+serve: $(STAMP)
+	test -f convstore.db || $(BIN)/convstore demo >/dev/null
+	$(BIN)/convstore serve
+
+# The README's screenshots, taken by the browser test (needs /usr/bin/chromium).
+screenshots: $(STAMP)
+	CONVSTORE_SCREENSHOTS=docs/images $(BIN)/pytest tests/web/test_browser.py -q
 
 test: lint typecheck pytest pytest-agents test-pydantic-ai test-google-adk
 
