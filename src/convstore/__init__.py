@@ -11,6 +11,7 @@ everything not listed in ``__all__``, may change without notice.
 from convstore.capabilities import TARGETS, Capabilities, capabilities_for
 from convstore.db import DEFAULT_URL, migrate
 from convstore.errors import (
+    AsyncOnlyError,
     AttachmentCorruptedError,
     AttachmentNotFoundError,
     AttachmentTooLargeError,
@@ -81,6 +82,7 @@ __all__ = [
     "DEFAULT_URL",
     "TARGETS",
     "AppendResult",
+    "AsyncOnlyError",
     "AttachmentCorruptedError",
     "AttachmentNotFoundError",
     "AttachmentRef",

@@ -25,7 +25,8 @@ it and nothing else::
     ├── StorageError                             the database or blob backend failed
     │   ├── DatabaseError
     │   └── BlobStorageError
-    └── ClosedError                              the store was used outside ``async with``
+    ├── ClosedError                              the store was used outside ``async with``
+    └── AsyncOnlyError (NotImplementedError)     a blocking method of an async-only integration
 
 Driver and filesystem exceptions never escape: they are translated where they are caught
 (``db``, ``blobs``) and chained with ``raise ... from exc`` so the cause stays visible.
@@ -34,6 +35,7 @@ Driver and filesystem exceptions never escape: they are translated where they ar
 from __future__ import annotations
 
 __all__ = [
+    "AsyncOnlyError",
     "AttachmentCorruptedError",
     "AttachmentNotFoundError",
     "AttachmentTooLargeError",
@@ -207,3 +209,10 @@ class BlobStorageError(StorageError):
 
 class ClosedError(ConvstoreError):
     """The store was used before ``async with`` opened it or after it closed."""
+
+
+class AsyncOnlyError(ConvstoreError, NotImplementedError):
+    """A blocking method of an async-only integration was called.
+
+    The message names the async method to call instead.
+    """
