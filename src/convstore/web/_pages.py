@@ -10,6 +10,7 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
@@ -155,14 +156,17 @@ class Pages:
         cid = request.path_params["cid"]
         head = _int_param(request, "head", minimum=1)
         before = _int_param(request, "before", minimum=1)
-        tips = await self._store.branches(cid, tenant=self._tenant)
-        loaded = await _compat.load_path(
-            self._store,
-            cid,
-            tenant=self._tenant,
-            head_seq=head,
-            last=MESSAGES_PER_PAGE,
-            before_seq=before,
+        # Two independent reads: side by side (the database serves several readers at once).
+        tips, loaded = await asyncio.gather(
+            self._store.branches(cid, tenant=self._tenant),
+            _compat.load_path(
+                self._store,
+                cid,
+                tenant=self._tenant,
+                head_seq=head,
+                last=MESSAGES_PER_PAGE,
+                before_seq=before,
+            ),
         )
         stored_head = next((tip.head_seq for tip in tips if tip.active), None)
         messages = loaded.messages
