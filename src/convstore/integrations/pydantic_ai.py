@@ -65,13 +65,19 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from pydantic import JsonValue, TypeAdapter
-from pydantic_ai.conversation_store import (
-    ConversationConflict,
-    ConversationEntry,
-    ConversationRecord,
-)
-from pydantic_ai.conversation_store import ConversationStore as _FrameworkStore
-from pydantic_ai.messages import BinaryContent, ModelMessage, ModelMessagesTypeAdapter
+
+from convstore.errors import MissingDependencyError
+
+try:
+    from pydantic_ai.conversation_store import (
+        ConversationConflict,
+        ConversationEntry,
+        ConversationRecord,
+    )
+    from pydantic_ai.conversation_store import ConversationStore as _FrameworkStore
+    from pydantic_ai.messages import BinaryContent, ModelMessage, ModelMessagesTypeAdapter
+except ImportError as _missing:
+    raise MissingDependencyError(__name__, "pydantic-ai-slim", "pydantic-ai") from _missing
 
 from convstore.errors import (
     ConversationNotFoundError,
