@@ -8,6 +8,7 @@ import pytest
 
 from convstore.cli import main
 from convstore.cli.serve import is_loopback
+from tests.test_optional_dependencies import _run
 
 
 @pytest.mark.parametrize(
@@ -44,3 +45,27 @@ def test_serve_opens_only_an_existing_database(
     missing = f"sqlite+aiosqlite:///{tmp_path}/missing.db"
     assert main(["serve", "--url", missing, "--port", "0"]) == 1
     assert "DatabaseNotFoundError" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("blocked", ["starlette", "jinja2", "uvicorn"])
+def test_without_the_web_extra_serve_names_it(blocked: str, tmp_path: Path) -> None:
+    database = tmp_path / "convstore.db"
+    result = _run(
+        blocked,
+        f"""
+        import asyncio, sys
+        from convstore import ConversationStore
+        from convstore.cli import main
+
+        async def create():
+            async with ConversationStore("sqlite+aiosqlite:///{database}"):
+                pass
+
+        asyncio.run(create())
+        sys.exit(main(["serve", "--url", "sqlite+aiosqlite:///{database}", "--port", "0"]))
+        """,
+    )
+    assert result.returncode == 1
+    assert "MissingDependencyError" in result.stderr
+    assert f"needs {blocked}" in result.stderr
+    assert "pip install 'convstore[web]'" in result.stderr

@@ -16,6 +16,7 @@ import os
 import sys
 
 from convstore.cli.commands import _existing_store
+from convstore.errors import MissingDependencyError
 
 __all__ = ["add_arguments", "is_loopback", "serve"]
 
@@ -64,9 +65,8 @@ async def serve(args: argparse.Namespace) -> int:
     try:
         from convstore.web import create_app
         from convstore.web._server import run
-    except ImportError as exc:
-        print(f"convstore: {exc} (pip install 'convstore[web]')", file=sys.stderr)
-        return 1
+    except ImportError as exc:  # uvicorn, or the extra's others (a MissingDependencyError)
+        raise MissingDependencyError("convstore serve", exc.name or "uvicorn", "web") from exc
     async with _existing_store(args) as store:
         app = create_app(store, tenant=args.tenant, token=args.token)
         note = " (token required: open it once with ?token=...)" if args.token else ""

@@ -21,11 +21,13 @@ stored string reaches a page escaped; pages run no script.
 
 from __future__ import annotations
 
+from convstore.errors import MissingDependencyError
+
 try:
     import jinja2  # noqa: F401
     import starlette  # noqa: F401
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("convstore.web needs the 'web' extra: pip install 'convstore[web]'") from exc
+except ImportError as _missing:
+    raise MissingDependencyError(__name__, _missing.name or "starlette", "web") from _missing
 
 from convstore.web._app import create_app
 
