@@ -425,13 +425,14 @@ class _AsSerialized:
 
     def __init__(self, message: ModelMessage) -> None:
         self.message = message
-        self._json = ModelMessagesTypeAdapter.dump_json([message])
+        self._json: bytes = ModelMessagesTypeAdapter.dump_json([message])
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, _AsSerialized):
             return self._json == other._json
         if isinstance(other, ModelRequest | ModelResponse):
-            return self._json == ModelMessagesTypeAdapter.dump_json([other])
+            theirs: bytes = ModelMessagesTypeAdapter.dump_json([other])
+            return self._json == theirs
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]  # mutable comparison, like the messages
@@ -472,7 +473,8 @@ def _last_instructions(entries: Sequence[ConversationEntry], before: str | None)
     """The instructions in force after ``entries`` (pydantic-ai sends the newest request's)."""
     for entry in reversed(entries):
         if isinstance(entry.message, ModelRequest) and entry.message.instructions is not None:
-            return entry.message.instructions
+            found: str = entry.message.instructions
+            return found
     return before
 
 
