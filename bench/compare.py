@@ -327,7 +327,9 @@ def run_callgrind(args: argparse.Namespace, v1_src: Path | None) -> dict[str, An
         print(f"callgrind skipped: {reason}", file=sys.stderr)
         return {"skipped": reason, "results": []}
     results: list[dict[str, Any]] = []
-    for peer in ("convstore_store", "convstore_v1", "agents_sqlite", "raw_sqlite3"):
+    peers = ("convstore_store", "convstore_nocache", "convstore_session", "convstore_v1",
+             "agents_sqlite", "raw_sqlite3")  # fmt: skip
+    for peer in peers:
         if peer == "convstore_v1" and v1_src is None:
             continue
         print(f"callgrind: {peer} …", file=sys.stderr, flush=True)
@@ -644,18 +646,29 @@ def callgrind_table(callgrind: dict[str, Any]) -> str:
         return "Not run."
     if callgrind.get("skipped"):
         return f"Skipped: {callgrind['skipped']}."
+    rows = [row for row in callgrind["results"] if "error" not in row]
+    turns = rows[0]["history_turns"] if rows and "history_turns" in rows[0] else "?"
     lines = [
-        "| store | instructions per append | per full load (131 turns) | per last-50 load |",
-        "|---|---:|---:|---:|",
+        f"| store | per append | per full load ({turns} turns) | per last-50 load "
+        "| turn-loop request, whole history | turn-loop request, newest 50 |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
+
+    def millions(value: float | None, spec: str) -> str:
+        return "n/a" if value is None else f"{value / 1e6:{spec}} M"
+
     for row in callgrind["results"]:
         if "error" in row:
-            lines.append(f"| {row['peer']} | failed: {row['error'][:120]} | | |")
+            lines.append(f"| {row['peer']} | failed: {row['error'][:120]} | | | | |")
             continue
-        lines.append(
-            f"| {row['peer']} | {row['append'] / 1e6:.2f} M | {row['full_load'] / 1e6:.0f} M "
-            f"| {row['last_50'] / 1e6:.2f} M |"
+        cells = (
+            millions(row["append"], ".2f"),
+            millions(row["full_load"], ".1f"),
+            millions(row["last_50"], ".2f"),
+            millions(row.get("request_full"), ".1f"),
+            millions(row.get("request_50"), ".2f"),
         )
+        lines.append(f"| {row['peer']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
