@@ -32,6 +32,7 @@ from convstore.db.tx import Codec, Row, Statement
 from convstore.errors import ConvstoreError
 from convstore.model import Message, ToolCallPart, ToolResultPart
 from convstore.store import writes
+from convstore.store.results import AppendResult
 from convstore.store.writes import AppendPlan
 
 __all__ = ["append_in_one_statement", "eligible"]
@@ -120,17 +121,18 @@ def _answers_an_earlier_call_twice(batch: list[Message]) -> bool:
 
 async def append_in_one_statement(
     backend: SqlAlchemyBackend, plan: AppendPlan
-) -> list[Message] | None:
+) -> AppendResult | None:
     """The stored messages, or ``None``: the general path must take this append."""
     try:
         batch = writes.plan_batch(_PlanningTx(backend.statements), plan)
     except ConvstoreError:
         return None  # the general path raises it, after the checks that come first
+    revision = writes.new_revision()
     append = OneStatementAppend(
         cid=plan.conversation_id,
         tenant=plan.tenant,
         expected_revision=plan.expected_revision,
-        revision=writes.new_revision(),
+        revision=revision,
         now=plan.now,
         message_rows=batch.message_rows,
         call_rows=[tuple(row) for row in batch.new_calls.values()],
@@ -141,4 +143,6 @@ async def append_in_one_statement(
     if row is None:
         return None
     base, head = row
-    return writes.stored_copies(plan.messages, plan.conversation_id, base + 1, head, plan.now)
+    return writes.stored_copies(
+        plan.messages, plan.conversation_id, base + 1, head, plan.now, revision
+    )

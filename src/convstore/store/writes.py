@@ -60,6 +60,7 @@ from convstore.model import (
 from convstore.model._base import trusted
 from convstore.store.lifecycle import Outcome, on_result, status_for
 from convstore.store.reads import messages_at, path_seqs
+from convstore.store.results import AppendResult
 
 _new_message = trusted(Message)
 
@@ -324,7 +325,7 @@ class _Batch:
             )
 
 
-def append_messages(tx: Tx, plan: AppendPlan) -> tuple[list[Message], ToolCall | None]:
+def append_messages(tx: Tx, plan: AppendPlan) -> tuple[AppendResult, ToolCall | None]:
     """Store ``plan.messages``; the stored copies (with ``seq``) and, for a completion, the call."""
     st, cid = tx.statements, plan.conversation_id
     count = len(plan.messages)
@@ -337,7 +338,8 @@ def append_messages(tx: Tx, plan: AppendPlan) -> tuple[list[Message], ToolCall |
         previous = tx.fetch(st.select_append_key, {"cid": cid, "key": plan.idempotency_key})
         if previous:
             first, stored_count = previous[0]
-            raise NoChange((messages_at(tx, cid, range(first, first + stored_count)), None))
+            replayed = messages_at(tx, cid, range(first, first + stored_count))
+            raise NoChange((AppendResult(replayed, revision=header.revision), None))
     parent = header.head_seq if plan.parent_seq is None else plan.parent_seq
     if parent != header.head_seq:
         _start_branch(tx, header, parent, plan.now)
@@ -355,8 +357,8 @@ def append_messages(tx: Tx, plan: AppendPlan) -> tuple[list[Message], ToolCall |
         )
     header.last_seq = first_seq + count - 1
     header.head_seq = header.last_seq
-    advance(tx, header, plan.now)
-    stored = stored_copies(plan.messages, cid, first_seq, parent, plan.now)
+    revision = advance(tx, header, plan.now)
+    stored = stored_copies(plan.messages, cid, first_seq, parent, plan.now, revision)
     completed = None
     if plan.completion:
         result = plan.messages[0].parts[0]
@@ -379,10 +381,15 @@ def plan_batch(tx: Tx, plan: AppendPlan) -> _Batch:
 
 
 def stored_copies(
-    messages: list[Message], cid: str, first_seq: int, parent: int | None, now: datetime
-) -> list[Message]:
+    messages: list[Message],
+    cid: str,
+    first_seq: int,
+    parent: int | None,
+    now: datetime,
+    revision: str,
+) -> AppendResult:
     """What an append returns: its messages as stored from ``first_seq`` on, after ``parent``."""
-    stored = []
+    stored = AppendResult(revision=revision)
     for offset, m in enumerate(messages):
         seq = first_seq + offset
         stored.append(
