@@ -35,7 +35,7 @@ LG_STAMP := $(LG_VENV)/.installed-langgraph
 LG_TEST_PACKAGES := langgraph langgraph-checkpoint-sqlite langgraph-checkpoint-conformance
 
 .PHONY: demo test lint typecheck pytest pytest-agents bench lock clean test-pydantic-ai \
-	test-google-adk bench-frameworks test-langgraph bench-langgraph
+	test-google-adk bench-frameworks test-langgraph bench-langgraph screenshots serve
 
 $(BASE_STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,15 @@ $(STAMP): $(BASE_STAMP)
 
 demo: $(BASE_STAMP)
 	$(BIN)/convstore demo
+
+# The inspector on the demo database (http://127.0.0.1:8765/).
+serve: $(STAMP)
+	test -f convstore.db || $(BIN)/convstore demo >/dev/null
+	$(BIN)/convstore serve
+
+# The README's screenshots, taken by the browser test (needs /usr/bin/chromium).
+screenshots: $(STAMP)
+	CONVSTORE_SCREENSHOTS=docs/images $(BIN)/pytest tests/web/test_browser.py -q
 
 test: lint typecheck pytest pytest-agents test-pydantic-ai test-google-adk test-langgraph
 
@@ -84,7 +93,8 @@ $(PAI_STAMP): pyproject.toml constraints-pydantic-ai.txt
 
 test-pydantic-ai: $(PAI_STAMP)
 	$(PAI_VENV)/bin/mypy
-	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_pydantic_ai.py tests/integrations/test_pydantic_ai_docs.py
+	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_pydantic_ai.py tests/integrations/test_pydantic_ai_fidelity.py \
+		tests/integrations/test_pydantic_ai_docs.py
 
 $(ADK_STAMP): pyproject.toml constraints-google-adk.txt
 	test -x $(ADK_VENV)/bin/python || $(PYTHON) -m venv $(ADK_VENV)

@@ -26,7 +26,8 @@ it and nothing else::
     │   ├── DatabaseError
     │   └── BlobStorageError
     ├── ClosedError                              the store was used outside ``async with``
-    └── AsyncOnlyError (NotImplementedError)     a blocking method of an async-only integration
+    ├── AsyncOnlyError (NotImplementedError)     a blocking method of an async-only integration
+    └── MissingDependencyError (ImportError)     an optional extra is not installed (names it)
 
 Driver and filesystem exceptions never escape: they are translated where they are caught
 (``db``, ``blobs``) and chained with ``raise ... from exc`` so the cause stays visible.
@@ -51,6 +52,7 @@ __all__ = [
     "MalformedPayloadError",
     "MediaTypeMismatchError",
     "MessageNotFoundError",
+    "MissingDependencyError",
     "NotFoundError",
     "RevisionConflictError",
     "SchemaError",
@@ -216,3 +218,21 @@ class AsyncOnlyError(ConvstoreError, NotImplementedError):
 
     The message names the async method to call instead.
     """
+
+
+class MissingDependencyError(ConvstoreError, ImportError):
+    """An optional dependency is not installed; the message names the extra that brings it.
+
+    Raised where the dependency is first needed: opening a ``postgresql+asyncpg://`` URL
+    without ``asyncpg``, or importing an integration without its framework. An `ImportError`
+    as well, so code that guards an optional import with ``except ImportError`` keeps working.
+    """
+
+    def __init__(self, needed_by: str, package: str, extra: str) -> None:
+        super().__init__(
+            f"{needed_by} needs {package}, which is not installed: "
+            f"pip install 'convstore[{extra}]'",
+            name=package,
+        )
+        self.extra = extra
+        """The extra to install (``pip install 'convstore[EXTRA]'``)."""
