@@ -70,6 +70,8 @@ from convstore.store import (
     ConversationSummary,
     FsckReport,
     GarbageReport,
+    NativeEntry,
+    NativePath,
     collect_garbage,
     fsck,
 )
@@ -109,6 +111,8 @@ __all__ = [
     "MediaTypeMismatchError",
     "Message",
     "MessageNotFoundError",
+    "NativeEntry",
+    "NativePath",
     "NativeRecord",
     "NotFoundError",
     "OrphanResult",

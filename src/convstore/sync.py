@@ -232,6 +232,7 @@ class ConversationStore:
     delete_conversation = _blocking(AsyncConversationStore.delete_conversation)
     append = _blocking(AsyncConversationStore.append)
     load = _blocking(AsyncConversationStore.load)
+    load_native = _blocking(AsyncConversationStore.load_native)
     get_message = _blocking(AsyncConversationStore.get_message)
     pop = _blocking(AsyncConversationStore.pop)
     truncate = _blocking(AsyncConversationStore.truncate)
