@@ -65,6 +65,7 @@ from convstore.model import (
 from convstore.parsing import parse, parse_response, parse_tools
 from convstore.rendering import Rendered, render
 from convstore.store import (
+    AppendResult,
     ConversationPage,
     ConversationStore,
     ConversationSummary,
@@ -81,6 +82,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_URL",
     "TARGETS",
+    "AppendResult",
     "AttachmentCorruptedError",
     "AttachmentNotFoundError",
     "AttachmentRef",

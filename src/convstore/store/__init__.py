@@ -8,9 +8,11 @@ from convstore.store.conversation_store import DEFAULT_MAX_ATTACHMENT_SIZE, Conv
 from convstore.store.maintenance import FsckReport, GarbageReport, collect_garbage, fsck
 from convstore.store.native import NativeEntry, NativePath
 from convstore.store.reads import ConversationPage, ConversationSummary
+from convstore.store.results import AppendResult
 
 __all__ = [
     "DEFAULT_MAX_ATTACHMENT_SIZE",
+    "AppendResult",
     "ConversationPage",
     "ConversationStore",
     "ConversationSummary",

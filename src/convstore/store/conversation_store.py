@@ -62,6 +62,7 @@ from convstore.store.conversations import UNSET
 from convstore.store.ids import new_id
 from convstore.store.native import NativePath
 from convstore.store.reads import ConversationPage
+from convstore.store.results import AppendResult
 from convstore.store.tools import stored_tools
 from convstore.store.writes import NoChange, OnConflict
 from convstore.transcript.planner import OrphanPolicy, attachments_needed
@@ -352,7 +353,7 @@ class ConversationStore:
         on_conflict: OnConflict = "raise",
         expected_revision: str | None = None,
         parent_seq: int | None = None,
-    ) -> list[Message]:
+    ) -> AppendResult:
         """Store messages at the end of a conversation, atomically; the stored copies.
 
         Args:
@@ -372,7 +373,9 @@ class ConversationStore:
 
         Returns:
             The stored messages, with ``seq``, ``parent_seq``, ``conversation_id`` and
-            ``created_at`` set and file bytes replaced by attachment references.
+            ``created_at`` set and file bytes replaced by attachment references, as an
+            `AppendResult`: a list whose ``revision`` is the conversation's new revision (for
+            an empty batch, or a replayed idempotency key, the current one).
         """
         arguments.check_ref(conversation_id, tenant)
         check_key(idempotency_key, "idempotency key")
@@ -382,7 +385,11 @@ class ConversationStore:
         ):
             raise InvalidInputError("parent_seq is the seq of a message of the conversation")
         if not batch:
-            return []
+            return AppendResult(
+                revision=await self._backend.read(
+                    lambda tx: reads.revision_of(tx, conversation_id, tenant)
+                )
+            )
         # Before any blob is written: a batch over a documented limit leaves nothing behind.
         check_messages(batch, max_attachment_size=self.blob_store.max_size)
         try:
@@ -397,7 +404,7 @@ class ConversationStore:
                 parent_seq=parent_seq,
             )
         except NoChange as replay:
-            replayed: list[Message] = replay.value[0]
+            replayed: AppendResult = replay.value[0]
             return replayed
         return stored
 
