@@ -9,7 +9,8 @@ For each peer module of `bench.peers` (SQLite stores), one process runs under
 workload uninstrumented, then switches instrumentation on only around the measured calls, via
 callgrind's client requests (a tiny C helper compiled here with the system's
 ``valgrind/callgrind.h``): ``--appends`` more appends (30), one full load, ``--lasts`` last-50
-loads (10), each after one unmeasured call of the same kind. Every thread counts (the driver
+loads (10), and as many pops where the store has them, each after one unmeasured call of the
+same kind. Every thread counts (the driver
 threads of the async stores too). Results: instructions per call, from callgrind's dumps.
 """
 
@@ -85,6 +86,13 @@ async def _measure(peer_name: str, library: Path, turns: int, appends: int, last
             for _ in range(lasts):
                 await _call(store.load_last, conversation, 50)
             helper.cg_off(b"last_50")
+            pop_last = getattr(store, "pop_last", None)
+            if pop_last is not None:  # a `bench.peers.runner.PoppingStore`
+                await _call(pop_last, conversation)
+                helper.cg_on()
+                for _ in range(lasts):
+                    await _call(pop_last, conversation)
+                helper.cg_off(b"pop")
 
 
 def _parse(directory: Path, prefix: str) -> dict[str, int]:
@@ -123,6 +131,7 @@ def run_peer(peer: str, env: dict[str, str], args: argparse.Namespace) -> dict[s
         "append": totals["append"] / args.appends,
         "full_load": totals["full_load"],
         "last_50": totals["last_50"] / args.lasts,
+        "pop": totals["pop"] / args.lasts if "pop" in totals else None,
         "turns": args.turns,
     }
 

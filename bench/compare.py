@@ -55,6 +55,7 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("full_load_ms", "full load ms", ".1f"),
     ("last_ms", "last-50 ms", ".2f"),
     ("concurrent_items_s", "concurrent items/s", ",.0f"),
+    ("pop_ms", "pop ms", ".2f"),
 )
 """The main tables: result key, column title, number format."""
 
@@ -327,7 +328,8 @@ def run_callgrind(args: argparse.Namespace, v1_src: Path | None) -> dict[str, An
         print(f"callgrind skipped: {reason}", file=sys.stderr)
         return {"skipped": reason, "results": []}
     results: list[dict[str, Any]] = []
-    for peer in ("convstore_store", "convstore_v1", "agents_sqlite", "raw_sqlite3"):
+    peers = ("convstore_store", "convstore_v1", "agents_sqlite", "convstore_session", "raw_sqlite3")
+    for peer in peers:
         if peer == "convstore_v1" and v1_src is None:
             continue
         print(f"callgrind: {peer} …", file=sys.stderr, flush=True)
@@ -576,6 +578,17 @@ def targets_table(results: dict[str, dict[str, Any]], render: dict[str, Any] | s
         rows.append(("SQLite: last-50 load ≤ 1 ms", f"{last:.2f} ms",
                      _verdict(last <= 1.0, "over 1 ms")))  # fmt: skip
     errors_of(sq, "SQLite: concurrent appends, zero errors")
+    # Issue 19, criterion 1: the openai-agents session against the store it replaces.
+    agents, session, by_url = "agents_sqlite", "convstore_session", "convstore_session_url"
+    versus("openai-agents: `add_items` ≥ 1.0x `SQLiteSession`", "append_items_s", session,
+           agents, 1.0)  # fmt: skip
+    versus("openai-agents: `get_items()` ≤ 1.1x `SQLiteSession`'s time", "full_load_ms",
+           session, agents, 1.1)  # fmt: skip
+    versus("openai-agents: `get_items(limit=50)` ≤ 1.0x", "last_ms", session, agents, 1.0)
+    versus("openai-agents: `pop_item` ≤ 2.0x", "pop_ms", session, agents, 2.0)
+    versus("openai-agents: 20 `url=` sessions at once ≥ 1.0x the items/s",
+           "concurrent_items_s", by_url, agents, 1.0)  # fmt: skip
+    errors_of(by_url, "openai-agents: 20 `url=` sessions at once, zero errors")
     if isinstance(render, dict):
         load = render["full_load_ms"]["median"]
         slowest = max(render["targets"], key=lambda row: row["render_ms"]["median"])
@@ -638,6 +651,10 @@ def scale_notes(scale: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _millions(count: float | None) -> str:
+    return "n/a" if count is None else f"{count / 1e6:.2f} M"
+
+
 def callgrind_table(callgrind: dict[str, Any]) -> str:
     """Instructions per call (callgrind), SQLite stores."""
     if not callgrind:
@@ -645,16 +662,17 @@ def callgrind_table(callgrind: dict[str, Any]) -> str:
     if callgrind.get("skipped"):
         return f"Skipped: {callgrind['skipped']}."
     lines = [
-        "| store | instructions per append | per full load (131 turns) | per last-50 load |",
-        "|---|---:|---:|---:|",
+        "| store | instructions per append | per full load (131 turns) | per last-50 load "
+        "| per pop |",
+        "|---|---:|---:|---:|---:|",
     ]
     for row in callgrind["results"]:
         if "error" in row:
-            lines.append(f"| {row['peer']} | failed: {row['error'][:120]} | | |")
+            lines.append(f"| {row['peer']} | failed: {row['error'][:120]} | | | |")
             continue
         lines.append(
             f"| {row['peer']} | {row['append'] / 1e6:.2f} M | {row['full_load'] / 1e6:.0f} M "
-            f"| {row['last_50'] / 1e6:.2f} M |"
+            f"| {row['last_50'] / 1e6:.2f} M | {_millions(row.get('pop'))} |"
         )
     return "\n".join(lines)
 
