@@ -234,6 +234,7 @@ class ConversationStore:
     load = _blocking(AsyncConversationStore.load)
     load_native = _blocking(AsyncConversationStore.load_native)
     get_message = _blocking(AsyncConversationStore.get_message)
+    get_messages = _blocking(AsyncConversationStore.get_messages)
     pop = _blocking(AsyncConversationStore.pop)
     truncate = _blocking(AsyncConversationStore.truncate)
     fork = _blocking(AsyncConversationStore.fork)

@@ -24,7 +24,9 @@ from convstore.db import DEFAULT_URL, create_backend
 from convstore.db.backend import Backend
 from convstore.errors import (
     ClosedError,
+    ConversationNotFoundError,
     InvalidInputError,
+    MessageNotFoundError,
 )
 from convstore.limits import (
     MAX_CONVERSATION_ID_LENGTH,
@@ -58,6 +60,7 @@ from convstore.store import (
     settings,
     writes,
 )
+from convstore.store.checkpoints import Checkpoints
 from convstore.store.conversations import UNSET
 from convstore.store.ids import new_id
 from convstore.store.native import NativePath
@@ -190,6 +193,11 @@ class ConversationStore:
     def backend(self) -> Backend:
         """The database backend (for maintenance tools and tests)."""
         return self._backend
+
+    @property
+    def checkpoints(self) -> Checkpoints:
+        """The checkpoints of graph threads kept with their conversations (LangGraph's saver)."""
+        return Checkpoints(self)
 
     async def migrate(self, revision: str = "head") -> None:
         """Upgrade the database schema to ``revision``."""
@@ -476,6 +484,38 @@ class ConversationStore:
         return await self._backend.read(
             lambda tx: reads.find_message(tx, message_id, conversation_id, tenant)
         )
+
+    async def get_messages(
+        self,
+        conversation_id: str,
+        seqs: Sequence[int],
+        *,
+        tenant: str | None = None,
+    ) -> list[Message]:
+        """The stored messages with these ``seq`` s, on any branch, in the order asked.
+
+        A seq the conversation does not hold (never stored, or popped) raises
+        `MessageNotFoundError`; a missing conversation `ConversationNotFoundError`.
+        """
+        self._require_open()
+        arguments.check_ref(conversation_id, tenant)
+        for seq in seqs:
+            check_count(seq, "seq")
+        wanted = list(seqs)
+
+        def read(tx: Any) -> list[Message]:
+            owner = reads.conversation_tenant(tx, conversation_id)
+            if tenant is not None and owner != tenant:
+                raise ConversationNotFoundError(conversation_id)
+            return reads.messages_at(tx, conversation_id, sorted(set(wanted)))
+
+        found = {m.seq: m for m in await self._backend.read(read)}
+        missing = [seq for seq in wanted if seq not in found]
+        if missing:
+            raise MessageNotFoundError(
+                f"conversation {conversation_id!r} holds no message with seq {missing[0]}"
+            )
+        return [found[seq] for seq in wanted]
 
     # -- branches and undo ----------------------------------------------------------------------
 
