@@ -114,7 +114,8 @@ $(LG_STAMP): pyproject.toml constraints-langgraph.txt
 test-langgraph: $(LG_STAMP)
 	$(LG_VENV)/bin/mypy
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(LG_VENV)/bin/pytest tests/integrations/test_langgraph_conformance.py \
-		tests/integrations/test_langgraph.py tests/integrations/test_langchain.py
+		tests/integrations/test_langgraph.py tests/integrations/test_langchain.py \
+		tests/integrations/test_langgraph_docs.py
 
 $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)

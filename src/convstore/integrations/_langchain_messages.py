@@ -24,16 +24,21 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    ChatMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-    message_to_dict,
-    messages_from_dict,
-)
+from convstore.errors import MissingDependencyError
+
+try:
+    from langchain_core.messages import (
+        AIMessage,
+        BaseMessage,
+        ChatMessage,
+        HumanMessage,
+        SystemMessage,
+        ToolMessage,
+        message_to_dict,
+        messages_from_dict,
+    )
+except ImportError as _missing:
+    raise MissingDependencyError(__name__, "langchain-core", "langchain") from _missing
 from pydantic import JsonValue, ValidationError
 
 from convstore.errors import ConvstoreError, InvalidMessageError, ToolCallConflictError

@@ -52,19 +52,24 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
-    BaseCheckpointSaver,
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-    get_checkpoint_id,
-    get_serializable_checkpoint_metadata,
-)
-from langgraph.checkpoint.serde.base import SerializerProtocol
+from convstore.errors import MissingDependencyError
+
+try:
+    from langchain_core.messages import BaseMessage
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import (
+        WRITES_IDX_MAP,
+        BaseCheckpointSaver,
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointTuple,
+        get_checkpoint_id,
+        get_serializable_checkpoint_metadata,
+    )
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+except ImportError as _missing:
+    raise MissingDependencyError(__name__, "langgraph-checkpoint", "langgraph") from _missing
 
 from convstore.errors import (
     AsyncOnlyError,
