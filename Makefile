@@ -113,7 +113,9 @@ $(LG_STAMP): pyproject.toml constraints-langgraph.txt
 
 test-langgraph: $(LG_STAMP)
 	$(LG_VENV)/bin/mypy
-	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(LG_VENV)/bin/pytest tests/integrations/test_langgraph_conformance.py
+	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(LG_VENV)/bin/pytest tests/integrations/test_langgraph_conformance.py \
+		tests/integrations/test_langgraph.py tests/integrations/test_langchain.py \
+		tests/integrations/test_langgraph_docs.py
 
 $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
@@ -122,8 +124,12 @@ $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	touch $@
 
 # Every store in its own process, all from .venv-bench; writes docs/performance.md.
-bench: $(BENCH_STAMP) bench-frameworks
+bench: $(BENCH_STAMP) bench-frameworks bench-langgraph
 	$(BENCH_VENV)/bin/python -m bench.compare --save-json docs/performance.json
+
+# ConvstoreSaver beside langgraph-checkpoint-sqlite's AsyncSqliteSaver on a 200-turn agent run.
+bench-langgraph: $(LG_STAMP)
+	$(LG_VENV)/bin/python -m bench.langgraph_bench --json-out docs/langgraph-bench.json
 
 # ADK's and pydantic-ai's workloads through the integrations beside the frameworks' own stores.
 bench-frameworks: $(PAI_STAMP) $(ADK_STAMP)
