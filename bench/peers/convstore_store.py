@@ -27,7 +27,7 @@ PEER = Peer(
     last_api="load(id, last=50)",
     shape="canonical Message models: messages (parts as one JSON column), tool calls",
     durability="WAL + synchronous=FULL (its defaults), busy_timeout 5 s",
-    requests="store.render(id, 'openai-responses', last=N) + json.dumps",
+    requests="load(id, last=N) + render(..., 'openai-responses') + json.dumps",
 )
 
 TARGET, MODEL = "openai-responses", "gpt-5"
@@ -56,9 +56,16 @@ class Store:
     async def load_last(self, conversation: str, n: int) -> int:
         return len((await self._store.load(conversation, last=n)).messages)
 
+    async def pop_last(self, conversation: str) -> int:
+        await self._store.pop(conversation)
+        return 1
+
     async def request(self, conversation: str, last: int | None) -> int:
-        rendered = await self._store.render(conversation, TARGET, model=MODEL, last=last)
-        body = rendered.payload
+        from convstore import render
+
+        # The history a chat app sends: the path, or its newest messages (a store window,
+        # widened to whole turns), rendered as they are.
+        body = render(await self._store.load(conversation, last=last), TARGET, model=MODEL).payload
         json.dumps({"model": MODEL, **body})
         return len(body["input"])
 

@@ -592,7 +592,7 @@ class ReferenceStore:
         if last is not None and last < 0:
             raise ModelError([InvalidInputError], "last must be zero or positive")
         if head_seq is not None and head_seq not in conv.nodes:
-            raise ModelError([InvalidInputError], f"no message {head_seq} to read up to")
+            raise ModelError([MessageNotFoundError], f"no message {head_seq} to read up to")
         tip = conv.head if head_seq is None else head_seq
         path = conv.path(tip)
         window = [m for m in path if before_seq is None or (m.seq or 0) < before_seq]

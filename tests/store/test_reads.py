@@ -20,6 +20,7 @@ from convstore import (
     InvalidInputError,
     JsonOutput,
     Message,
+    MessageNotFoundError,
     TextPart,
     ToolCallPart,
 )
@@ -122,7 +123,7 @@ async def test_head_seq_of_no_message_is_refused(
         await store.pop(cid)  # a leaf: deleted
         unknown = tip_b
     assert isinstance(unknown, int)
-    with pytest.raises(InvalidInputError, match="head_seq"):
+    with pytest.raises(MessageNotFoundError, match="head_seq"):
         await store.load(cid, head_seq=unknown)
     with pytest.raises(InvalidInputError):
         await store.load(cid, head_seq=-1)
@@ -146,7 +147,7 @@ async def test_head_seq_on_an_unbranched_conversation(store: ConversationStore) 
     assert earlier.get_tool_call("c").status == "pending"
     assert (await store.load(conv.id)).get_tool_call("c").status == "complete"
     empty = await store.create_conversation()
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(MessageNotFoundError):
         await store.load(empty.id, head_seq=1)
 
 

@@ -73,6 +73,7 @@ __all__ = [
 ]
 
 _ROLES: Final = {r.value: r for r in Role}
+_TOOL: Final = Role.TOOL  # bound once: member lookups through the enum class are slow
 _STATUSES: Final = {s.value: s for s in ToolCallStatus}
 _RESULT_KINDS: Final = {k.value: k for k in ResultKind}
 
@@ -409,7 +410,7 @@ def outputs_of(messages: Iterable[Message]) -> dict[tuple[int, int], ToolOutput]
     """Every tool result's output in ``messages``, by (seq, part index)."""
     found: dict[tuple[int, int], ToolOutput] = {}
     for message in messages:
-        if message.role is Role.TOOL:
+        if message.role is _TOOL:
             for idx, part in enumerate(message.parts):
                 if isinstance(part, ToolResultPart):
                     found[(message.seq or 0, idx)] = part.output

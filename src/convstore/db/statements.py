@@ -168,6 +168,9 @@ of the calls its messages made, which it builds from their parts."""
 
 _MADE_BEFORE_COLUMNS = (tool_calls.c.name, tool_calls.c.provider_id, tool_calls.c.arguments)
 
+_NATIVE_COLUMNS = (messages.c.seq, messages.c.message_id, messages.c.native)
+"""What a native read takes of a message: one JSON column, beside its seq and application id."""
+
 _TOOL_CALL_COLUMNS = (
     tool_calls.c.id,
     tool_calls.c.seq,
@@ -240,7 +243,7 @@ def _find_message(tenant_scoped: bool) -> Select[Any]:
 
 
 def _path_window(*columns: Any) -> Select[Any]:
-    """The newest ``:n`` messages before ``:before`` on the path ending at ``:head``.
+    """``columns`` of the newest ``:n`` messages before ``:before`` on the path to ``:head``.
 
     A recursive walk up the parent pointers that stops once it has ``:n`` messages below
     ``:before``: its cost follows the window (and its distance from the head), not the size of
@@ -333,6 +336,12 @@ class Statements:
     select_message_keys_in: Select[Any]
     """The four above as seqs only: what a load whose messages are mostly decoded already
     asks (`convstore.store.message_cache`)."""
+    select_native: Select[Any]
+    """(seq, message id, native record) of every message of a conversation, by ``seq``."""
+    select_native_before: Select[Any]
+    """The same for the newest ``:n`` below ``:before`` by ``seq`` (an unbranched window)."""
+    select_native_path_window: Select[Any]
+    """The same for the newest ``:n`` below ``:before`` on the path ending at ``:head``."""
     select_tree: Select[Any]
     """Every message's ``seq``, ``parent_seq``, role and time: the shape of the tree."""
     select_message_by_id: Select[Any]
@@ -353,9 +362,10 @@ class Statements:
     select_lifecycles: Select[Any]
     """`LIFECYCLE_COLUMNS` of every call of a conversation."""
     select_lifecycles_in: Select[Any]
-    """`LIFECYCLE_COLUMNS` of the calls whose ids are in the JSON array ``:ids``, then their
-    name, provider id and arguments for calls made before ``:first`` (only: calls answered in a
-    window but made before it, which it has no part of)."""
+    """`LIFECYCLE_COLUMNS` of the calls whose ids are in the JSON array ``:ids``."""
+    select_lifecycles_reaching_back: Select[Any]
+    """`select_lifecycles_in`, then name, provider id and arguments of the calls made before
+    ``:first`` (for a window answering calls it did not make, and has no part of)."""
     select_cancellations: Select[Any]
     """(id, cancelled_at) of the calls in ``:ids`` that were ever cancelled."""
     copy_tool_calls: Select[Any]
@@ -448,6 +458,9 @@ class Statements:
             select_messages=_whole_path(MESSAGE_COLUMNS),
             select_messages_before=_newest_before(MESSAGE_COLUMNS),
             select_path_window=_path_window(*MESSAGE_COLUMNS),
+            select_native=_whole_path(_NATIVE_COLUMNS),
+            select_native_before=_newest_before(_NATIVE_COLUMNS),
+            select_native_path_window=_path_window(*_NATIVE_COLUMNS),
             select_messages_in=select(*MESSAGE_COLUMNS)
             .where(msg.conversation_id == cid)
             .where(seq_in)
@@ -490,7 +503,10 @@ class Statements:
             .order_by(call.seq, call.idx),
             # No ORDER BY: a load orders calls by the messages and parts that made them.
             select_lifecycles=select(*LIFECYCLE_COLUMNS).where(call.conversation_id == cid),
-            select_lifecycles_in=select(
+            select_lifecycles_in=select(*LIFECYCLE_COLUMNS)
+            .where(call.conversation_id == cid)
+            .where(call.id.in_(ids)),
+            select_lifecycles_reaching_back=select(
                 *LIFECYCLE_COLUMNS,
                 *(case((call.seq < bindparam("first"), c)) for c in _MADE_BEFORE_COLUMNS),
             )

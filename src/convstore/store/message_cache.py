@@ -19,92 +19,103 @@ Why this is safe across processes and stores on one database:
   very objects kept here).
 - Models are frozen, so one decoded message may be shared by every load that returns it.
 
-Invariants: at most ``capacity`` messages (and as many built calls) are held, least recently
-used go first; every method is thread-safe (loads decode in the database driver's threads,
-appends fill it from the event loop).
+Invariants: at most ``capacity`` messages (and as many built calls) are held; every method is
+thread-safe (loads decode in the database driver's threads, appends fill it from the event
+loop).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from convstore.model import Message, ToolCall
+from convstore.model import Message, ToolCall, ToolCallPart, ToolOutput
 
 __all__ = ["MessageCache"]
+
+KeptCall = tuple[tuple[Any, ...], ToolCallPart, ToolOutput | None, ToolCall]
+"""A built call and what it was built from: the lifecycle row as read, and the part and output
+objects (kept messages' own) it took its name, arguments and output from."""
 
 Instance = tuple[str, Any]
 """(conversation id, its header's ``created_at`` as the database returns it)."""
 
 
 class MessageCache:
-    """A bounded, least-recently-used map (conversation instance, seq) -> decoded `Message`."""
+    """A bounded map (conversation instance, seq) -> decoded `Message`.
+
+    Conversations are evicted least recently used first; within one conversation larger than
+    the whole cache, its oldest messages go first (windows read the newest).
+    """
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._entries: OrderedDict[tuple[Instance, int], Message] = OrderedDict()
-        self._per_instance: dict[Instance, int] = {}
-        """How many entries each instance has: a load of one with none skips the probe."""
+        self._conversations: OrderedDict[Instance, dict[int, Message]] = OrderedDict()
+        self._count = 0
+        """Messages held, over every conversation."""
         self._seen: dict[str, Any] = {}
         """The instance of each conversation id most recently loaded (where appends go)."""
-        self._calls: dict[tuple[str, str], tuple[tuple[Any, ...], ToolCall]] = {}
-        """Tool calls built by earlier loads, with the values each was built from."""
+        self._calls: dict[tuple[str, str], KeptCall] = {}
+        """Tool calls built by earlier loads, with what each was built from."""
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return self._count
 
     def holds(self, instance: Instance) -> bool:
         """Whether any message of this conversation instance is kept."""
-        return instance in self._per_instance
+        return instance in self._conversations
 
     def lookup(
-        self, instance: Instance, seqs: Iterable[int]
+        self, instance: Instance, seqs: Sequence[int]
     ) -> tuple[list[Message | None], list[int]]:
         """The kept messages for ``seqs`` (``None`` where one is not kept), and those seqs."""
-        found: list[Message | None] = []
-        missing: list[int] = []
-        entries = self._entries
         with self._lock:
             self._seen[instance[0]] = instance[1]
-            for seq in seqs:
-                key = (instance, seq)
-                message = entries.get(key)
-                if message is None:
-                    missing.append(seq)
-                else:
-                    entries.move_to_end(key)
-                found.append(message)
+            kept = self._conversations.get(instance)
+            if kept is None:
+                found: list[Message | None] = [None] * len(seqs)
+            else:
+                self._conversations.move_to_end(instance)
+                found = list(map(kept.get, seqs))
+        missing = [seq for seq, m in zip(seqs, found, strict=True) if m is None]
         return found, missing
 
     def put(self, instance: Instance, messages: Sequence[Message]) -> None:
         """Keep ``messages`` (stored copies, with their ``seq``) of a conversation instance."""
         if self.capacity <= 0:
             return
-        entries = self._entries
-        counts = self._per_instance
         with self._lock:
             self._seen[instance[0]] = instance[1]
+            kept = self._conversations.get(instance)
+            if kept is None:
+                kept = self._conversations[instance] = {}
+            else:
+                self._conversations.move_to_end(instance)
+            before = len(kept)
             for message in messages[-self.capacity :]:
-                seq = message.seq
-                if seq is None:
+                if message.seq is not None:
+                    kept[message.seq] = message
+            self._count += len(kept) - before
+            self._evict()
+
+    def _evict(self) -> None:
+        conversations = self._conversations
+        while self._count > self.capacity:
+            oldest, kept = next(iter(conversations.items()))
+            if len(conversations) == 1 or len(kept) > self.capacity:
+                # One conversation over the whole budget: drop its oldest messages.
+                for seq in sorted(kept)[: self._count - self.capacity]:
+                    del kept[seq]
+                    self._count -= 1
+                if kept:
                     continue
-                key = (instance, seq)
-                if key not in entries:
-                    counts[instance] = counts.get(instance, 0) + 1
-                entries[key] = message
-                entries.move_to_end(key)
-            while len(entries) > self.capacity:
-                (old, _seq), _message = entries.popitem(last=False)
-                left = counts[old] - 1
-                if left:
-                    counts[old] = left
-                else:
-                    del counts[old]
-                    if self._seen.get(old[0]) == old[1]:
-                        del self._seen[old[0]]
+            del conversations[oldest]
+            self._count -= len(kept)
+            if self._seen.get(oldest[0]) == oldest[1]:
+                del self._seen[oldest[0]]
 
     def put_appended(self, cid: str, messages: Sequence[Message]) -> None:
         """Keep what an append stored, under the instance of ``cid`` last loaded (if any)."""
@@ -112,34 +123,24 @@ class MessageCache:
         if created is not None:
             self.put((cid, created), messages)
 
-    def call(
-        self, cid: str, call_id: str, made_of: tuple[Any, ...], build: Callable[[], ToolCall]
-    ) -> ToolCall:
-        """The `ToolCall` built from ``made_of``, by an earlier load if it could.
+    def kept_call(self, key: tuple[str, str]) -> KeptCall | None:
+        """The call a load built for (conversation id, call id), with what it was built from.
 
-        That one is returned when it was built from equal values (the fresh lifecycle row, and
-        the very part and output objects this load holds); otherwise ``build()``.
+        A load hands it out again only if what it just read is equal (see `KeptCall`).
         """
-        key = (cid, call_id)
-        kept = self._calls.get(key)
-        if kept is not None and _same(kept[0], made_of):
-            return kept[1]
-        call = build()
+        return self._calls.get(key)
+
+    def keep_call(self, key: tuple[str, str], kept: KeptCall) -> None:
+        """Remember a built call (as many as messages; the oldest go first)."""
         with self._lock:
-            self._calls[key] = (made_of, call)
+            self._calls[key] = kept
             if len(self._calls) > self.capacity:
                 del self._calls[next(iter(self._calls))]
-        return call
 
     def clear(self) -> None:
         """Forget everything."""
         with self._lock:
-            self._entries.clear()
-            self._per_instance.clear()
+            self._conversations.clear()
+            self._count = 0
             self._seen.clear()
             self._calls.clear()
-
-
-def _same(kept: tuple[Any, ...], fresh: tuple[Any, ...]) -> bool:
-    """Equal lifecycle values, and identical part and output objects (the last two items)."""
-    return kept[:-2] == fresh[:-2] and kept[-2] is fresh[-2] and kept[-1] is fresh[-1]

@@ -20,8 +20,7 @@ import binascii
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
-from typing import Any
+from typing import Any, Final
 
 from pydantic_core import from_json, to_json
 
@@ -65,6 +64,10 @@ __all__ = [
 ]
 
 _NO_LIMIT = 2**62
+# Enum members bound once: `Role.TOOL` is a lookup through the enum's metaclass on every use,
+# which the per-message loops of a load would pay hundreds of times.
+_ASSISTANT: Final = Role.ASSISTANT
+_TOOL: Final = Role.TOOL
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,41 +244,51 @@ def _calls_of(reader: _Messages, messages: list[Message], *, everything: bool) -
     """
     tx, cid = reader.tx, reader.cid
     st, codec = tx.statements, tx.codec
-    # One pass: the ids the window's parts name, and its results' outputs.
-    ids: list[str] = []
+    # One pass: the calls the window makes, the calls its results answer, their outputs.
+    made: list[tuple[int, ToolCallPart]] = []
+    ids: dict[str, None] = {}
+    answered: dict[str, None] = {}
     outputs: dict[tuple[int, int], ToolOutput] = {}
     for message in messages:
-        if message.role is Role.ASSISTANT:
-            ids.extend(p.id for p in message.parts if isinstance(p, ToolCallPart))
-        elif message.role is Role.TOOL:
+        role = message.role
+        if role is _ASSISTANT:
+            for part in message.parts:
+                if isinstance(part, ToolCallPart):
+                    made.append((message.seq or 0, part))
+                    ids[part.id] = None
+        elif role is _TOOL:
             for idx, part in enumerate(message.parts):
                 if isinstance(part, ToolResultPart):
-                    ids.append(part.call_id)
+                    answered[part.call_id] = None
                     outputs[(message.seq or 0, idx)] = part.output
+    reaching_back = not everything and not answered.keys() <= ids.keys()
+    ids.update(answered)
     if not ids:
         return []
     if everything:
         rows = tx.fetch(st.select_lifecycles, {"cid": cid})
     else:
-        params = {"cid": cid, "ids": codec.dump_json(ids), "first": messages[0].seq}
-        rows = tx.fetch(st.select_lifecycles_in, params)
+        stmt = st.select_lifecycles_reaching_back if reaching_back else st.select_lifecycles_in
+        params = {"cid": cid, "ids": codec.dump_json(list(ids)), "first": messages[0].seq}
+        rows = tx.fetch(stmt, params)
     if not rows:
         return []
-    window = {m.seq for m in messages}
     calls = []
     if not everything:
+        window = {m.seq for m in messages}
         # A call made in the window whose result lies after it (a before_seq page): its output.
         later = sorted({row[5] for row in rows if row[5] is not None and row[5] not in window})
         if later:
             outputs.update(outputs_of(reader.at(later)))
         # Calls answered here but made before the window (results follow calls on a path, so
         # the statement gave their name and arguments), in call order.
-        for row in sorted(rows, key=lambda r: (r[1], r[2])):
-            if row[5] in window and row[1] not in window and row[10] is not None:
-                made = (row[0], row[10], codec.load_json(row[12]), row[11])
-                calls.append(_lifecycle_call(made, row, outputs, codec.load_time))
+        if reaching_back:
+            before = [r for r in rows if r[5] in window and r[1] not in window and r[10]]
+            for row in sorted(before, key=lambda r: (r[1], r[2])):
+                made_by = (row[0], row[10], codec.load_json(row[12]), row[11])
+                calls.append(_lifecycle_call(made_by, row, outputs, codec.load_time))
     lifecycles = {row[0]: row for row in rows}
-    calls.extend(_built_calls(messages, lifecycles.get, outputs, codec.load_time, reader))
+    calls.extend(_built_calls(made, lifecycles.get, outputs, codec.load_time, reader))
     return calls
 
 
@@ -285,41 +298,36 @@ created_at, completed_at, cancelled_at."""
 
 
 def _built_calls(
-    messages: Iterable[Message],
+    made: Iterable[tuple[int, ToolCallPart]],
     lifecycle_of: Callable[[str], LifecycleRow | None],
     outputs: Mapping[tuple[int, int], ToolOutput],
     load_time: Callable[[Any], datetime],
     reader: _Messages | None = None,
 ) -> list[ToolCall]:
-    """A `ToolCall` for each call part of ``messages`` that ``lifecycle_of`` knows, in order.
+    """A `ToolCall` for each (message seq, call part) of ``made`` that ``lifecycle_of`` knows.
 
-    With a ``reader`` whose cache holds a call built from the same values, that one.
+    With a ``reader`` whose cache kept a call built from the same values, that one.
     """
     calls = []
     cache = None if reader is None else reader.cache
-    for message in messages:
-        if message.role is not Role.ASSISTANT:
+    cid = "" if reader is None else reader.cid
+    for seq, part in made:
+        row = lifecycle_of(part.id)
+        if row is None or row[1] != seq:  # the stored call of that id is another part
             continue
-        seq = message.seq or 0
-        for part in message.parts:
-            if not isinstance(part, ToolCallPart):
-                continue
-            row = lifecycle_of(part.id)
-            if row is None or row[1] != seq:  # the stored call of that id is another part
-                continue
-            if cache is None:
-                calls.append(_lifecycle_call(part, row, outputs, load_time))
-                continue
-            output = None if row[5] is None else outputs.get((row[5], row[6]))
-            made_of = (*row[1:9], part, output)
-            calls.append(
-                cache.call(
-                    reader.cid,  # type: ignore[union-attr]  # a cache comes with its reader
-                    part.id,
-                    made_of,
-                    partial(_lifecycle_call, part, row, outputs, load_time),
-                )
-            )
+        if cache is None:
+            calls.append(_lifecycle_call(part, row, outputs, load_time))
+            continue
+        output = None if row[5] is None else outputs.get((row[5], row[6]))
+        key = (cid, part.id)
+        kept = cache.kept_call(key)
+        # The same fresh lifecycle row, and the very part and output objects: the same call.
+        if kept is not None and kept[0] == row and kept[1] is part and kept[2] is output:
+            calls.append(kept[3])
+            continue
+        call = _lifecycle_call(part, row, outputs, load_time)
+        cache.keep_call(key, (row, part, output, call))
+        calls.append(call)
     return calls
 
 
@@ -363,7 +371,7 @@ def _load_other_path(
     else:
         path = reader.read(st.select_messages_before, st.select_message_keys_before, params)
     if not path or path[0].seq != head_seq:
-        raise InvalidInputError(f"head_seq {head_seq} is not a message of conversation {cid!r}")
+        raise MessageNotFoundError(f"head_seq {head_seq}", cid)
     path.reverse()
     rows = tx.fetch(st.select_lifecycles, {"cid": cid})
     made_at = {row[0]: row[1] for row in rows}
@@ -379,7 +387,8 @@ def _load_other_path(
         for call_id, lc in derived.items()
         if made_at[call_id] in window or lc.result_seq in window
     }  # fmt: skip
-    tool_calls = _built_calls(path, wanted.get, outputs_of(path), _as_is)
+    made = [(m.seq or 0, p) for m in path for p in m.parts if isinstance(p, ToolCallPart)]
+    tool_calls = _built_calls(made, wanted.get, outputs_of(path), _as_is)
     compactions = decode_compactions(tx.fetch(st.select_compactions, {"cid": cid}), codec)
     header = (*header[:8], head_seq, *header[9:])  # the path read ends there
     return decode_conversation(header, codec, messages, tool_calls, compactions)
