@@ -16,8 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from convstore.db.tx import Tx
 from convstore.errors import AttachmentCorruptedError, AttachmentNotFoundError, BlobStorageError
 from convstore.model import FilePart, Message, ToolCall
 from convstore.store import arguments, reads, writes
@@ -44,9 +46,18 @@ def namespace_of(dedupe: Literal["tenant", "global"], tenant: str | None) -> str
 
 
 async def write_batch(
-    store: ConversationStore, conversation_id: str, batch: list[Message], **plan: Any
+    store: ConversationStore,
+    conversation_id: str,
+    batch: list[Message],
+    *,
+    after: Callable[[Tx, list[Message]], None] | None = None,
+    **plan: Any,
 ) -> tuple[AppendResult, ToolCall | None]:
-    """Store the batch's files, then its rows; retried if gc is collecting a blob it uses."""
+    """Store the batch's files, then its rows; retried if gc is collecting a blob it uses.
+
+    ``after(tx, stored)`` runs in the append's transaction once the rows are written (the
+    checkpoint of the messages, `convstore.store.checkpoints`): both commit or neither does.
+    """
     backend, blobs = store.backend, store.blob_store
     if any(needs_storing(f) for m in batch for f in m.files):
         tenant = plan.get("tenant")
@@ -64,10 +75,15 @@ async def write_batch(
             written=written_times(stored_blobs),
             **plan,
         )
+
+        def write(tx: Tx, append: AppendPlan = append) -> tuple[AppendResult, ToolCall | None]:
+            result = writes.append_messages(tx, append)
+            if after is not None:
+                after(tx, result[0])
+            return result
+
         try:
-            return await backend.write(
-                lambda tx, append=append: writes.append_messages(tx, append)  # type: ignore[misc]
-            )
+            return await backend.write(write)
         except writes.BlobBeingCollectedError as collected:
             if attempt == _COLLECTED_RETRIES - 1:
                 break
