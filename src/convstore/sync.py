@@ -253,6 +253,7 @@ class SyncConversationStore:
     delete_conversation = _blocking(AsyncConversationStore.delete_conversation)
     append = _blocking(AsyncConversationStore.append)
     load = _blocking(AsyncConversationStore.load)
+    load_native = _blocking(AsyncConversationStore.load_native)
     get_message = _blocking(AsyncConversationStore.get_message)
     get_messages = _blocking(AsyncConversationStore.get_messages)
     pop = _blocking(AsyncConversationStore.pop)

@@ -12,6 +12,7 @@ from convstore.store.maintenance import (
     fsck,
     record_blob_location,
 )
+from convstore.store.native import NativeEntry, NativePath
 from convstore.store.reads import ConversationPage, ConversationSummary
 from convstore.store.results import AppendResult
 
@@ -23,6 +24,8 @@ __all__ = [
     "ConversationSummary",
     "FsckReport",
     "GarbageReport",
+    "NativeEntry",
+    "NativePath",
     "collect_garbage",
     "fsck",
     "record_blob_location",
