@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from convstore.errors import AttachmentCorruptedError, AttachmentNotFoundError, BlobStorageError
 from convstore.model import FilePart, Message, ToolCall
-from convstore.store import arguments, reads, writes
+from convstore.store import arguments, one_statement, reads, writes
 from convstore.store.attachments import attachment_rows, needs_storing, store_files, written_times
 from convstore.store.results import AppendResult
 from convstore.store.writes import AppendPlan
@@ -73,6 +73,10 @@ async def write_batch(
             written=written_times(stored_blobs),
             **plan,
         )
+        if also is None and one_statement.eligible(backend, append):
+            stored = await one_statement.append_in_one_statement(backend, append)  # type: ignore[arg-type]
+            if stored is not None:
+                return stored, None
 
         def write(tx: Any, append: AppendPlan = append) -> tuple[AppendResult, ToolCall | None]:
             written = writes.append_messages(tx, append)
