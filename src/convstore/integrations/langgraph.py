@@ -76,7 +76,13 @@ from convstore.errors import (
     ConversationNotFoundError,
     InvalidInputError,
 )
-from convstore.integrations._langchain_messages import append_stored, from_stored, to_stored
+from convstore.integrations._langchain_messages import (
+    NATIVE_FORMAT,
+    append_stored,
+    from_records,
+    from_stored,
+    to_stored,
+)
 from convstore.integrations._store_handle import StoreHandle
 from convstore.model import FilePart
 from convstore.store import ConversationStore
@@ -262,13 +268,25 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
         thread = self._thread(thread_id)
         missing = sorted({seq for seq in seqs if seq not in thread.by_seq})
         if missing:
-            stored = await store.get_messages(thread_id, missing, tenant=self.tenant)
 
             async def fetch(part: FilePart) -> bytes:
                 return await store.read_attachment(part, tenant=self.tenant)
 
-            for seq, message in zip(missing, await from_stored(stored, fetch), strict=True):
-                thread.remember(seq, message)
+            if len(missing) > 1:
+                # A first read of the thread: its active path (the newest list, while the graph
+                # has not forked back) holds most of them, as native records in one column.
+                path = await store.load_native(thread_id, format=NATIVE_FORMAT, tenant=self.tenant)
+                wanted = set(missing)
+                found = [(seq, data) for seq, _, data in path if seq in wanted and data is not None]
+                records = await from_records([data for _, data in found], fetch)
+                for (seq, _), message in zip(found, records, strict=True):
+                    if message is not None:
+                        thread.remember(seq, message)
+                missing = [seq for seq in missing if seq not in thread.by_seq]
+            if missing:
+                stored = await store.get_messages(thread_id, missing, tenant=self.tenant)
+                for seq, message in zip(missing, await from_stored(stored, fetch), strict=True):
+                    thread.remember(seq, message)
         # Copies: what the graph does to its state never reaches the cache of stored rows.
         messages = [thread.by_seq[seq].model_copy() for seq in seqs]
         thread.live = {id(m): (m, seq) for m, seq in zip(messages, seqs, strict=True)}
