@@ -19,10 +19,9 @@ import hashlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from convstore.db.tx import Tx
 from convstore.errors import AttachmentCorruptedError, AttachmentNotFoundError, BlobStorageError
 from convstore.model import FilePart, Message, ToolCall
-from convstore.store import arguments, reads, writes
+from convstore.store import arguments, one_statement, reads, writes
 from convstore.store.attachments import attachment_rows, needs_storing, store_files, written_times
 from convstore.store.results import AppendResult
 from convstore.store.writes import AppendPlan
@@ -50,13 +49,12 @@ async def write_batch(
     conversation_id: str,
     batch: list[Message],
     *,
-    after: Callable[[Tx, list[Message]], None] | None = None,
+    also: Callable[[Any], None] | None = None,
     **plan: Any,
 ) -> tuple[AppendResult, ToolCall | None]:
     """Store the batch's files, then its rows; retried if gc is collecting a blob it uses.
 
-    ``after(tx, stored)`` runs in the append's transaction once the rows are written (the
-    checkpoint of the messages, `convstore.store.checkpoints`): both commit or neither does.
+    ``also(tx)`` runs after the rows in the same transaction (`append`'s ``state_patches``).
     """
     backend, blobs = store.backend, store.blob_store
     if any(needs_storing(f) for m in batch for f in m.files):
@@ -75,12 +73,16 @@ async def write_batch(
             written=written_times(stored_blobs),
             **plan,
         )
+        if also is None and one_statement.eligible(backend, append):
+            stored = await one_statement.append_in_one_statement(backend, append)  # type: ignore[arg-type]
+            if stored is not None:
+                return stored, None
 
-        def write(tx: Tx, append: AppendPlan = append) -> tuple[AppendResult, ToolCall | None]:
-            result = writes.append_messages(tx, append)
-            if after is not None:
-                after(tx, result[0])
-            return result
+        def write(tx: Any, append: AppendPlan = append) -> tuple[AppendResult, ToolCall | None]:
+            written = writes.append_messages(tx, append)
+            if also is not None:
+                also(tx)
+            return written
 
         try:
             return await backend.write(write)

@@ -232,11 +232,17 @@ class Checkpoints:
         batch = arguments.as_messages(list(messages.new))
         check_messages(batch, max_attachment_size=self._store.blob_store.max_size)
         parent = messages.kept[-1] if messages.kept else None
+
+        def put_after_append(tx: Tx) -> None:
+            # The batch took the conversation's newest seqs, consecutive.
+            last_seq = tx.fetch(stmts.conversation_tenant, {"cid": conversation_id})[0][1]
+            put(tx, range(last_seq - len(batch) + 1, last_seq + 1))
+
         stored, _ = await blob_io.write_batch(
             self._store,
             conversation_id,
             batch,
-            after=lambda tx, new: put(tx, [m.seq for m in new if m.seq is not None]),
+            also=put_after_append,
             tenant=tenant,
             on_conflict="keep-first",
             parent_seq=parent,
