@@ -139,6 +139,9 @@ MESSAGE_COLUMNS = (
 )
 """A message, in the order `convstore.db.mapping.decode_messages` reads it."""
 
+_NATIVE_COLUMNS = (messages.c.seq, messages.c.message_id, messages.c.native)
+"""What a native read takes of a message: one JSON column, beside its seq and application id."""
+
 _TOOL_CALL_COLUMNS = (
     tool_calls.c.id,
     tool_calls.c.seq,
@@ -210,8 +213,28 @@ def _find_message(tenant_scoped: bool) -> Select[Any]:
     return stmt.order_by(messages.c.created_at.desc(), messages.c.conversation_id.desc()).limit(1)
 
 
-def _path_window() -> Select[Any]:
-    """The newest ``:n`` messages before ``:before`` on the path ending at ``:head``.
+def _chain(*columns: Any) -> Select[Any]:
+    """``columns`` of every message of ``:cid``, by ``seq`` (an unbranched path, whole)."""
+    return (
+        select(*columns)
+        .where(messages.c.conversation_id == bindparam("cid"))
+        .order_by(messages.c.seq)
+    )
+
+
+def _chain_before(*columns: Any) -> Select[Any]:
+    """``columns`` of the newest ``:n`` messages below ``:before`` by ``seq``, newest first."""
+    return (
+        select(*columns)
+        .where(messages.c.conversation_id == bindparam("cid"))
+        .where(messages.c.seq < bindparam("before", type_=BigInteger))
+        .order_by(messages.c.seq.desc())
+        .limit(bindparam("n", type_=BigInteger))
+    )
+
+
+def _path_window(*columns: Any) -> Select[Any]:
+    """``columns`` of the newest ``:n`` messages before ``:before`` on the path to ``:head``.
 
     A recursive walk up the parent pointers that stops once it has ``:n`` messages below
     ``:before``: its cost follows the window (and its distance from the head), not the size of
@@ -239,7 +262,7 @@ def _path_window() -> Select[Any]:
         .where(path.c.taken < n)
     )
     return (
-        select(*MESSAGE_COLUMNS)
+        select(*columns)
         .where(messages.c.conversation_id == cid)
         .where(messages.c.seq.in_(select(path.c.seq).where(path.c.seq < before)))
         .order_by(messages.c.seq.desc())
@@ -276,6 +299,12 @@ class Statements:
     select_path_window: Select[Any]
     select_messages_in: Select[Any]
     """Messages whose ``seq`` is in the JSON array ``:seqs``."""
+    select_native: Select[Any]
+    """(seq, message id, native record) of every message of a conversation, by ``seq``."""
+    select_native_before: Select[Any]
+    """The same for the newest ``:n`` below ``:before`` by ``seq`` (an unbranched window)."""
+    select_native_path_window: Select[Any]
+    """The same for the newest ``:n`` below ``:before`` on the path ending at ``:head``."""
     select_tree: Select[Any]
     """Every message's ``seq``, ``parent_seq``, role and time: the shape of the tree."""
     select_message_by_id: Select[Any]
@@ -329,6 +358,7 @@ class Statements:
     """A blob's catalogue row, locked against appends referencing it (``FOR UPDATE``)."""
     select_setting: Select[Any]
     insert_setting_if_absent: Insert
+    delete_setting: Delete
     insert_tombstone: Insert
     delete_tombstone: Delete
     finish_tombstone: Update
@@ -379,15 +409,12 @@ class Statements:
             insert_message=insert(messages),
             insert_blob_ref=_upsert_ignore(dialect_name, blob_refs),
             insert_attachment=_upsert_ignore(dialect_name, attachments),
-            select_messages=select(*MESSAGE_COLUMNS)
-            .where(msg.conversation_id == cid)
-            .order_by(msg.seq),
-            select_messages_before=select(*MESSAGE_COLUMNS)
-            .where(msg.conversation_id == cid)
-            .where(msg.seq < bindparam("before", type_=BigInteger))
-            .order_by(msg.seq.desc())
-            .limit(bindparam("n", type_=BigInteger)),
-            select_path_window=_path_window(),
+            select_messages=_chain(*MESSAGE_COLUMNS),
+            select_messages_before=_chain_before(*MESSAGE_COLUMNS),
+            select_path_window=_path_window(*MESSAGE_COLUMNS),
+            select_native=_chain(*_NATIVE_COLUMNS),
+            select_native_before=_chain_before(*_NATIVE_COLUMNS),
+            select_native_path_window=_path_window(*_NATIVE_COLUMNS),
             select_messages_in=select(*MESSAGE_COLUMNS)
             .where(msg.conversation_id == cid)
             .where(seq_in)
@@ -512,6 +539,7 @@ class Statements:
             .with_for_update(),
             select_setting=select(settings.c.value).where(settings.c.key == bindparam("key")),
             insert_setting_if_absent=_upsert_ignore(dialect_name, settings),
+            delete_setting=delete(settings).where(settings.c.key == bindparam("key")),
             insert_tombstone=insert(blob_tombstones),
             # Parameters named apart from the columns: SQLAlchemy reserves column names in the
             # SET clause of an UPDATE for the values it sets.

@@ -15,6 +15,9 @@ How ADK's model maps onto convstore's:
   become tool calls, function responses tool results, ``inline_data`` files (blobs), text
   text, thoughts thinking; an event without content is an empty message. Inline bytes in the
   record are replaced by blob placeholders and restored on read, so no file is in a row.
+- **Reads** take the events' records straight from `ConversationStore.load_native` (one JSON
+  column per message): `get_session` builds ADK's `Event`s from them without convstore's
+  typed messages in between.
 - **State.** ``app:`` keys live in one conversation per app, ``user:`` keys in one per (app,
   user), each in `Conversation.state`, changed by merge patches (each value wrapped in a
   one-element list so that ``None`` stays a value and objects replace instead of merging).
@@ -29,9 +32,10 @@ How ADK's model maps onto convstore's:
   session without a marker (built by hand) is checked as ADK does: it must hold the newest
   stored event.
 
-Limits: app and user state live in their own conversations, so their deltas are written right
-after the event, not in the same transaction (a process killed in between keeps the event and
-its session state but loses those deltas). `list_sessions` shows each session's state snapshot,
+An event's ``app:`` and ``user:`` deltas are written with the event in one transaction
+(``append(..., state_patches=...)``): a process killed at any point keeps both or neither.
+
+Limits: `list_sessions` shows each session's state snapshot,
 which lags only after a writer stopped between its append and its snapshot, until the next append
 (`get_session` always folds the missing events in).
 """
@@ -74,8 +78,8 @@ from convstore.errors import (
 from convstore.integrations._adk_parts import event_messages
 from convstore.integrations._native_blobs import externalize, restore
 from convstore.integrations._store_handle import StoreHandle
-from convstore.model import Conversation, FilePart, Message, NativeRecord
-from convstore.store import ConversationStore, ConversationSummary
+from convstore.model import FilePart, Message, NativeRecord
+from convstore.store import ConversationStore, ConversationSummary, NativePath
 
 __all__ = ["ConvstoreSessionService"]
 
@@ -132,8 +136,9 @@ class ConvstoreSessionService(BaseSessionService):
 
     Args:
         store: an open `ConversationStore` to share; the application closes it.
-        url: a database URL; the service opens its own store on first use and closes it in
-            `close`.
+        url: a database URL; the service leases the process's store on it (one per URL and
+            event loop, shared by every integration using it) on first use and gives it back in
+            `close` (the last user's closes it).
         blobs: the blob location for a store opened on ``url`` (its default otherwise).
     """
 
@@ -229,7 +234,7 @@ class ConvstoreSessionService(BaseSessionService):
         # return_exceptions: the three reads all end before this returns, even when the session
         # is missing (a read left running would outlive its caller's event loop).
         loaded, app_state, user_state = await asyncio.gather(
-            store.load(cid, last=window),
+            store.load_native(cid, format=FORMAT, last=window),
             _scope_state(store, _app_cid(app_name)),
             _scope_state(store, _user_cid(app_name, user_id)),
             return_exceptions=True,
@@ -241,12 +246,12 @@ class ConvstoreSessionService(BaseSessionService):
             return None
         if isinstance(loaded, BaseException):
             raise loaded
-        conv = loaded
-        natives = _natives(conv.messages)
-        if recent and len(natives) < recent and len(conv.messages) == window:
-            conv = await store.load(cid)
-            natives = _natives(conv.messages)
-        session_state, updated = await self._session_state(store, conv)
+        path = loaded
+        natives = _records(path)
+        if recent and len(natives) < recent and len(path) == window:
+            path = await store.load_native(cid, format=FORMAT)
+            natives = _records(path)
+        session_state, updated = await self._session_state(store, path)
         if recent is not None:
             natives = natives[-recent:] if recent else []
         events = await _events(store, natives)
@@ -260,7 +265,7 @@ class ConvstoreSessionService(BaseSessionService):
             events=events,
             last_update_time=updated,
         )
-        session._storage_update_marker = conv.revision
+        session._storage_update_marker = path.revision
         return session
 
     async def list_sessions(
@@ -336,49 +341,36 @@ class ConvstoreSessionService(BaseSessionService):
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
         marker = session._storage_update_marker
+        patches = await self._scope_patches(store, session, event)
         try:
             if marker is None:
                 marker = await self._check_markerless(store, cid, session)
             try:
-                stored = await _append(store, cid, event, event.id, marker)
+                stored = await _append(store, cid, event, event.id, marker, patches)
             except InvalidMessageError:
                 if await self._already_stored(store, cid, event):
                     return event  # an equal re-delivery: idempotent, as ADK's own services are
                 # A different event reusing an id (ADK keeps both): the messages get a fresh
                 # handle; the event keeps its id in the native record.
-                stored = await _append(store, cid, event, f"{event.id}#{uuid.uuid4().hex}", marker)
+                key = f"{event.id}#{uuid.uuid4().hex}"
+                stored = await _append(store, cid, event, key, marker, patches)
         except ConversationNotFoundError as exc:
             raise SessionNotFoundError(f"Session {session.id} not found.") from exc
         except RevisionConflictError as exc:
             raise StaleSessionError(_STALE) from exc
-        delta = event.actions.state_delta if event.actions else None
-        if delta:
-            deltas = _session_util.extract_json_safe_state_delta(delta)
-            await asyncio.gather(
-                self._patch_scope(
-                    store, _app_cid(session.app_name), session.app_name, None, deltas["app"]
-                ),
-                self._patch_scope(
-                    store,
-                    _user_cid(session.app_name, session.user_id),
-                    session.app_name,
-                    session.user_id,
-                    deltas["user"],
-                ),
-            )
         session._storage_update_marker = await self._snapshot(store, cid, stored, event)
         session.last_update_time = event.timestamp
         return self._commit_event_to_session(session, event)
 
     async def _check_markerless(self, store: ConversationStore, cid: str, session: Session) -> str:
         """ADK's check for a session without a marker: it must hold the newest stored event."""
-        conv = await store.load(cid, last=4)
-        natives = _natives(conv.messages)
+        path = await store.load_native(cid, format=FORMAT, last=4)
+        natives = _records(path)
         newest = natives[-1].get("id") if natives else None
         mine = session.events[-1].id if session.events else None
         if newest != mine:
             raise StaleSessionError(_STALE)
-        return conv.revision
+        return path.revision
 
     async def _already_stored(self, store: ConversationStore, cid: str, event: Event) -> bool:
         try:
@@ -397,7 +389,7 @@ class ConvstoreSessionService(BaseSessionService):
         else writes a session conversation but appends and these snapshots); otherwise the
         next reader completes the snapshot from the events and the caller's marker is `None`.
         """
-        conv = await store.load(cid, last=0)
+        conv = await store.load_native(cid, format=FORMAT, last=0)
         if conv.head_seq != stored[-1].seq:
             return None
         snapshot = conv.metadata.get("adk.snapshot")
@@ -427,7 +419,7 @@ class ConvstoreSessionService(BaseSessionService):
         return updated.revision
 
     async def _session_state(
-        self, store: ConversationStore, conv: Conversation
+        self, store: ConversationStore, conv: NativePath
     ) -> tuple[dict[str, Any], float]:
         """The session-scoped state and last update time: the snapshot, completed if it lags."""
         snapshot = conv.metadata.get("adk.snapshot")
@@ -440,12 +432,8 @@ class ConvstoreSessionService(BaseSessionService):
             return state, updated
         # The snapshot lags (a writer stopped between its append and its snapshot, or lost the
         # race to write it): fold the stored events after it, reading the whole path.
-        conv = await store.load(conv.id)
-        after = [
-            n
-            for m in conv.messages
-            if (n := _native_of(m)) is not None and m.seq is not None and m.seq > int(through or 0)
-        ]
+        whole = await store.load_native(conv.conversation_id, format=FORMAT)
+        after = [n for seq, _, n in whole if isinstance(n, dict) and seq > int(through or 0)]
         if after:
             timestamp = after[-1].get("timestamp")
             updated = float(timestamp) if isinstance(timestamp, int | float) else updated
@@ -459,16 +447,50 @@ class ConvstoreSessionService(BaseSessionService):
         user: str | None,
         delta: dict[str, Any],
     ) -> dict[str, Any]:
-        """Apply ``delta`` to an app or user state conversation; its state afterwards."""
+        """Apply ``delta`` to an app or user state conversation; its state afterwards.
+
+        `create_session`'s initial scoped state (no event to write it with).
+        """
         if not delta:
             return await _scope_state(store, cid)
-        kind = "app" if user is None else "user"
-        metadata: dict[str, JsonValue] = {MARKER_KEY: FORMAT, "adk.kind": kind, "adk.app": app}
-        if user is not None:
-            metadata["adk.user"] = user
-        await store.get_or_create_conversation(cid, metadata=metadata)
+        await _scope_conversation(store, cid, app, user)
         conv = await store.update_state(cid, {key: [value] for key, value in delta.items()})
         return _unwrap(conv.state)
+
+    async def _scope_patches(
+        self, store: ConversationStore, session: Session, event: Event
+    ) -> dict[str, dict[str, JsonValue]]:
+        """The event's ``app:`` and ``user:`` deltas as state patches of their conversations.
+
+        The patches are written with the event, in its transaction (`_append`): a crash leaves
+        both or neither. Only the (empty) scope conversations are made beforehand.
+        """
+        delta = event.actions.state_delta if event.actions else None
+        if not delta:
+            return {}
+        deltas = _session_util.extract_json_safe_state_delta(delta)
+        app, user = session.app_name, session.user_id
+        patches: dict[str, dict[str, JsonValue]] = {}
+        for cid, scope_user, scoped in (
+            (_app_cid(app), None, deltas["app"]),
+            (_user_cid(app, user), user, deltas["user"]),
+        ):
+            if not scoped:
+                continue
+            await _scope_conversation(store, cid, app, scope_user)
+            patches[cid] = {key: [value] for key, value in scoped.items()}
+        return patches
+
+
+async def _scope_conversation(
+    store: ConversationStore, cid: str, app: str, user: str | None
+) -> None:
+    """Make the conversation holding an app's (``user=None``) or a user's scoped state."""
+    kind = "app" if user is None else "user"
+    metadata: dict[str, JsonValue] = {MARKER_KEY: FORMAT, "adk.kind": kind, "adk.app": app}
+    if user is not None:
+        metadata["adk.user"] = user
+    await store.get_or_create_conversation(cid, metadata=metadata)
 
 
 async def _scope_state(store: ConversationStore, cid: str) -> dict[str, Any]:
@@ -497,6 +519,11 @@ def _natives(messages: list[Message]) -> list[dict[str, JsonValue]]:
     return [n for m in messages if (n := _native_of(m)) is not None]
 
 
+def _records(path: NativePath) -> list[dict[str, JsonValue]]:
+    """The events a native read found (messages before an event's last carry no record)."""
+    return [data for _, _, data in path if isinstance(data, dict)]
+
+
 async def _events(store: ConversationStore, natives: list[dict[str, JsonValue]]) -> list[Event]:
     async def fetch(part: FilePart) -> bytes:
         return await store.read_attachment(part)
@@ -514,15 +541,24 @@ def _since(events: list[Event], after: float) -> list[Event]:
 
 
 async def _append(
-    store: ConversationStore, cid: str, event: Event, key: str, marker: str | None
+    store: ConversationStore,
+    cid: str,
+    event: Event,
+    key: str,
+    marker: str | None,
+    patches: dict[str, dict[str, JsonValue]],
 ) -> list[Message]:
-    """Append the event's messages (named after ``key``), checked against ``marker``.
+    """Append the event's messages (named after ``key``) with its scoped state, one transaction.
 
-    A second, different result for a call is kept as history (the call keeps its first), as
-    ADK stores whatever events it is given.
+    Checked against ``marker``. A second, different result for a call is kept as history (the
+    call keeps its first), as ADK stores whatever events it is given.
     """
     return await store.append(
-        cid, _messages(event, key), expected_revision=marker, on_conflict="keep-first"
+        cid,
+        _messages(event, key),
+        expected_revision=marker,
+        on_conflict="keep-first",
+        state_patches=patches or None,
     )
 
 
