@@ -358,6 +358,7 @@ class Statements:
     """A blob's catalogue row, locked against appends referencing it (``FOR UPDATE``)."""
     select_setting: Select[Any]
     insert_setting_if_absent: Insert
+    delete_setting: Delete
     insert_tombstone: Insert
     delete_tombstone: Delete
     finish_tombstone: Update
@@ -538,6 +539,7 @@ class Statements:
             .with_for_update(),
             select_setting=select(settings.c.value).where(settings.c.key == bindparam("key")),
             insert_setting_if_absent=_upsert_ignore(dialect_name, settings),
+            delete_setting=delete(settings).where(settings.c.key == bindparam("key")),
             insert_tombstone=insert(blob_tombstones),
             # Parameters named apart from the columns: SQLAlchemy reserves column names in the
             # SET clause of an UPDATE for the values it sets.
