@@ -32,54 +32,63 @@ async def _ids(store: ConversationStore, **kwargs: Any) -> list[str]:
 
 
 async def test_filters_follow_every_write(store: ConversationStore) -> None:
-    a = await store.create_conversation(title="a", metadata={"project": "p7", "user": "ann"})
-    b = await store.create_conversation(title="b", metadata={"project": "p7"})
-    assert await _ids(store, metadata={"project": "p7"}) == [b.id, a.id]
-    assert await _ids(store, metadata={"project": "p7", "user": "ann"}) == [a.id]
+    t = uuid.uuid4().hex  # the PostgreSQL database is shared by the session's tests
+    a = await store.create_conversation(tenant=t, metadata={"project": "p7", "user": "ann"})
+    b = await store.create_conversation(tenant=t, metadata={"project": "p7"})
+    assert await _ids(store, tenant=t, metadata={"project": "p7"}) == [b.id, a.id]
+    assert await _ids(store, tenant=t, metadata={"project": "p7", "user": "ann"}) == [a.id]
 
     # get_or_create of an existing conversation keeps its own metadata and tags.
-    same = await store.get_or_create_conversation(a.id, metadata={"project": "p9"})
+    same = await store.get_or_create_conversation(a.id, tenant=t, metadata={"project": "p9"})
     assert same.metadata == {"project": "p7", "user": "ann"}
-    assert await _ids(store, metadata={"project": "p9"}) == []
+    assert await _ids(store, tenant=t, metadata={"project": "p9"}) == []
 
-    await store.update_conversation(a.id, metadata={"project": "p8"})
-    assert await _ids(store, metadata={"project": "p7"}) == [b.id]
-    assert await _ids(store, metadata={"project": "p8"}) == [a.id]
-    assert await _ids(store, metadata={"user": "ann"}) == []
+    await store.update_conversation(a.id, tenant=t, metadata={"project": "p8"})
+    assert await _ids(store, tenant=t, metadata={"project": "p7"}) == [b.id]
+    assert await _ids(store, tenant=t, metadata={"project": "p8"}) == [a.id]
+    assert await _ids(store, tenant=t, metadata={"user": "ann"}) == []
 
-    await store.append(b.id, Message.user("hello"))
-    fork = await store.fork(b.id, at_seq=1)
-    assert await _ids(store, metadata={"project": "p7"}) == [fork.id, b.id]
+    await store.append(b.id, Message.user("hello"), tenant=t)
+    fork = await store.fork(b.id, at_seq=1, tenant=t)
+    assert await _ids(store, tenant=t, metadata={"project": "p7"}) == [fork.id, b.id]
+    # Without a tenant the caller is trusted with every conversation: the same answer.
+    assert [c for c in await _ids(store, metadata={"project": "p7"}) if c in (fork.id, b.id)] == [
+        fork.id,
+        b.id,
+    ]
 
-    await store.delete_conversation(b.id)
-    assert await _ids(store, metadata={"project": "p7"}) == [fork.id]
-    assert await _ids(store, metadata={"project": "p7"}, tenant="other") == []
+    await store.delete_conversation(b.id, tenant=t)
+    assert await _ids(store, tenant=t, metadata={"project": "p7"}) == [fork.id]
+    assert await _ids(store, tenant="other", metadata={"project": "p7"}) == []
 
 
 async def test_values_compare_as_json_values(store: ConversationStore) -> None:
-    one = await store.create_conversation(metadata={"n": 1, "obj": {"a": 1, "b": [1, 2]}})
-    await store.create_conversation(metadata={"n": True, "obj": {"a": 1}})
-    assert await _ids(store, metadata={"n": 1.0}) == [one.id]
-    assert await _ids(store, metadata={"obj": {"b": [1, 2], "a": 1}}) == [one.id]
-    assert await _ids(store, metadata={"obj": {"b": [2, 1], "a": 1}}) == []
+    t = uuid.uuid4().hex
+    one = await store.create_conversation(tenant=t, metadata={"n": 1, "obj": {"a": 1, "b": [1, 2]}})
+    await store.create_conversation(tenant=t, metadata={"n": True, "obj": {"a": 1}})
+    assert await _ids(store, tenant=t, metadata={"n": 1.0}) == [one.id]
+    assert await _ids(store, tenant=t, metadata={"obj": {"b": [1, 2], "a": 1}}) == [one.id]
+    assert await _ids(store, tenant=t, metadata={"obj": {"b": [2, 1], "a": 1}}) == []
 
 
 async def test_filtered_paging_sees_each_match_once_while_others_write(
     store: ConversationStore,
 ) -> None:
+    t = uuid.uuid4().hex
     made = [
-        await store.create_conversation(title=str(i), tenant="t", metadata={"p": i % 3})
+        await store.create_conversation(title=str(i), tenant=t, metadata={"p": i % 3})
         for i in range(40)
     ]
-    wanted = [c.id for c in reversed(made) if c.metadata["p"] == 0]
+    newest_first = sorted(made, key=lambda c: (c.created_at, c.id), reverse=True)
+    wanted = [c.id for c in newest_first if c.metadata["p"] == 0]
     seen: list[str] = []
     cursor = None
     while True:
-        page = await store.list_conversations(tenant="t", limit=4, cursor=cursor, metadata={"p": 0})
+        page = await store.list_conversations(tenant=t, limit=4, cursor=cursor, metadata={"p": 0})
         seen += [c.id for c in page]
         # Writers meanwhile: new conversations (newer than the walk), changed metadata of
         # conversations the walk does not list, appends.
-        await store.create_conversation(tenant="t", metadata={"p": 0})
+        await store.create_conversation(tenant=t, metadata={"p": 0})
         await store.update_conversation(made[1].id, metadata={"p": 1, "touched": True})
         await store.append(made[0].id, Message.user("meanwhile"))
         if page.next_cursor is None:
