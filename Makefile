@@ -68,8 +68,16 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The PostgreSQL store, concurrency and v2-operation suites once more on a database
+# hash-partitioned by `convstore partition` (docs/scaling.md). Left out: what does not touch
+# the partitioned tables differently (blob-backend variants, migrating an empty database) and
+# the reference-model state machine (the v2 operations have suites of their own).
+PARTITIONED_SUITES := tests/store tests/reliability/test_concurrency.py -k "not migrating \
+	and not postgres-s3 and not postgres-local and not state_machine"
+
 pytest: $(STAMP) $(AI_SDK_STAMP)
 	$(BIN)/pytest
+	CONVSTORE_TEST_PG_PARTITIONS=4 $(BIN)/pytest -m postgres $(PARTITIONED_SUITES)
 
 $(AI_SDK_STAMP): $(AI_SDK_NODE)/package.json $(AI_SDK_NODE)/package-lock.json
 	npm ci --prefix $(AI_SDK_NODE) --no-audit --no-fund --loglevel=error
@@ -113,7 +121,9 @@ $(LG_STAMP): pyproject.toml constraints-langgraph.txt
 
 test-langgraph: $(LG_STAMP)
 	$(LG_VENV)/bin/mypy
-	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(LG_VENV)/bin/pytest tests/integrations/test_langgraph_conformance.py
+	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(LG_VENV)/bin/pytest tests/integrations/test_langgraph_conformance.py \
+		tests/integrations/test_langgraph.py tests/integrations/test_langchain.py \
+		tests/integrations/test_langgraph_docs.py
 
 $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
@@ -122,8 +132,12 @@ $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	touch $@
 
 # Every store in its own process, all from .venv-bench; writes docs/performance.md.
-bench: $(BENCH_STAMP) bench-frameworks
+bench: $(BENCH_STAMP) bench-frameworks bench-langgraph
 	$(BENCH_VENV)/bin/python -m bench.compare --save-json docs/performance.json
+
+# ConvstoreSaver beside langgraph-checkpoint-sqlite's AsyncSqliteSaver on a 200-turn agent run.
+bench-langgraph: $(LG_STAMP)
+	$(LG_VENV)/bin/python -m bench.langgraph_bench --json-out docs/langgraph-bench.json
 
 # ADK's and pydantic-ai's workloads through the integrations beside the frameworks' own stores.
 bench-frameworks: $(PAI_STAMP) $(ADK_STAMP)

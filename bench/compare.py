@@ -57,6 +57,7 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("full_load_ms", "full load ms", ".1f"),
     ("last_ms", "last-50 ms", ".2f"),
     ("concurrent_items_s", "concurrent items/s", ",.0f"),
+    ("pop_ms", "pop ms", ".2f"),
 )
 """The main tables: result key, column title, number format."""
 
@@ -553,8 +554,8 @@ def callgrind_table(callgrind: dict[str, Any]) -> str:
     turns = rows[0]["history_turns"] if rows and "history_turns" in rows[0] else "?"
     lines = [
         f"| store | per append | per full load ({turns} turns) | per last-50 load "
-        "| turn-loop request, whole history | turn-loop request, newest 50 |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| turn-loop request, whole history | turn-loop request, newest 50 | per pop |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
 
     def millions(value: float | None, spec: str) -> str:
@@ -562,7 +563,7 @@ def callgrind_table(callgrind: dict[str, Any]) -> str:
 
     for row in callgrind["results"]:
         if "error" in row:
-            lines.append(f"| {row['peer']} | failed: {row['error'][:120]} | | | | |")
+            lines.append(f"| {row['peer']} | failed: {row['error'][:120]} | | | | | |")
             continue
         cells = (
             millions(row["append"], ".2f"),
@@ -570,6 +571,7 @@ def callgrind_table(callgrind: dict[str, Any]) -> str:
             millions(row["last_50"], ".2f"),
             millions(row.get("request_full"), ".1f"),
             millions(row.get("request_50"), ".2f"),
+            millions(row.get("pop"), ".2f"),
         )
         lines.append(f"| {row['peer']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

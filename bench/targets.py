@@ -147,10 +147,14 @@ def targets_table(
       count="full_load")  # fmt: skip
     r("openai-agents: `get_items(limit=50)` ≤ 1.0x", "last_ms", session, peer, 1.0,
       count="last_50")  # fmt: skip
-    r("openai-agents: `pop_item` ≤ 2.0x", "pop_ms", session, peer, 2.0)
+    r("openai-agents: `pop_item` ≤ 2.0x", "pop_ms", session, peer, 2.0, count="pop")
     r("openai-agents: 20 concurrent sessions ≥ 1.0x the items/s", "concurrent_items_s", session,
       peer, 1.0)  # fmt: skip
     t.no_errors("openai-agents: 20 concurrent sessions, zero errors", session)
+    by_url = "convstore_session_url"  # ConvstoreSession(id, url=...), as SQLiteSession(id, path)
+    r("openai-agents: 20 concurrent `url=` sessions ≥ 1.0x the items/s", "concurrent_items_s",
+      by_url, peer, 1.0)  # fmt: skip
+    t.no_errors("openai-agents: 20 concurrent `url=` sessions, zero errors", by_url)
     store, cold = "convstore_store", "convstore_nocache"
     r("SQLite: `append` ≥ 1.0x `SQLiteSession`", "append_items_s", store, peer, 1.0,
       count="append")  # fmt: skip

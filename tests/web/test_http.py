@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from convstore import ConversationStore, Message
+from convstore import ConversationStore, Message, ThinkingPart, Usage
 from convstore.store import fsck
 from convstore.web import create_app
 from tests.web.seed import (
@@ -348,3 +348,38 @@ async def test_health_reports_revision_counts_and_fsck(
         # The blob check covers the whole database (shared by the PostgreSQL tests).
         expected = "ok" if (await fsck(store)).ok else "problems"
         assert f'data-fsck="{expected}"' in page.text
+
+
+async def test_thinking_usage_and_compaction_are_shown(
+    store: ConversationStore, tenant: str
+) -> None:
+    conversation = await store.create_conversation(tenant=tenant)
+    await store.append(
+        conversation.id,
+        [
+            Message.user("What is 17 * 23?"),
+            Message.assistant(
+                ThinkingPart(text="17 * 23 = 391.", signature="c2lnbmF0dXJl"),
+                "391.",
+                provider="anthropic",
+                model="claude-sonnet-4-5",
+                usage=Usage(input_tokens=120, output_tokens=40, reasoning_tokens=25),
+            ),
+            Message.user("And 391 + 9?"),
+            Message.assistant("400."),
+        ],
+    )
+    await store.compact(conversation.id, through_seq=2, summary="Asked for 17 * 23 (391).")
+    async with client(create_app(store, tenant=tenant)) as http:
+        page = (await http.get(f"/conversations/{conversation.id}")).text
+    tags = Tags()
+    tags.feed(page)
+    assert "details" in tags.names  # thinking, collapsed until opened
+    assert re.search(r"<details class=\"thinking\">\s*<summary>thinking \(anthropic/claude", page)
+    assert "17 * 23 = 391." in "".join(tags.text)
+    assert "120 in · 40 out · 25 reasoning" in page
+    mark = re.search(r'data-compaction-through="2">([^<]*)<q>([^<]*)</q>', page)
+    assert mark is not None
+    assert html.unescape(mark.group(2)) == "Asked for 17 * 23 (391)."
+    # The mark sits right after message #2, before #3.
+    assert page.index('data-seq="2"') < mark.start() < page.index('data-seq="3"')
