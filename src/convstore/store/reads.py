@@ -31,6 +31,7 @@ from convstore.db.mapping import (
     new_tool_call,
     outputs_of,
 )
+from convstore.db.statements import list_page
 from convstore.db.tx import Codec, Row, Statement, Tx
 from convstore.errors import ConversationNotFoundError, InvalidInputError, MessageNotFoundError
 from convstore.model import (
@@ -45,6 +46,7 @@ from convstore.model import (
 )
 from convstore.store.lifecycle import path_lifecycles
 from convstore.store.message_cache import MessageCache
+from convstore.store.metadata_tags import tags_of
 
 __all__ = [
     "ConversationPage",
@@ -423,31 +425,23 @@ def list_conversations(
     """Conversations, newest first (by creation, then id), ``limit`` at a time.
 
     Creation order never changes, so a walk by cursor sees every conversation that existed
-    when it started exactly once, however the others are written meanwhile.
+    when it started exactly once, however the others are written meanwhile. One statement per
+    page (`convstore.db.statements.list_page`): an index range whatever the page's depth, the
+    metadata filter included, so a read never holds its snapshot across pages.
     """
-    st, codec = tx.statements, tx.codec
+    codec = tx.codec
+    tags = tags_of(metadata)
+    params: dict[str, Any] = {"for_tenant": tenant, "limit": limit + 1}
+    params.update({f"tag{i}": t for i, t in enumerate(tags)})
+    if cursor is not None:
+        after_created, params["after_id"] = _decode_cursor(cursor)
+        params["after_created"] = codec.dump_time(after_created)
+    stmt = list_page(
+        tenant_scoped=tenant is not None, after_cursor=cursor is not None, tags=len(tags)
+    )
     page = ConversationPage()
-    after = None if cursor is None else _decode_cursor(cursor)
-    batch = max(limit + 1, 64)
-    while len(page) <= limit:
-        params: dict[str, Any] = {"for_tenant": tenant, "limit": batch}
-        if after is None:
-            rows = tx.fetch(st.list_conversations.pick(tenant), params)
-        else:
-            params["after_created"] = codec.dump_time(after[0])
-            params["after_id"] = after[1]
-            rows = tx.fetch(st.list_conversations_after.pick(tenant), params)
-        for row in rows:
-            summary = _summary(row, codec)
-            after = (summary.created_at, summary.id)
-            meta = summary.metadata
-            if metadata and any(k not in meta or meta[k] != v for k, v in metadata.items()):
-                continue
-            page.append(summary)
-            if len(page) > limit:
-                break
-        if len(rows) < batch:
-            break
+    for row in tx.fetch(stmt, params):
+        page.append(_summary(row, codec))
     if len(page) > limit:
         del page[limit:]
         page.next_cursor = page[-1].cursor if page else None
