@@ -88,21 +88,27 @@ def main() -> None:
                            "--path", str(path), "--handle", handle]  # fmt: skip
                 out = subprocess.run(command, capture_output=True, text=True, check=True)
                 samples[peer].append(json.loads(out.stdout))
-    result: dict[str, Any] = {"turns": args.turns, "repeat": args.repeat, "peers": {}}
-    base = samples.get("agents_sqlite")
-    for peer, runs in samples.items():
-        row = {k: statistics.median(r[k] for r in runs) for k in ("first_ms", "again_ms")}
-        if base:
-            for k in ("first_ms", "again_ms"):
-                row[k.replace("_ms", "_ratio")] = row[k] / statistics.median(r[k] for r in base)
-        result["peers"][peer] = row
-        ratios = "".join(
-            f"  {k}: {row[k]:.2f}x" for k in ("first_ratio", "again_ratio") if k in row
-        )
-        times = f"first {row['first_ms']:8.2f} ms  again {row['again_ms']:8.2f} ms"
-        print(f"{peer:<20} {times}{ratios}")
+    result = {"turns": args.turns, "repeat": args.repeat, "peers": medians(samples)}
     if args.json_out is not None:
         args.json_out.write_text(json.dumps(result, indent=1))
+
+
+def medians(samples: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Per store, the median of each ``*_ms`` figure and its ratio to ``SQLiteSession``'s;
+    printed one line a store."""
+    base = samples.get("agents_sqlite")
+    table = {}
+    for peer, runs in samples.items():
+        row = {k: statistics.median(r[k] for r in runs) for k in runs[0] if k.endswith("_ms")}
+        line = [f"{peer:<20}"]
+        for k in list(row):
+            line.append(f"{k.removesuffix('_ms')} {row[k]:8.2f} ms")
+            if base:
+                row[k.replace("_ms", "_ratio")] = row[k] / statistics.median(r[k] for r in base)
+                line.append(f"({row[k.replace('_ms', '_ratio')]:.2f}x SQLiteSession)")
+        print("  ".join(line))
+        table[peer] = row
+    return table
 
 
 if __name__ == "__main__":

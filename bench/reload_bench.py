@@ -22,8 +22,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
+from bench.cold_load_bench import medians
 from bench.peers.runner import _call
 
 PEERS = ("convstore_store", "convstore_nocache", "agents_sqlite")
@@ -63,16 +63,7 @@ def main() -> None:
                        "--turns", str(args.turns)]  # fmt: skip
             out = subprocess.run(command, capture_output=True, text=True, check=True)
             samples[peer].append(json.loads(out.stdout))
-    result: dict[str, Any] = {"turns": args.turns, "repeat": args.repeat, "peers": {}}
-    base = samples.get("agents_sqlite")
-    for peer, runs in samples.items():
-        row = {k: statistics.median(r[k] for r in runs) for k in ("mean_ms", "last_ms")}
-        if base:
-            row["mean_ratio"] = row["mean_ms"] / statistics.median(r["mean_ms"] for r in base)
-        result["peers"][peer] = row
-        ratio = f"  ({row['mean_ratio']:.2f}x SQLiteSession)" if "mean_ratio" in row else ""
-        times = f"reload mean {row['mean_ms']:7.2f} ms, last {row['last_ms']:7.2f} ms"
-        print(f"{peer:<20} {times}{ratio}")
+    result = {"turns": args.turns, "repeat": args.repeat, "peers": medians(samples)}
     if args.json_out is not None:
         args.json_out.write_text(json.dumps(result, indent=1))
 
