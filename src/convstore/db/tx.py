@@ -37,6 +37,9 @@ Statement = Select[Any] | Insert | Update | Delete
 class Codec(Protocol):
     """Converts values between Python and what the backend binds and returns."""
 
+    binds_json_text: bool
+    """Whether JSON columns are bound as text (encoded here) rather than as Python values."""
+
     def dump_json(self, value: Any) -> Any:
         """A JSON value (``None`` stays ``None``: SQL NULL) as the backend binds it."""
         ...
@@ -84,6 +87,8 @@ class Tx(Protocol):
 class SqliteCodec(Codec):
     """JSON as compact text, timestamps as `UTCDateTime`'s SQLite text."""
 
+    binds_json_text = True
+
     def __init__(self) -> None:
         # One append writes many rows with the same timestamp, and a load reads them back:
         # parsing each distinct text once keeps timestamp decoding off the load profile.
@@ -120,6 +125,8 @@ class SqliteCodec(Codec):
 
 class PassthroughCodec(Codec):
     """For backends whose column types already convert (SQLAlchemy's JSON and `UTCDateTime`)."""
+
+    binds_json_text = False
 
     @override
     def dump_json(self, value: Any) -> Any:

@@ -53,6 +53,7 @@ from convstore.store import (
     blob_io,
     branches,
     conversations,
+    lean_append,
     reads,
     settings,
     writes,
@@ -121,6 +122,8 @@ class ConversationStore:
             "timeout": blob_timeout,
         }
         self._blobs: BlobStore | None = None
+        self._lean_appends = self._backend.dialect_name == "sqlite"
+        """Whether `append` may take `convstore.store.lean_append` (tests switch it off)."""
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -390,6 +393,18 @@ class ConversationStore:
             )
         # Before any blob is written: a batch over a documented limit leaves nothing behind.
         check_messages(batch, max_attachment_size=self.blob_store.max_size)
+        if idempotency_key is None and self._lean_appends:
+            lean = lean_append.plan(
+                conversation_id,
+                batch,
+                arguments.now(),
+                tenant=tenant,
+                expected_revision=expected_revision,
+                parent_seq=parent_seq,
+                on_conflict=on_conflict,
+            )
+            if lean is not None:
+                return await self._backend.write(lean.run)
         try:
             stored, _ = await blob_io.write_batch(
                 self,

@@ -72,11 +72,13 @@ __all__ = [
     "advance",
     "append_messages",
     "cancel_pending",
+    "check_message_ids",
     "compact",
     "delete_conversation",
     "finish_tombstones",
     "lock",
     "new_revision",
+    "stored_copies",
 ]
 
 OnConflict = Literal["raise", "keep-first"]
@@ -345,7 +347,7 @@ def append_messages(tx: Tx, plan: AppendPlan) -> tuple[AppendResult, ToolCall | 
     parent = header.head_seq if plan.parent_seq is None else plan.parent_seq
     if parent != header.head_seq:
         _start_branch(tx, header, parent, plan.now)
-    _check_message_ids(tx, plan)
+    check_message_ids(tx, cid, plan.messages)
     namespaces = _check_references(tx, plan)
     first_seq = header.last_seq + 1
     on_path = _path_test(tx, header, parent)
@@ -362,26 +364,40 @@ def append_messages(tx: Tx, plan: AppendPlan) -> tuple[AppendResult, ToolCall | 
         )
     header.last_seq = first_seq + count - 1
     header.head_seq = header.last_seq
-    stored = AppendResult(revision=advance(tx, header, plan.now))
-    for offset, m in enumerate(plan.messages):
-        seq = first_seq + offset
-        stored.append(
-            _new_message(
-                {
-                    **m.__dict__,
-                    "seq": seq,
-                    "created_at": plan.now,
-                    "parent_seq": parent if offset == 0 else seq - 1,
-                    "conversation_id": cid,
-                }
-            )
-        )
+    revision = advance(tx, header, plan.now)
+    stored = stored_copies(plan.messages, cid, first_seq, parent, plan.now, revision)
     completed = None
     if plan.completion:
         result = plan.messages[0].parts[0]
         assert isinstance(result, ToolResultPart)
         completed = _call_as_stored(tx, cid, result)
     return stored, completed
+
+
+def stored_copies(
+    messages: list[Message],
+    cid: str,
+    first_seq: int,
+    parent: int | None,
+    now: datetime,
+    revision: str,
+) -> AppendResult:
+    """What an append returns: its messages as stored from ``first_seq`` on, after ``parent``."""
+    stored = AppendResult(revision=revision)
+    for offset, m in enumerate(messages):
+        seq = first_seq + offset
+        stored.append(
+            _new_message(
+                {
+                    **m.__dict__,
+                    "seq": seq,
+                    "created_at": now,
+                    "parent_seq": parent if offset == 0 else seq - 1,
+                    "conversation_id": cid,
+                }
+            )
+        )
+    return stored
 
 
 def _start_branch(tx: Tx, header: Header, parent: int | None, now: datetime) -> None:
@@ -412,9 +428,9 @@ def _path_test(tx: Tx, header: Header, end: int | None) -> Callable[[int], bool]
     return test
 
 
-def _check_message_ids(tx: Tx, plan: AppendPlan) -> None:
+def check_message_ids(tx: Tx, cid: str, messages: list[Message]) -> None:
     """Refuse an application message id the batch repeats or the conversation already holds."""
-    ids = [m.id for m in plan.messages if m.id is not None]
+    ids = [m.id for m in messages if m.id is not None]
     if not ids:
         return
     if len(set(ids)) != len(ids):
@@ -422,11 +438,11 @@ def _check_message_ids(tx: Tx, plan: AppendPlan) -> None:
         raise InvalidMessageError(f"message id {dup!r} appears twice in one append")
     taken = tx.fetch(
         tx.statements.message_id_taken,
-        {"cid": plan.conversation_id, "ids": tx.codec.dump_json(ids)},
+        {"cid": cid, "ids": tx.codec.dump_json(ids)},
     )
     if taken:
         raise InvalidMessageError(
-            f"message id {taken[0][0]!r} is already used in conversation {plan.conversation_id!r}"
+            f"message id {taken[0][0]!r} is already used in conversation {cid!r}"
         )
 
 
