@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.peers.runner import Peer, main
-from bench.peers.shapes import responses_items
+from bench.peers.shapes import agents_request, responses_items
 
 PEER = Peer(
     name="convstore_session",
@@ -28,10 +28,13 @@ PEER = Peer(
     last_api="get_items(limit=50)",
     shape="items as canonical messages + native records (relational rows, tool calls)",
     durability="WAL + synchronous=FULL (convstore's defaults), busy_timeout 5 s",
+    requests="get_items(limit=N) + ItemHelpers.input_to_new_input_list + json.dumps",
 )
 
 
-class _Store:
+class Store:
+    """Sessions on one shared store (also the base of `bench.peers.convstore_session_url`)."""
+
     def __init__(self, store: Any) -> None:
         self._store = store
 
@@ -52,15 +55,21 @@ class _Store:
     async def load_last(self, conversation: Any, n: int) -> int:
         return len(await conversation.get_items(limit=n))
 
+    async def pop_last(self, conversation: Any) -> int:
+        return 0 if await conversation.pop_item() is None else 1
+
+    async def request(self, conversation: Any, last: int | None) -> int:
+        return agents_request(await conversation.get_items(limit=last))
+
 
 @asynccontextmanager
-async def open_store(path: Path) -> AsyncIterator[_Store]:
+async def open_store(path: Path) -> AsyncIterator[Store]:
     """Sessions sharing one default `ConversationStore` on ``path``."""
     from convstore import ConversationStore
     from convstore.integrations.openai_agents import ConvstoreSession  # noqa: F401 (fail early)
 
     async with ConversationStore(f"sqlite+aiosqlite:///{path}") as store:
-        yield _Store(store)
+        yield Store(store)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,13 @@ exactly as it measures every other store:
    ``--conversation-turns`` (50) turns by its own asyncio task; items/s over the wall time of
    all tasks, and the appends that raised. Afterwards every conversation is counted, so lost
    writes show too.
+6. turn loop (stores whose adapter has `Store.request`): what an agent or chat app does every
+   turn, ``--loop-turns`` (500) times on a fresh file: read the history (all of it, or the
+   newest ``--last``), turn it into the body of the next model request as the store's own
+   framework does, serialise that with `json.dumps`, then append the turn; turns/s over the
+   whole loop, once reading everything and once the newest ``--last``.
+7. pop (stores whose adapter has `PoppingStore.pop_last`): after the loads of phase 3 and 4,
+   the newest record is removed and returned ``--pops`` (20) times, one call each; median.
 
 Every phase checks that the store gives back what was appended: a broken adapter must not
 produce numbers. Payloads are built, in each store's own shape, before the clock starts.
@@ -103,6 +110,9 @@ class Peer:
     database: str = "sqlite"
     """``sqlite`` (a fresh file per repetition) or ``postgresql`` (a fresh database per
     repetition on the cluster `bench.compare` starts: see `postgres_dsn`)."""
+    requests: str | None = None
+    """How the adapter builds a model request from the history (`RequestingStore.request`),
+    in a few words; `None`: the store is left out of the turn loop."""
 
 
 class Store(Protocol):
@@ -129,6 +139,24 @@ class Store(Protocol):
         ...
 
 
+class RequestingStore(Store, Protocol):
+    """A store whose adapter also builds the next model request (the turn-loop phase)."""
+
+    def request(self, conversation: Any, last: int | None) -> Any:
+        """Read the history (``last``: only the newest records), build the request body the
+        store's framework would send to the model from it, serialise it with `json.dumps`;
+        returns how many input items the body holds."""
+        ...
+
+
+class PoppingStore(Store, Protocol):
+    """A store whose API removes and returns the newest record (the pop phase)."""
+
+    def pop_last(self, conversation: Any) -> Any:
+        """Remove the newest record and return it; returns how many it got (1)."""
+        ...
+
+
 OpenStore = Callable[[Path], AbstractAsyncContextManager[Store]]
 """Opens a store on an SQLite file (which may exist, empty, or not yet)."""
 
@@ -150,6 +178,12 @@ class Repetition:
     database_bytes: int
     wal_pages_per_append: float | None = None
     """WAL frames (pages) written, and fsynced, per append: SQLite stores only."""
+    turn_loop_full_turns_s: float | None = None
+    """Turns/s of the turn loop reading the whole history each turn (`RequestingStore`)."""
+    turn_loop_last_turns_s: float | None = None
+    """Turns/s of the turn loop reading the newest ``last`` records each turn."""
+    pop_ms: float | None = None
+    """Median time to remove and return the newest record (`PoppingStore`)."""
 
 
 class AdapterError(AssertionError):
@@ -268,11 +302,13 @@ class Settings:
     conversation_turns: int = 50
     journal: str = "wal"
     wal_turns: int = 50
+    loop_turns: int = 500
+    pops: int = 20
 
 
 async def _single(
     peer: Peer, open_store: OpenStore, path: Path, s: Settings
-) -> tuple[float, float, float, float, float | None]:
+) -> tuple[float, float, float, float, float | None, float | None]:
     async with open_store(path) as store:
         conversation = await _call(store.new_conversation, "bench-single")
         payloads = [store.payload(n) for n in range(s.turns)]
@@ -296,6 +332,18 @@ async def _single(
                 lambda: _call(store.load_last, conversation, s.last), s.lasts
             )
             _expect(f"last {s.last}", count, min(s.last, expected))
+        pop_ms: float | None = None
+        pop_last = getattr(store, "pop_last", None)
+        if pop_last is not None and s.pops:
+            gc.collect()
+            popped: list[int] = []
+
+            async def pop() -> int:
+                popped.append(await _call(pop_last, conversation))
+                return popped[-1]
+
+            pop_ms, _ = await _median_ms(pop, s.pops)
+            _expect(f"{s.pops} pops", sum(popped), s.pops)
     cuts = statistics.quantiles(latencies, n=100, method="inclusive")
     return (
         s.turns * ITEMS_PER_TURN / append_s,
@@ -303,6 +351,7 @@ async def _single(
         cuts[98] * 1e3,
         full_ms,
         last_ms,
+        pop_ms,
     )
 
 
@@ -340,6 +389,27 @@ async def _concurrent(
             lost += max(0, written[i] - stored // peer.records_per_turn)
     items_s = sum(written) * ITEMS_PER_TURN / elapsed
     return items_s, len(errors), lost, errors[0] if errors else None
+
+
+async def _turn_loop(open_store: OpenStore, path: Path, s: Settings, last: int | None) -> float:
+    """Turns/s of ``loop_turns`` x (read the history, build the request, append the turn)."""
+    async with open_store(path) as store:
+        conversation = await _call(store.new_conversation, "bench-turns")
+        payloads = [store.payload(n) for n in range(s.loop_turns)]
+        counts = []
+        gc.collect()
+        start = time.perf_counter()
+        for payload in payloads:
+            counts.append(await _call(store.request, conversation, last))
+            await _call(store.append_turn, conversation, payload)
+        elapsed = time.perf_counter() - start
+    for turn, count in enumerate(counts):
+        before = turn * ITEMS_PER_TURN
+        # A window may widen (to the start of a turn), never shrink.
+        fewest = before if last is None else min(last, before)
+        if not fewest <= count <= before:
+            raise AdapterError(f"turn {turn}: the request held {count} items of {before}")
+    return s.loop_turns / elapsed
 
 
 _WAL_HEADER = 32
@@ -399,7 +469,7 @@ async def _repetition(
     sqlite = peer.database == "sqlite"
     with tempfile.TemporaryDirectory(prefix=f"bench-{peer.name}-", dir=tmpdir) as tmp:
         single = _fresh_file(Path(tmp) / "single" / "store.db", s.journal)
-        items_s, p50, p99, full_ms, last_ms = await _single(peer, open_store, single, s)
+        items_s, p50, p99, full_ms, last_ms, pop_ms = await _single(peer, open_store, single, s)
         journal = _journal_mode(single) if sqlite else "postgresql"
         size = _database_bytes(single) if sqlite else 0
         many = _fresh_file(Path(tmp) / "concurrent" / "store.db", s.journal)
@@ -408,6 +478,13 @@ async def _repetition(
         if sqlite and s.journal == "wal" and s.wal_turns:
             wal_file = _fresh_file(Path(tmp) / "wal" / "store.db", s.journal)
             wal_pages = await _wal_pages(open_store, wal_file, s.wal_turns)
+        loops: dict[str, float | None] = {"full": None, "last": None}
+        if peer.requests and s.loop_turns:
+            for mode, last in (("full", None), ("last", s.last)):
+                if last is not None and peer.last_api is None:
+                    continue  # no API for the newest N records
+                loop_file = _fresh_file(Path(tmp) / f"loop-{mode}" / "store.db", s.journal)
+                loops[mode] = await _turn_loop(open_store, loop_file, s, last)
     return Repetition(
         append_items_s=items_s,
         append_p50_ms=p50,
@@ -421,13 +498,16 @@ async def _repetition(
         journal_mode=journal,
         database_bytes=size,
         wal_pages_per_append=wal_pages,
+        turn_loop_full_turns_s=loops["full"],
+        turn_loop_last_turns_s=loops["last"],
+        pop_ms=pop_ms,
     )
 
 
 async def _warm_up(peer: Peer, open_store: OpenStore, s: Settings, tmpdir: str | None) -> None:
     small = Settings(
         turns=20, loads=2, last=s.last, lasts=2, conversations=2, conversation_turns=3,
-        journal=s.journal, wal_turns=2,
+        journal=s.journal, wal_turns=2, loop_turns=min(s.loop_turns, 12), pops=min(s.pops, 3),
     )  # fmt: skip
     await _repetition(peer, open_store, small, tmpdir)
 
@@ -506,8 +586,11 @@ def _print_summary(result: dict[str, Any]) -> None:
         ("append_p99_ms", "ms", ".2f"),
         ("full_load_ms", "ms", ".2f"),
         ("last_ms", "ms", ".3f"),
+        ("pop_ms", "ms", ".3f"),
         ("concurrent_items_s", "items/s", ",.0f"),
         ("wal_pages_per_append", "pages", ".2f"),
+        ("turn_loop_full_turns_s", "turns/s", ",.1f"),
+        ("turn_loop_last_turns_s", "turns/s", ",.1f"),
     ):
         print(line(key, unit, spec))
     print(
@@ -531,13 +614,17 @@ def main(peer: Peer, open_store: OpenStore) -> None:
     parser.add_argument("--conversations", type=int, default=defaults.conversations)
     parser.add_argument("--conversation-turns", type=int, default=defaults.conversation_turns)
     parser.add_argument("--journal", choices=["wal", "native"], default=defaults.journal)
+    parser.add_argument(
+        "--loop-turns", type=int, default=defaults.loop_turns, help="turn loop length (0: skip)"
+    )
+    parser.add_argument("--pops", type=int, default=defaults.pops, help="pop phase (0: skip)")
     parser.add_argument("--tmpdir", help="where the fresh databases go (default: the system's)")
     parser.add_argument("--json-out", type=Path, help="write the result here as JSON")
     args = parser.parse_args()
     settings = Settings(
         turns=args.turns, loads=args.loads, last=args.last, lasts=args.lasts,
         conversations=args.conversations, conversation_turns=args.conversation_turns,
-        journal=args.journal,
+        journal=args.journal, loop_turns=args.loop_turns, pops=args.pops,
     )  # fmt: skip
     result = asyncio.run(measure(peer, open_store, settings, args.reps, args.tmpdir))
     if args.json_out is not None:

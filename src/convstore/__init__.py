@@ -11,6 +11,7 @@ everything not listed in ``__all__``, may change without notice.
 from convstore.capabilities import TARGETS, Capabilities, capabilities_for
 from convstore.db import DEFAULT_URL, migrate
 from convstore.errors import (
+    AsyncOnlyError,
     AttachmentCorruptedError,
     AttachmentNotFoundError,
     AttachmentTooLargeError,
@@ -26,6 +27,7 @@ from convstore.errors import (
     MalformedPayloadError,
     MediaTypeMismatchError,
     MessageNotFoundError,
+    MissingDependencyError,
     NotFoundError,
     RevisionConflictError,
     SchemaError,
@@ -71,6 +73,8 @@ from convstore.store import (
     ConversationSummary,
     FsckReport,
     GarbageReport,
+    NativeEntry,
+    NativePath,
     collect_garbage,
     fsck,
 )
@@ -81,6 +85,7 @@ __all__ = [
     "DEFAULT_URL",
     "TARGETS",
     "AppendResult",
+    "AsyncOnlyError",
     "AttachmentCorruptedError",
     "AttachmentNotFoundError",
     "AttachmentRef",
@@ -111,6 +116,9 @@ __all__ = [
     "MediaTypeMismatchError",
     "Message",
     "MessageNotFoundError",
+    "MissingDependencyError",
+    "NativeEntry",
+    "NativePath",
     "NativeRecord",
     "NotFoundError",
     "OrphanResult",

@@ -10,9 +10,10 @@ Invariants:
   `FilePart` (so ``append`` stores them as a blob), and the cut recorded by JSON path, prefix
   and file index. Only base64 that re-encodes to the same text is cut, so `to_items` puts back
   exactly the same string.
-- `to_items` returns the record of each message (restoring the cut bytes with
-  ``store.read_attachment``); a message written through the store API instead, without a
-  record, is given the equivalent item.
+- `plain_item` reads the item straight from a native record (the common case: nothing was
+  cut out); `to_items` / `item_of` rebuild it from a typed message, restoring the cut bytes
+  with ``store.read_attachment``, and give a message written through the store API instead,
+  without a record, the equivalent item.
 """
 
 from __future__ import annotations
@@ -27,26 +28,38 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
-from convstore.errors import InvalidInputError, MediaTypeMismatchError
+from convstore.errors import (
+    ConversationNotFoundError,
+    InvalidInputError,
+    MediaTypeMismatchError,
+    RevisionConflictError,
+)
 from convstore.model import (
     ContentOutput,
     ErrorOutput,
     FilePart,
     JsonOutput,
     Message,
-    NativeRecord,
     Part,
     Role,
     TextPart,
-    ThinkingPart,
     ToolCallPart,
     ToolOutput,
-    ToolResultPart,
 )
 from convstore.providers._parsing import Json, parse_data_url
 from convstore.store import ConversationStore
 
-__all__ = ["NATIVE_FORMAT", "Item", "first_calls_only", "item_of", "to_items", "to_message"]
+__all__ = [
+    "NATIVE_FORMAT",
+    "Item",
+    "first_calls_only",
+    "item_of",
+    "plain_item",
+    "pop_newest",
+    "read_items",
+    "to_items",
+    "to_message",
+]
 
 NATIVE_FORMAT: Final = "openai-agents"
 """`NativeRecord.format` of the items a ``ConvstoreSession`` stores."""
@@ -152,11 +165,12 @@ def to_message(item: Any) -> Message:
         for cut in builder.cuts:
             _set(stripped, cut.path, "")
         record = {"item": stripped, "files": [cut.dump() for cut in builder.cuts]}
-    try:
-        native = NativeRecord(format=NATIVE_FORMAT, data=record)
-    except ValueError as exc:
-        raise InvalidInputError(f"a session item must be JSON: {exc}") from exc
-    return Message(role=role, parts=parts, native=native)
+    # One validation for the message, its parts and its record: the parts are given as their
+    # JSON shape (files, already built, pass through), so pydantic-core checks everything in
+    # one call instead of one Python round trip per object (half the cost of an add_items).
+    return Message.model_validate(
+        {"role": role, "parts": parts, "native": {"format": NATIVE_FORMAT, "data": record}}
+    )
 
 
 def first_calls_only(messages: list[Message], seen: set[str]) -> list[Message]:
@@ -177,7 +191,19 @@ def first_calls_only(messages: list[Message], seen: set[str]) -> list[Message]:
     return out
 
 
-def _canonical(item: Item, builder: _Builder) -> tuple[Role, list[Part]]:
+_PartInput = dict[str, Any] | FilePart
+"""A part in its JSON shape (validated with its message), or a file part already built."""
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"kind": "text", "text": text}
+
+
+def _is_text(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("kind") == "text"
+
+
+def _canonical(item: Item, builder: _Builder) -> tuple[Role, list[_PartInput]]:
     kind = item.get("type")
     if kind in (None, "message") and "role" in item:
         return _message_parts(item, builder)
@@ -196,12 +222,12 @@ def _canonical(item: Item, builder: _Builder) -> tuple[Role, list[Part]]:
     return Role.ASSISTANT, []  # hosted tools, compaction, references: the record alone
 
 
-def _message_parts(item: Item, builder: _Builder) -> tuple[Role, list[Part]]:
+def _message_parts(item: Item, builder: _Builder) -> tuple[Role, list[_PartInput]]:
     role = item.get("role")
     content = item.get("content")
-    parts: list[Part] = []
+    parts: list[_PartInput] = []
     if isinstance(content, str):
-        parts.append(TextPart(text=content))
+        parts.append(_text(content))
     elif isinstance(content, list):
         for index, entry in enumerate(content):
             if not isinstance(entry, Mapping):
@@ -212,16 +238,18 @@ def _message_parts(item: Item, builder: _Builder) -> tuple[Role, list[Part]]:
     if role == "user":
         return Role.USER, parts
     if role in ("system", "developer"):
-        return Role.SYSTEM, [p for p in parts if isinstance(p, TextPart)]
+        return Role.SYSTEM, [p for p in parts if _is_text(p)]
     return Role.ASSISTANT, parts
 
 
-def _content(entry: Mapping[str, Any], path: list[str | int], builder: _Builder) -> Any:
+def _content(
+    entry: Mapping[str, Any], path: list[str | int], builder: _Builder
+) -> _PartInput | None:
     kind = entry.get("type")
     if kind in ("input_text", "output_text", "text") and isinstance(entry.get("text"), str):
-        return TextPart(text=entry["text"])
+        return _text(entry["text"])
     if kind == "refusal" and isinstance(entry.get("refusal"), str):
-        return TextPart(text=entry["refusal"])
+        return _text(entry["refusal"])
     if kind == "input_image":
         return builder.file(entry.get("image_url"), [*path, "image_url"], None)
     if kind == "input_file":
@@ -235,7 +263,7 @@ def _content(entry: Mapping[str, Any], path: list[str | int], builder: _Builder)
     return None
 
 
-def _call(item: Item, kind: str) -> ToolCallPart | None:
+def _call(item: Item, kind: str) -> dict[str, Any] | None:
     call_id = item.get("call_id")
     if not isinstance(call_id, str) or not 0 < len(call_id) <= 255:
         return None
@@ -256,35 +284,43 @@ def _call(item: Item, kind: str) -> ToolCallPart | None:
             arguments, raw = parsed, None
     if not isinstance(name, str) or not 0 < len(name) <= 255:
         return None
-    return ToolCallPart(
-        id=call_id,
-        name=name,
-        arguments=arguments,
-        raw_arguments=raw if isinstance(raw, str) else None,
-    )
+    return {
+        "kind": "tool_call",
+        "id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "raw_arguments": raw if isinstance(raw, str) else None,
+    }
 
 
-def _result(item: Item, builder: _Builder) -> ToolResultPart | None:
+def _result(item: Item, builder: _Builder) -> dict[str, Any] | None:
     call_id = item.get("call_id")
     if not isinstance(call_id, str) or not 0 < len(call_id) <= 255:
         return None
     output = item.get("output")
-    value: ToolOutput
+    value: dict[str, Any]
     if item.get("type") == "computer_call_output" and isinstance(output, Mapping):
         shot = builder.file(output.get("image_url"), ["output", "image_url"], None)
-        value = ContentOutput(parts=[shot]) if shot is not None else JsonOutput(value=None)
+        value = {"kind": "content", "parts": [shot]} if shot is not None else _json(None)
     elif isinstance(output, list):
         parts = [_content(e, ["output", i], builder) if isinstance(e, Mapping) else None
                  for i, e in enumerate(output)]  # fmt: skip
-        value = ContentOutput(parts=[p for p in parts if isinstance(p, TextPart | FilePart)])
+        kept = [p for p in parts if isinstance(p, FilePart) or _is_text(p)]
+        value = {"kind": "content", "parts": kept}
     elif isinstance(output, str):
-        value = JsonOutput(value=output)
+        value = _json(output)
+    elif output is None:
+        value = {"kind": "error", "message": "no output"}
     else:
-        value = ErrorOutput(message="no output") if output is None else JsonOutput(value=output)
-    return ToolResultPart(call_id=call_id, output=value)
+        value = _json(output)
+    return {"kind": "tool_result", "call_id": call_id, "output": value}
 
 
-def _reasoning(item: Item) -> ThinkingPart:
+def _json(value: Any) -> dict[str, Any]:
+    return {"kind": "json", "value": value}
+
+
+def _reasoning(item: Item) -> dict[str, Any]:
     summary = [
         entry["text"]
         for entry in item.get("summary") or []
@@ -292,13 +328,14 @@ def _reasoning(item: Item) -> ThinkingPart:
     ]
     item_id = item.get("id")
     encrypted = item.get("encrypted_content")
-    return ThinkingPart(
-        text="\n\n".join(summary),
-        provider="openai",
-        reasoning_id=item_id if isinstance(item_id, str) else None,
-        encrypted_content=encrypted if isinstance(encrypted, str) else None,
-        summary=summary or None,
-    )
+    return {
+        "kind": "thinking",
+        "text": "\n\n".join(summary),
+        "provider": "openai",
+        "reasoning_id": item_id if isinstance(item_id, str) else None,
+        "encrypted_content": encrypted if isinstance(encrypted, str) else None,
+        "summary": summary or None,
+    }
 
 
 def _set(node: Any, path: Sequence[str | int], value: str) -> None:
@@ -310,35 +347,93 @@ def _set(node: Any, path: Sequence[str | int], value: str) -> None:
 # -- messages -> items ----------------------------------------------------------------------------
 
 
+def plain_item(data: JsonValue) -> Item | None:
+    """The item a native record's data holds, when it needs no bytes put back; else None.
+
+    ``data`` is the `NativeRecord.data` of a stored item (a ``load_native`` entry's data, as
+    read: the caller owns it). None for a record with bytes cut out to blobs (its files are
+    found through the typed message) or for data that is not such a record.
+    """
+    if not isinstance(data, dict) or "files" in data:
+        return None
+    item = data.get("item")
+    return item if isinstance(item, dict) else None
+
+
+async def read_items(
+    store: ConversationStore, session_id: str, tenant: str | None, last: int | None
+) -> list[Item]:
+    """The session's items (the newest ``last``), oldest first; ``[]`` for no conversation.
+
+    The stored records themselves (`ConversationStore.load_native`), as far as they are plain;
+    from the first message whose record is missing or had bytes cut out on, the typed path
+    (`to_items`), which finds those files. Both halves are read at one revision.
+    """
+    while True:
+        try:
+            path = await store.load_native(
+                session_id, format=NATIVE_FORMAT, tenant=tenant, last=last
+            )
+        except ConversationNotFoundError:
+            return []
+        items = []
+        for _seq, _id, data in path:
+            item = plain_item(data)
+            if item is None:
+                break
+            items.append(item)
+        else:
+            return items
+        tail = await store.load(session_id, tenant=tenant, last=len(path) - len(items))
+        if tail.revision == path.revision:
+            return items + await to_items(store, tail.messages)
+        # Written in between: read again, so that the two halves are of one history.
+
+
+async def pop_newest(store: ConversationStore, session_id: str, tenant: str | None) -> Item | None:
+    """Remove the newest item and return it; ``None`` when there is none.
+
+    The item is read before it is removed (once its row is gone, so are the references that
+    lead ``read_attachment`` to its bytes), and removed only if nothing was written since it
+    was read (``expected_revision``); a write in between means looking again.
+    """
+    while True:
+        try:
+            newest = await store.load_native(
+                session_id, format=NATIVE_FORMAT, tenant=tenant, last=1
+            )
+        except ConversationNotFoundError:
+            return None
+        if not newest:
+            return None
+        item, revision = plain_item(newest[-1][2]), newest.revision
+        if item is None:  # bytes to put back, or no record: the typed path
+            head = await store.load(session_id, tenant=tenant, last=1)
+            if not head.messages:
+                return None
+            item, revision = await item_of(store, head.messages[-1]), head.revision
+        try:
+            await store.pop(session_id, tenant=tenant, expected_revision=revision)
+        except RevisionConflictError:
+            continue
+        return item
+
+
 async def to_items(store: ConversationStore, messages: list[Message]) -> list[Item]:
     """The session items stored messages stand for, data URLs restored, oldest first."""
-    items: list[Item] = []
-    for message in messages:
-        item = _plain_item(message)
-        items.append(item if item is not None else await item_of(store, message))
-    return items
-
-
-def _plain_item(message: Message) -> Item | None:
-    """The record of a message whose item needs no bytes put back (the common case), else None.
-
-    Returned as loaded, not copied: each load builds its own messages, so nobody else holds it.
-    """
-    native = message.native
-    if native is None or native.format != NATIVE_FORMAT or not isinstance(native.data, dict):
-        return None
-    record = native.data
-    item = record.get("item")
-    return item if isinstance(item, dict) and not record.get("files") else None
+    return [await item_of(store, message) for message in messages]
 
 
 async def item_of(store: ConversationStore, message: Message) -> Item:
-    """The session item a stored message stands for, data URLs restored."""
+    """The session item a stored message stands for, data URLs restored.
+
+    A copy: a loaded message may be shared (kept by the store for the next load).
+    """
     native = message.native
     if native is None or native.format != NATIVE_FORMAT or not isinstance(native.data, dict):
         return await _foreign_item(store, message)
     record = native.data
-    item = record["item"]
+    item = copy.deepcopy(record["item"])
     assert isinstance(item, dict)
     cuts = record.get("files")
     if isinstance(cuts, list):

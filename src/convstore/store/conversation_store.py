@@ -24,7 +24,9 @@ from convstore.db import DEFAULT_URL, create_backend
 from convstore.db.backend import Backend
 from convstore.errors import (
     ClosedError,
+    ConversationNotFoundError,
     InvalidInputError,
+    MessageNotFoundError,
 )
 from convstore.limits import (
     MAX_CONVERSATION_ID_LENGTH,
@@ -54,12 +56,15 @@ from convstore.store import (
     branches,
     conversations,
     lean_append,
+    native,
     reads,
     settings,
     writes,
 )
+from convstore.store.checkpoints import Checkpoints
 from convstore.store.conversations import UNSET
 from convstore.store.ids import new_id
+from convstore.store.native import NativePath
 from convstore.store.reads import ConversationPage
 from convstore.store.results import AppendResult
 from convstore.store.tools import stored_tools
@@ -191,6 +196,11 @@ class ConversationStore:
     def backend(self) -> Backend:
         """The database backend (for maintenance tools and tests)."""
         return self._backend
+
+    @property
+    def checkpoints(self) -> Checkpoints:
+        """The checkpoints of graph threads kept with their conversations (LangGraph's saver)."""
+        return Checkpoints(self)
 
     async def migrate(self, revision: str = "head") -> None:
         """Upgrade the database schema to ``revision``."""
@@ -445,6 +455,34 @@ class ConversationStore:
             lambda tx: reads.load_conversation(tx, conversation_id, tenant, last, before_seq)
         )
 
+    async def load_native(
+        self,
+        conversation_id: str,
+        *,
+        format: str,
+        tenant: str | None = None,
+        last: int | None = None,
+    ) -> NativePath:
+        """The native records of the active path (root → head), oldest first, without messages.
+
+        The read path of integrations that keep their framework's own record of each message:
+        one JSON column per message, decoded, instead of typed messages and tool calls. Returns
+        a `NativePath`: ``(seq, message id, data)`` tuples lined up one to one with
+        ``load(conversation_id, last=last).messages`` at the same revision, where ``data`` is
+        the message's `NativeRecord.data` if its record has this ``format`` and ``None`` if
+        not (no record, or another format's); plus the ``revision``, ``head_seq`` and
+        ``metadata`` the read saw. ``last=N``: only the newest N messages of the path.
+        """
+        self._require_open()
+        arguments.check_ref(conversation_id, tenant)
+        if format is None:
+            raise InvalidInputError("format is the NativeRecord.format to read")
+        check_text(format, "format", max_length=64)
+        check_count(last, "last")
+        return await self._backend.read(
+            lambda tx: native.load_native(tx, conversation_id, tenant, format, last)
+        )
+
     async def get_message(
         self,
         message_id: str,
@@ -461,6 +499,38 @@ class ConversationStore:
         return await self._backend.read(
             lambda tx: reads.find_message(tx, message_id, conversation_id, tenant)
         )
+
+    async def get_messages(
+        self,
+        conversation_id: str,
+        seqs: Sequence[int],
+        *,
+        tenant: str | None = None,
+    ) -> list[Message]:
+        """The stored messages with these ``seq`` s, on any branch, in the order asked.
+
+        A seq the conversation does not hold (never stored, or popped) raises
+        `MessageNotFoundError`; a missing conversation `ConversationNotFoundError`.
+        """
+        self._require_open()
+        arguments.check_ref(conversation_id, tenant)
+        for seq in seqs:
+            check_count(seq, "seq")
+        wanted = list(seqs)
+
+        def read(tx: Any) -> list[Message]:
+            owner = reads.conversation_tenant(tx, conversation_id)
+            if tenant is not None and owner != tenant:
+                raise ConversationNotFoundError(conversation_id)
+            return reads.messages_at(tx, conversation_id, sorted(set(wanted)))
+
+        found = {m.seq: m for m in await self._backend.read(read)}
+        missing = [seq for seq in wanted if seq not in found]
+        if missing:
+            raise MessageNotFoundError(
+                f"conversation {conversation_id!r} holds no message with seq {missing[0]}"
+            )
+        return [found[seq] for seq in wanted]
 
     # -- branches and undo ----------------------------------------------------------------------
 
