@@ -75,7 +75,8 @@ class _Calls:
 
     def answered_id(self, draw: st.DrawFn) -> str:
         if not self.made or draw(st.integers(0, 9)) == 0:
-            return "never_called"
+            # No such call, or a call the batch makes only after this result.
+            return draw(st.sampled_from(["never_called", f"call_{len(self.made)}"]))
         return draw(st.sampled_from(self.made[-4:]))
 
 
@@ -143,6 +144,11 @@ def _step(*batch: Message, parent: str = "none", on_conflict: str = "raise") -> 
 EXPLICIT = [
     _step(Message.user("weather?"), Message.assistant(ToolCallPart(id="call_a", name="w"))),
     _step(Message.tool_result("call_a", OUTPUTS[1]), Message.assistant("sunny")),
+    # A result before the call it names, in one batch: history only, the call stays pending.
+    _step(
+        Message.tool_result("call_c", OUTPUTS[1]),
+        Message.assistant(ToolCallPart(id="call_c", name="w")),
+    ),
     # A repeat, then a contradiction, of a stored result: decided by the general path.
     _step(Message.tool_result("call_a", OUTPUTS[1])),
     _step(Message.tool_result("call_a", OUTPUTS[0]), on_conflict="keep-first"),

@@ -18,6 +18,7 @@ from convstore.cli.transfer import conversation_document, import_document
 from convstore.cli.views import conversation_view, summary_table
 from convstore.db import migrate as migrate_database
 from convstore.db import parse_url, sqlite_path
+from convstore.db import partition as partition_database
 from convstore.errors import DatabaseNotFoundError, InvalidInputError
 from convstore.model import TOOL_DEFINITIONS, ToolDefinition
 from convstore.model._base import describe_validation_error
@@ -33,6 +34,7 @@ __all__ = [
     "import_payload",
     "list_conversations",
     "migrate",
+    "partition",
     "render",
     "show",
 ]
@@ -73,6 +75,16 @@ async def migrate(args: argparse.Namespace) -> int:
     """Upgrade the schema."""
     await migrate_database(args.url, args.revision)
     print(f"migrated {masked_url(args.url)} to {args.revision}")
+    return 0
+
+
+async def partition(args: argparse.Namespace) -> int:
+    """Hash-partition the per-conversation tables (PostgreSQL)."""
+    rebuilt = await partition_database(args.url, args.modulus)
+    if rebuilt:
+        print(f"partitioned {', '.join(rebuilt)} into {args.modulus} hash partitions each")
+    else:
+        print(f"already in {args.modulus} hash partitions per table: nothing to do")
     return 0
 
 

@@ -64,6 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
     command("demo", "store a sample conversation on the embedded default and show it")
     migrate = command("migrate", "upgrade the database schema (creates it in an empty database)")
     migrate.add_argument("--revision", default="head", help="target revision (default: head)")
+    partition = command(
+        "partition",
+        "hash-partition the per-conversation tables of a PostgreSQL database by conversation "
+        "id, in place (docs/scaling.md); run again with the same modulus, it does nothing",
+    )
+    partition.add_argument(
+        "--modulus", type=int, required=True, metavar="N", help="how many partitions per table"
+    )
     listing = command("list", "list conversations, newest first, a page at a time")
     listing.add_argument("--tenant", help="only this tenant's conversations")
     listing.add_argument("--limit", type=int, default=50, help="how many per page (default 50)")
@@ -141,6 +149,7 @@ Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 _HANDLERS: dict[str, Handler] = {
     "demo": commands.demo,
     "migrate": commands.migrate,
+    "partition": commands.partition,
     "list": commands.list_conversations,
     "show": commands.show,
     "import": commands.import_payload,

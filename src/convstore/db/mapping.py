@@ -58,6 +58,7 @@ __all__ = [
     "CALL_RESULT_IDX",
     "CALL_RESULT_KIND",
     "CALL_RESULT_SEQ",
+    "CALL_SEQ",
     "CALL_STATUS",
     "CallRow",
     "ConversationRow",
@@ -87,7 +88,8 @@ _new_usage: Final = trusted(Usage)
 CallRow = list[Any]
 """A mutable ``tool_calls`` row: an append may complete a call it created in the same batch."""
 
-# Positions in a CallRow that a completion changes.
+# Positions in a CallRow that a completion (or placing a planned batch) changes.
+CALL_SEQ: Final = 2
 CALL_STATUS: Final = 8
 CALL_RESULT_KIND: Final = 9
 CALL_RESULT_SEQ: Final = 10
@@ -198,9 +200,7 @@ def encode_parts(parts: Sequence[Any], codec: Codec) -> Any:
         for file in _files_of(part):
             if file.data is not None or file.pending is not None:
                 raise InvalidMessageError("file bytes must be stored as a blob before the row")
-    if codec.binds_json_text:
-        # pydantic-core writes the models straight to text: a third cheaper than building
-        # the dicts first. (It keeps ``"synthetic": false``, which reads back the same.)
+    if codec.encodes_parts_from_models:
         return to_json(parts, exclude_none=True).decode()
     return codec.dump_json([_to_json(part) for part in parts])
 

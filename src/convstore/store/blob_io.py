@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from convstore.errors import AttachmentCorruptedError, AttachmentNotFoundError, BlobStorageError
 from convstore.model import FilePart, Message, ToolCall
-from convstore.store import arguments, reads, writes
+from convstore.store import arguments, one_statement, reads, writes
 from convstore.store.attachments import attachment_rows, needs_storing, store_files, written_times
 from convstore.store.results import AppendResult
 from convstore.store.writes import AppendPlan
@@ -64,6 +64,10 @@ async def write_batch(
             written=written_times(stored_blobs),
             **plan,
         )
+        if one_statement.eligible(backend, append):
+            stored = await one_statement.append_in_one_statement(backend, append)  # type: ignore[arg-type]
+            if stored is not None:
+                return stored, None
         try:
             return await backend.write(
                 lambda tx, append=append: writes.append_messages(tx, append)  # type: ignore[misc]

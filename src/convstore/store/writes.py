@@ -30,6 +30,7 @@ from convstore.db.mapping import (
     CALL_RESULT_IDX,
     CALL_RESULT_KIND,
     CALL_RESULT_SEQ,
+    CALL_SEQ,
     CALL_STATUS,
     CallRow,
     decode_tool_calls,
@@ -69,6 +70,7 @@ __all__ = [
     "BlobBeingCollectedError",
     "Header",
     "NoChange",
+    "PlannedBatch",
     "advance",
     "append_messages",
     "cancel_pending",
@@ -78,6 +80,7 @@ __all__ = [
     "finish_tombstones",
     "lock",
     "new_revision",
+    "plan_batch",
     "stored_copies",
 ]
 
@@ -190,8 +193,8 @@ class _Batch:
 
     tx: Tx
     plan: AppendPlan
-    on_path: Callable[[int], bool]
-    """Whether a stored message is on the path the batch extends."""
+    find_call: Callable[[str], _DbCall | None]
+    """A call stored on the path the batch extends, by id (``None``: no such call)."""
     namespaces: dict[str, str]
     """The blob namespace of every blob the batch references, by digest."""
     message_rows: list[Row] = field(default_factory=list)
@@ -201,6 +204,13 @@ class _Batch:
     db_calls: dict[str, _DbCall | None] = field(default_factory=dict)
     completions: list[dict[str, Any]] = field(default_factory=list)
     interrupt_before: int | None = None
+
+    def walk(self, first_seq: int, parent_seq: int | None) -> None:
+        """Add the plan's messages as ``first_seq`` onwards, the first following ``parent_seq``."""
+        previous_seq = parent_seq
+        for offset, message in enumerate(self.plan.messages):
+            self.add(message, first_seq + offset, previous_seq)
+            previous_seq = first_seq + offset
 
     def add(self, message: Message, seq: int, parent_seq: int | None) -> None:
         codec, cid, now = self.tx.codec, self.plan.conversation_id, self.plan.now
@@ -288,18 +298,7 @@ class _Batch:
 
     def _db_call(self, call_id: str) -> _DbCall | None:
         if call_id not in self.db_calls:
-            rows = self.tx.fetch(
-                self.tx.statements.select_tool_call,
-                {"cid": self.plan.conversation_id, "call_id": call_id},
-            )
-            self.db_calls[call_id] = (
-                _DbCall(
-                    status=ToolCallStatus(rows[0][6]),
-                    result_at=(rows[0][8], rows[0][9]) if rows[0][8] is not None else None,
-                )
-                if rows and self.on_path(rows[0][1])
-                else None
-            )
+            self.db_calls[call_id] = self.find_call(call_id)
         return self.db_calls[call_id]
 
     def _stored_output(self, db_call: _DbCall) -> ToolOutput | None:
@@ -310,6 +309,39 @@ class _Batch:
         seq, _ = db_call.result_at
         stored = messages_at(self.tx, self.plan.conversation_id, [seq])
         return outputs_of(stored).get(db_call.result_at)
+
+    def placed(self, tx: Tx, last_seq: int, head_seq: int | None) -> _Batch:
+        """This batch, planned by `plan_batch`, as ``tx`` writes it after ``last_seq``.
+
+        Its first message follows ``head_seq``. A new batch: the planned one is unchanged (a
+        write retried after lock contention places it again).
+        """
+        rows = []
+        for row in self.message_rows:  # (cid, seq, ..., parent_seq at 7, ...)
+            parent = head_seq if row[7] is None else row[7] + last_seq
+            rows.append((row[0], row[1] + last_seq, *row[2:7], parent, *row[8:]))
+        calls = {}
+        for call_id, call in self.new_calls.items():
+            placed = list(call)
+            placed[CALL_SEQ] += last_seq
+            if placed[CALL_RESULT_SEQ] is not None:
+                placed[CALL_RESULT_SEQ] += last_seq
+            calls[call_id] = placed
+        return _Batch(
+            tx,
+            self.plan,
+            self.find_call,
+            self.namespaces,
+            message_rows=rows,
+            blob_rows=self.blob_rows,
+            new_calls=calls,
+            outputs=self.outputs,
+            db_calls=self.db_calls,
+            completions=[{**c, "result_seq": c["result_seq"] + last_seq} for c in self.completions],
+            interrupt_before=None
+            if self.interrupt_before is None
+            else self.interrupt_before + last_seq,
+        )
 
     def write(self) -> None:
         tx, st, plan = self.tx, self.tx.statements, self.plan
@@ -351,11 +383,8 @@ def append_messages(tx: Tx, plan: AppendPlan) -> tuple[AppendResult, ToolCall | 
     namespaces = _check_references(tx, plan)
     first_seq = header.last_seq + 1
     on_path = _path_test(tx, header, parent)
-    batch = _Batch(tx, plan, on_path, namespaces)
-    previous_seq = parent
-    for offset, message in enumerate(plan.messages):
-        batch.add(message, first_seq + offset, previous_seq)
-        previous_seq = first_seq + offset
+    batch = _Batch(tx, plan, lambda call_id: _stored_call(tx, cid, call_id, on_path), namespaces)
+    batch.walk(first_seq, parent)
     batch.write()
     if plan.idempotency_key is not None:
         tx.insert_rows(
@@ -372,6 +401,23 @@ def append_messages(tx: Tx, plan: AppendPlan) -> tuple[AppendResult, ToolCall | 
         assert isinstance(result, ToolResultPart)
         completed = _call_as_stored(tx, cid, result)
     return stored, completed
+
+
+def plan_batch(tx: Tx, plan: AppendPlan) -> PlannedBatch:
+    """The rows and lifecycle changes of ``plan``, planned without reading the database.
+
+    Sequence numbers start at 1 (relative to the conversation's ``last_seq``), the first
+    message follows no parent, and every earlier call the batch answers is taken as pending:
+    the caller must make those assumptions hold (see `convstore.store.one_statement`). ``tx``
+    supplies only the codec; planning runs no statement.
+    """
+    batch = _Batch(tx, plan, lambda _call_id: _DbCall(ToolCallStatus.PENDING, None), {})
+    batch.walk(1, None)
+    return batch
+
+
+PlannedBatch = _Batch
+"""What `plan_batch` returns: the rows of a batch, to be `placed` and written."""
 
 
 def stored_copies(
@@ -398,6 +444,17 @@ def stored_copies(
             )
         )
     return stored
+
+
+def _stored_call(tx: Tx, cid: str, call_id: str, on_path: Callable[[int], bool]) -> _DbCall | None:
+    """The call ``call_id`` as stored, if it is on the path."""
+    rows = tx.fetch(tx.statements.select_tool_call, {"cid": cid, "call_id": call_id})
+    if not rows or not on_path(rows[0][1]):
+        return None
+    return _DbCall(
+        status=ToolCallStatus(rows[0][6]),
+        result_at=(rows[0][8], rows[0][9]) if rows[0][8] is not None else None,
+    )
 
 
 def _start_branch(tx: Tx, header: Header, parent: int | None, now: datetime) -> None:
