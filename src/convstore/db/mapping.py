@@ -60,6 +60,7 @@ __all__ = [
     "CALL_RESULT_SEQ",
     "CALL_SEQ",
     "CALL_STATUS",
+    "STATUSES",
     "CallRow",
     "ConversationRow",
     "decode_compactions",
@@ -75,7 +76,8 @@ __all__ = [
 ]
 
 _ROLES: Final = {r.value: r for r in Role}
-_STATUSES: Final = {s.value: s for s in ToolCallStatus}
+STATUSES: Final = {s.value: s for s in ToolCallStatus}
+"""Each `ToolCallStatus` by its stored value (a dict lookup is cheaper than the enum call)."""
 _RESULT_KINDS: Final = {k.value: k for k in ResultKind}
 
 _new_compaction: Final = trusted(Compaction)
@@ -428,7 +430,7 @@ def _decode_tool_calls(
                     "id": call_id,
                     "name": name,
                     "arguments": codec.load_json(args),
-                    "status": _STATUSES[status],
+                    "status": STATUSES[status],
                     "result_kind": None if result_kind is None else _RESULT_KINDS[result_kind],
                     "output": None if result_seq is None else outputs.get((result_seq, result_idx)),
                     "provider_id": provider_id,

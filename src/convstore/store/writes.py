@@ -32,6 +32,7 @@ from convstore.db.mapping import (
     CALL_RESULT_SEQ,
     CALL_SEQ,
     CALL_STATUS,
+    STATUSES,
     CallRow,
     decode_tool_calls,
     encode_message,
@@ -215,8 +216,9 @@ class _Batch:
     def add(self, message: Message, seq: int, parent_seq: int | None) -> None:
         codec, cid, now = self.tx.codec, self.plan.conversation_id, self.plan.now
         self.message_rows.append(encode_message(cid, message, seq, parent_seq, now, codec))
-        for sha256 in {f.attachment.sha256 for f in message.files if f.attachment is not None}:
-            self.blob_rows.append((cid, seq, sha256, self.namespaces[sha256]))
+        if self.namespaces:  # the batch references blobs (most reference none)
+            for sha256 in {f.attachment.sha256 for f in message.files if f.attachment is not None}:
+                self.blob_rows.append((cid, seq, sha256, self.namespaces[sha256]))
         if message.role is Role.USER:
             self._interrupt_pending(seq)
         for idx, part in enumerate(message.parts):
@@ -242,7 +244,7 @@ class _Batch:
     def _apply_result(self, seq: int, idx: int, part: ToolResultPart) -> None:
         row = self.new_calls.get(part.call_id)
         if row is not None:
-            status = ToolCallStatus(row[CALL_STATUS])
+            status = STATUSES[row[CALL_STATUS]]
             answered = row[CALL_RESULT_SEQ] is not None
             stored = (
                 self.outputs[(row[CALL_RESULT_SEQ], row[CALL_RESULT_IDX])] if answered else None
