@@ -321,3 +321,23 @@ async def test_a_reserialized_conversation_continues_on_its_branch(
         for p in m.parts
         for part in (p.content if isinstance(getattr(p, "content", None), list) else [])
     )
+
+
+async def test_instructions_reach_renders_as_the_system_prompt(store: ConversationStore) -> None:
+    """Point 3: the agent's ``instructions=`` (on each request) are the system prompt, once."""
+    backend = ConvstoreConversationStore(store=store)
+    cid = f"fid-{uuid.uuid4().hex[:12]}"
+    requests = [
+        ModelRequest(parts=[UserPromptPart(text, timestamp=T0)], instructions=INSTRUCTIONS)
+        for text in ("Bonjour ?", "Encore ?")
+    ]
+    answers = [
+        ModelResponse(parts=[TextPart(text)], model_name=MODEL, timestamp=T0)
+        for text in ("Oui.", "Non.")
+    ]
+    messages = [requests[0], answers[0], requests[1], answers[1]]
+    await backend.save(Conversation(conversation_id=cid, messages=messages))
+    for target, model in (("anthropic", MODEL), ("openai-responses", "gpt-5")):
+        rendered = await store.render(cid, target, model=model)
+        system = rendered.payload.get("system") or rendered.payload.get("instructions")
+        assert system == INSTRUCTIONS, target
