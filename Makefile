@@ -28,9 +28,14 @@ PAI_VENV  := .venv-pydantic-ai
 PAI_STAMP := $(PAI_VENV)/.installed-pydantic-ai
 ADK_VENV  := .venv-adk
 ADK_STAMP := $(ADK_VENV)/.installed-google-adk
+# LangGraph and LangChain (ConvstoreSaver, ConvstoreChatMessageHistory): the frameworks, LangGraph's
+# own checkpointer conformance suite and, for `make bench`, langgraph-checkpoint-sqlite.
+LG_VENV  := .venv-langgraph
+LG_STAMP := $(LG_VENV)/.installed-langgraph
+LG_TEST_PACKAGES := langgraph langgraph-checkpoint-sqlite langgraph-checkpoint-conformance
 
 .PHONY: demo test lint typecheck pytest pytest-agents bench lock clean test-pydantic-ai \
-	test-google-adk bench-frameworks
+	test-google-adk bench-frameworks test-langgraph bench-langgraph
 
 $(BASE_STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,7 +50,7 @@ $(STAMP): $(BASE_STAMP)
 demo: $(BASE_STAMP)
 	$(BIN)/convstore demo
 
-test: lint typecheck pytest pytest-agents test-pydantic-ai test-google-adk
+test: lint typecheck pytest pytest-agents test-pydantic-ai test-google-adk test-langgraph
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench migrations
@@ -79,7 +84,8 @@ $(PAI_STAMP): pyproject.toml constraints-pydantic-ai.txt
 
 test-pydantic-ai: $(PAI_STAMP)
 	$(PAI_VENV)/bin/mypy
-	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_pydantic_ai.py tests/integrations/test_pydantic_ai_docs.py
+	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_pydantic_ai.py tests/integrations/test_pydantic_ai_fidelity.py \
+		tests/integrations/test_pydantic_ai_docs.py
 
 $(ADK_STAMP): pyproject.toml constraints-google-adk.txt
 	test -x $(ADK_VENV)/bin/python || $(PYTHON) -m venv $(ADK_VENV)
@@ -89,6 +95,16 @@ $(ADK_STAMP): pyproject.toml constraints-google-adk.txt
 test-google-adk: $(ADK_STAMP)
 	$(ADK_VENV)/bin/mypy
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(ADK_VENV)/bin/pytest tests/integrations/test_google_adk.py tests/integrations/test_google_adk_docs.py
+
+$(LG_STAMP): pyproject.toml constraints-langgraph.txt
+	test -x $(LG_VENV)/bin/python || $(PYTHON) -m venv $(LG_VENV)
+	$(LG_VENV)/bin/python -m pip install --quiet -c constraints-langgraph.txt \
+		-e ".[dev,langgraph,langchain]" $(LG_TEST_PACKAGES)
+	touch $@
+
+test-langgraph: $(LG_STAMP)
+	$(LG_VENV)/bin/mypy
+	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(LG_VENV)/bin/pytest tests/integrations/test_langgraph_conformance.py
 
 $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
@@ -121,5 +137,6 @@ lock:
 	rm -rf .lock-venv
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(AGENTS_VENV) $(PAI_VENV) $(ADK_VENV) $(AI_SDK_NODE)/node_modules \
+	rm -rf $(VENV) $(BENCH_VENV) $(AGENTS_VENV) $(PAI_VENV) $(ADK_VENV) $(LG_VENV) \
+		$(AI_SDK_NODE)/node_modules \
 		.mypy_cache .pytest_cache .ruff_cache .hypothesis build dist convstore.db* convstore-blobs

@@ -9,8 +9,10 @@ For each peer module of `bench.peers` (SQLite stores), one process runs under
 workload uninstrumented, then switches instrumentation on only around the measured calls, via
 callgrind's client requests (a tiny C helper compiled here with the system's
 ``valgrind/callgrind.h``): ``--appends`` more appends (30), one full load, ``--lasts`` last-50
-loads (10), each after one unmeasured call of the same kind. Every thread counts (the driver
-threads of the async stores too). Results: instructions per call, from callgrind's dumps.
+loads (10), each after one unmeasured call of the same kind; for adapters with a turn-loop
+``request``, one request built from the whole history and one from the newest 50. Every
+thread counts (the driver threads of the async stores too). Results: instructions per call,
+from callgrind's dumps.
 """
 
 from __future__ import annotations
@@ -85,6 +87,12 @@ async def _measure(peer_name: str, library: Path, turns: int, appends: int, last
             for _ in range(lasts):
                 await _call(store.load_last, conversation, 50)
             helper.cg_off(b"last_50")
+            if hasattr(store, "request"):  # the turn loop's read: history -> request body
+                for name, last in ((b"request_full", None), (b"request_50", 50)):
+                    await _call(store.request, conversation, last)
+                    helper.cg_on()
+                    await _call(store.request, conversation, last)
+                    helper.cg_off(name)
 
 
 def _parse(directory: Path, prefix: str) -> dict[str, int]:
@@ -123,7 +131,10 @@ def run_peer(peer: str, env: dict[str, str], args: argparse.Namespace) -> dict[s
         "append": totals["append"] / args.appends,
         "full_load": totals["full_load"],
         "last_50": totals["last_50"] / args.lasts,
+        "request_full": totals.get("request_full"),
+        "request_50": totals.get("request_50"),
         "turns": args.turns,
+        "history_turns": args.turns + 1 + args.appends,
     }
 
 

@@ -212,7 +212,7 @@ def _store_command(store: str, args: argparse.Namespace) -> list[str]:
         "--journal",
         args.journal,
     ]
-    command += ["--turns", str(args.turns)]
+    command += ["--turns", str(args.turns), "--loop-turns", str(args.loop_turns)]
     if args.tmpdir:
         command += ["--tmpdir", args.tmpdir]
     return command
@@ -327,7 +327,9 @@ def run_callgrind(args: argparse.Namespace, v1_src: Path | None) -> dict[str, An
         print(f"callgrind skipped: {reason}", file=sys.stderr)
         return {"skipped": reason, "results": []}
     results: list[dict[str, Any]] = []
-    for peer in ("convstore_store", "convstore_v1", "agents_sqlite", "raw_sqlite3"):
+    peers = ("convstore_store", "convstore_nocache", "convstore_session", "convstore_v1",
+             "agents_sqlite", "raw_sqlite3")  # fmt: skip
+    for peer in peers:
         if peer == "convstore_v1" and v1_src is None:
             continue
         print(f"callgrind: {peer} …", file=sys.stderr, flush=True)
@@ -487,6 +489,39 @@ def main_table(
     return "\n".join(lines), notes
 
 
+TURN_LOOP_METRICS = (
+    ("turn_loop_full_turns_s", "whole history, turns/s"),
+    ("turn_loop_last_turns_s", "newest 50, turns/s"),
+)
+
+
+def turn_loop_table(results: dict[str, dict[str, Any]], stores: Sequence[str]) -> str:
+    """The turn loop: read history, build the next request, append; turns/s per store."""
+    base = results.get(BASELINE)
+    head = "| store | request built by | " + " | ".join(
+        f"{label} | x" for _, label in TURN_LOOP_METRICS
+    )
+    lines = [head + " |", "|---|---|" + "---:|---:|" * len(TURN_LOOP_METRICS)]
+    for store in stores:
+        result = results.get(store)
+        if result is None or not result.get("available") or not result["peer"].get("requests"):
+            continue
+        cells = []
+        for key, _ in TURN_LOOP_METRICS:
+            values = _values(result, key)
+            base_values = _values(base, key) if base else []
+            cells += [
+                _cell(values, ",.1f") if values else "n/a",
+                _ratio(values, base_values) if values and base_values else "n/a",
+            ]
+        lines.append(
+            f"| {_label(store, result)} | {result['peer']['requests']} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return "\n".join(lines)
+
+
 def _median(result: dict[str, Any] | None, key: str) -> float | None:
     values = _values(result, key) if result and result.get("available") else []
     return spread(values)[0] if values else None
@@ -611,18 +646,29 @@ def callgrind_table(callgrind: dict[str, Any]) -> str:
         return "Not run."
     if callgrind.get("skipped"):
         return f"Skipped: {callgrind['skipped']}."
+    rows = [row for row in callgrind["results"] if "error" not in row]
+    turns = rows[0]["history_turns"] if rows and "history_turns" in rows[0] else "?"
     lines = [
-        "| store | instructions per append | per full load (131 turns) | per last-50 load |",
-        "|---|---:|---:|---:|",
+        f"| store | per append | per full load ({turns} turns) | per last-50 load "
+        "| turn-loop request, whole history | turn-loop request, newest 50 |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
+
+    def millions(value: float | None, spec: str) -> str:
+        return "n/a" if value is None else f"{value / 1e6:{spec}} M"
+
     for row in callgrind["results"]:
         if "error" in row:
-            lines.append(f"| {row['peer']} | failed: {row['error'][:120]} | | |")
+            lines.append(f"| {row['peer']} | failed: {row['error'][:120]} | | | | |")
             continue
-        lines.append(
-            f"| {row['peer']} | {row['append'] / 1e6:.2f} M | {row['full_load'] / 1e6:.0f} M "
-            f"| {row['last_50'] / 1e6:.2f} M |"
+        cells = (
+            millions(row["append"], ".2f"),
+            millions(row["full_load"], ".1f"),
+            millions(row["last_50"], ".2f"),
+            millions(row.get("request_full"), ".1f"),
+            millions(row.get("request_50"), ".2f"),
         )
+        lines.append(f"| {row['peer']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -724,6 +770,16 @@ def document(saved: dict[str, Any]) -> str:
         "",
         *[f"- {note}" for note in notes],
         *([""] if notes else []),
+        "## The turn loop",
+        "",
+        f"{run.get('loop_turns', 500)} turns on a fresh file, each: read the history (all of it, "
+        "or the newest 50 records), build the next model request from it the way the store's "
+        "framework does, serialise it with `json.dumps`, append the turn. Turns/s over the "
+        "whole loop; ratios are *store / convstore* (above 1: the store turned faster). "
+        "convstore renders to the Responses API, the shape the openai-agents sessions store.",
+        "",
+        turn_loop_table(saved["results"], stores),
+        "",
         "## PostgreSQL side by side",
         "",
         *postgres_section(saved),
@@ -801,6 +857,7 @@ def measure_all(args: argparse.Namespace, stores: list[str]) -> dict[str, Any]:
             "reps": args.reps,
             "journal": args.journal,
             "turns": args.turns,
+            "loop_turns": args.loop_turns,
             "sqlite_default_synchronous": sqlite_default_synchronous(),
             "scale_messages": args.scale_messages,
         },
@@ -826,6 +883,9 @@ def main() -> None:
     parser.add_argument("--skip-scale", action="store_true", help="no scale run (issue 11)")
     parser.add_argument("--skip-callgrind", action="store_true", help="no callgrind counts")
     parser.add_argument("--turns", type=int, default=500, help="turns of the one conversation")
+    parser.add_argument(
+        "--loop-turns", type=int, default=500, help="turns of the turn loop (500; 0: skip it)"
+    )
     parser.add_argument(
         "--stores",
         default=",".join(s for s in STORES if s != "adk_database"),
@@ -864,6 +924,8 @@ def main() -> None:
     print(table)
     for note in notes:
         print(f"- {note}")
+    print()
+    print(turn_loop_table(saved["results"], sqlite_stores))
     print()
     print("\n".join(postgres_section(saved)))
     print()

@@ -220,3 +220,7 @@ def test_branch_state_and_revision_operations_block_too(tmp_path: Path) -> None:
         assert [b.head_seq for b in store.branches(conv.id)] == [1]
         renamed = store.update_conversation(conv.id, title="renamed")
         assert renamed.title == "renamed"
+        stored = store.append(conv.id, Message.user("d"), expected_revision=renamed.revision)
+        assert [m.text for m in stored] == ["d"]
+        assert stored.revision == store.load(conv.id).revision != renamed.revision
+        store.append(conv.id, Message.user("e"), expected_revision=stored.revision)

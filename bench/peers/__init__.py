@@ -8,7 +8,8 @@ code, in its own process, on fresh SQLite files. Each module also runs on its ow
 
 Modules:
 
-- ``convstore_store``: convstore's `ConversationStore` (the reference every ratio is taken to).
+- ``convstore_store``: convstore's `ConversationStore` (the reference every ratio is taken to);
+  ``convstore_nocache``: the same with its message cache off.
 - ``agents_sqlite``, ``agents_sqlalchemy``: openai-agents ``SQLiteSession`` and
   ``SQLAlchemySession`` (items in the Responses-API shape of `bench.peers.shapes`).
 - ``convstore_session``: convstore's own openai-agents session, ``ConvstoreSession``, on the
@@ -35,6 +36,7 @@ POSTGRES_BASELINE: Final = "convstore_pg"
 
 SQLITE_STORES: Final = (
     "convstore_store",
+    "convstore_nocache",
     "convstore_v1",
     "agents_sqlite",
     "agents_sqlalchemy",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.peers.runner import Peer, main
-from bench.peers.shapes import responses_items
+from bench.peers.shapes import agents_request, responses_items
 
 PEER = Peer(
     name="agents_sqlalchemy",
@@ -28,6 +28,7 @@ PEER = Peer(
     last_api="get_items(limit=50)",
     shape="Responses-API input items, one JSON text row each",
     durability="sets journal_mode=WAL, busy_timeout 5 s; synchronous not set (SQLite default)",
+    requests="get_items(limit=N) + ItemHelpers.input_to_new_input_list + json.dumps",
 )
 
 
@@ -55,6 +56,9 @@ class Store:
 
     async def load_last(self, conversation: Any, n: int) -> int:
         return len(await conversation.get_items(limit=n))
+
+    async def request(self, conversation: Any, last: int | None) -> int:
+        return agents_request(await conversation.get_items(limit=last))
 
 
 @asynccontextmanager

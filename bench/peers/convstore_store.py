@@ -7,6 +7,7 @@ A turn is the workload's five canonical messages (`bench.workload.turn_messages`
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -26,7 +27,11 @@ PEER = Peer(
     last_api="load(id, last=50)",
     shape="canonical Message models: messages (parts as one JSON column), tool calls",
     durability="WAL + synchronous=FULL (its defaults), busy_timeout 5 s",
+    requests="load(id, last=N) + render(..., 'openai-responses') + json.dumps",
 )
+
+TARGET, MODEL = "openai-responses", "gpt-5"
+"""The request the turn loop builds: the shape the openai-agents peers store their items in."""
 
 
 class Store:
@@ -51,13 +56,22 @@ class Store:
     async def load_last(self, conversation: str, n: int) -> int:
         return len((await self._store.load(conversation, last=n)).messages)
 
+    async def request(self, conversation: str, last: int | None) -> int:
+        from convstore import render
+
+        # The history a chat app sends: the path, or its newest messages (a store window,
+        # widened to whole turns), rendered as they are.
+        body = render(await self._store.load(conversation, last=last), TARGET, model=MODEL).payload
+        json.dumps({"model": MODEL, **body})
+        return len(body["input"])
+
 
 @asynccontextmanager
-async def open_store(path: Path) -> AsyncIterator[Store]:
-    """A default `ConversationStore` on ``path``."""
+async def open_store(path: Path, **options: Any) -> AsyncIterator[Store]:
+    """A default `ConversationStore` on ``path`` (``options``: constructor keywords)."""
     from convstore import ConversationStore
 
-    async with ConversationStore(f"sqlite+aiosqlite:///{path}") as store:
+    async with ConversationStore(f"sqlite+aiosqlite:///{path}", **options) as store:
         yield Store(store)
 
 

@@ -10,6 +10,7 @@ a history is constructed, before timing.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -29,6 +30,7 @@ PEER = Peer(
     last_api=None,
     shape="LangChain messages (message_to_dict), one JSON text row each",
     durability="sets nothing: journal mode and synchronous are SQLite defaults",
+    requests=".messages + convert_to_openai_messages + json.dumps (Chat Completions)",
 )
 
 
@@ -69,6 +71,15 @@ class _Store:
 
     def load_last(self, conversation: Any, n: int) -> int:
         raise NotImplementedError("SQLChatMessageHistory has no API for the newest N messages")
+
+    def request(self, conversation: Any, last: int | None) -> int:
+        from langchain_core.messages import convert_to_openai_messages
+
+        assert last is None, "SQLChatMessageHistory has no API for the newest N messages"
+        messages = convert_to_openai_messages(conversation.messages)
+        json.dumps({"model": "gpt-5", "messages": messages})
+        # Chat Completions carries a turn's two calls in one message: count them as items.
+        return sum(len(m.get("tool_calls", ())) or 1 for m in messages)
 
 
 @asynccontextmanager

@@ -16,6 +16,11 @@ exactly as it measures every other store:
    ``--conversation-turns`` (50) turns by its own asyncio task; items/s over the wall time of
    all tasks, and the appends that raised. Afterwards every conversation is counted, so lost
    writes show too.
+6. turn loop (stores whose adapter has `Store.request`): what an agent or chat app does every
+   turn, ``--loop-turns`` (500) times on a fresh file: read the history (all of it, or the
+   newest ``--last``), turn it into the body of the next model request as the store's own
+   framework does, serialise that with `json.dumps`, then append the turn; turns/s over the
+   whole loop, once reading everything and once the newest ``--last``.
 
 Every phase checks that the store gives back what was appended: a broken adapter must not
 produce numbers. Payloads are built, in each store's own shape, before the clock starts.
@@ -103,6 +108,9 @@ class Peer:
     database: str = "sqlite"
     """``sqlite`` (a fresh file per repetition) or ``postgresql`` (a fresh database per
     repetition on the cluster `bench.compare` starts: see `postgres_dsn`)."""
+    requests: str | None = None
+    """How the adapter builds a model request from the history (`RequestingStore.request`),
+    in a few words; `None`: the store is left out of the turn loop."""
 
 
 class Store(Protocol):
@@ -129,6 +137,16 @@ class Store(Protocol):
         ...
 
 
+class RequestingStore(Store, Protocol):
+    """A store whose adapter also builds the next model request (the turn-loop phase)."""
+
+    def request(self, conversation: Any, last: int | None) -> Any:
+        """Read the history (``last``: only the newest records), build the request body the
+        store's framework would send to the model from it, serialise it with `json.dumps`;
+        returns how many input items the body holds."""
+        ...
+
+
 OpenStore = Callable[[Path], AbstractAsyncContextManager[Store]]
 """Opens a store on an SQLite file (which may exist, empty, or not yet)."""
 
@@ -150,6 +168,10 @@ class Repetition:
     database_bytes: int
     wal_pages_per_append: float | None = None
     """WAL frames (pages) written, and fsynced, per append: SQLite stores only."""
+    turn_loop_full_turns_s: float | None = None
+    """Turns/s of the turn loop reading the whole history each turn (`RequestingStore`)."""
+    turn_loop_last_turns_s: float | None = None
+    """Turns/s of the turn loop reading the newest ``last`` records each turn."""
 
 
 class AdapterError(AssertionError):
@@ -268,6 +290,7 @@ class Settings:
     conversation_turns: int = 50
     journal: str = "wal"
     wal_turns: int = 50
+    loop_turns: int = 500
 
 
 async def _single(
@@ -342,6 +365,27 @@ async def _concurrent(
     return items_s, len(errors), lost, errors[0] if errors else None
 
 
+async def _turn_loop(open_store: OpenStore, path: Path, s: Settings, last: int | None) -> float:
+    """Turns/s of ``loop_turns`` x (read the history, build the request, append the turn)."""
+    async with open_store(path) as store:
+        conversation = await _call(store.new_conversation, "bench-turns")
+        payloads = [store.payload(n) for n in range(s.loop_turns)]
+        counts = []
+        gc.collect()
+        start = time.perf_counter()
+        for payload in payloads:
+            counts.append(await _call(store.request, conversation, last))
+            await _call(store.append_turn, conversation, payload)
+        elapsed = time.perf_counter() - start
+    for turn, count in enumerate(counts):
+        before = turn * ITEMS_PER_TURN
+        # A window may widen (to the start of a turn), never shrink.
+        fewest = before if last is None else min(last, before)
+        if not fewest <= count <= before:
+            raise AdapterError(f"turn {turn}: the request held {count} items of {before}")
+    return s.loop_turns / elapsed
+
+
 _WAL_HEADER = 32
 _WAL_FRAME_HEADER = 24
 
@@ -408,6 +452,13 @@ async def _repetition(
         if sqlite and s.journal == "wal" and s.wal_turns:
             wal_file = _fresh_file(Path(tmp) / "wal" / "store.db", s.journal)
             wal_pages = await _wal_pages(open_store, wal_file, s.wal_turns)
+        loops: dict[str, float | None] = {"full": None, "last": None}
+        if peer.requests and s.loop_turns:
+            for mode, last in (("full", None), ("last", s.last)):
+                if last is not None and peer.last_api is None:
+                    continue  # no API for the newest N records
+                loop_file = _fresh_file(Path(tmp) / f"loop-{mode}" / "store.db", s.journal)
+                loops[mode] = await _turn_loop(open_store, loop_file, s, last)
     return Repetition(
         append_items_s=items_s,
         append_p50_ms=p50,
@@ -421,13 +472,15 @@ async def _repetition(
         journal_mode=journal,
         database_bytes=size,
         wal_pages_per_append=wal_pages,
+        turn_loop_full_turns_s=loops["full"],
+        turn_loop_last_turns_s=loops["last"],
     )
 
 
 async def _warm_up(peer: Peer, open_store: OpenStore, s: Settings, tmpdir: str | None) -> None:
     small = Settings(
         turns=20, loads=2, last=s.last, lasts=2, conversations=2, conversation_turns=3,
-        journal=s.journal, wal_turns=2,
+        journal=s.journal, wal_turns=2, loop_turns=min(s.loop_turns, 12),
     )  # fmt: skip
     await _repetition(peer, open_store, small, tmpdir)
 
@@ -508,6 +561,8 @@ def _print_summary(result: dict[str, Any]) -> None:
         ("last_ms", "ms", ".3f"),
         ("concurrent_items_s", "items/s", ",.0f"),
         ("wal_pages_per_append", "pages", ".2f"),
+        ("turn_loop_full_turns_s", "turns/s", ",.1f"),
+        ("turn_loop_last_turns_s", "turns/s", ",.1f"),
     ):
         print(line(key, unit, spec))
     print(
@@ -531,13 +586,16 @@ def main(peer: Peer, open_store: OpenStore) -> None:
     parser.add_argument("--conversations", type=int, default=defaults.conversations)
     parser.add_argument("--conversation-turns", type=int, default=defaults.conversation_turns)
     parser.add_argument("--journal", choices=["wal", "native"], default=defaults.journal)
+    parser.add_argument(
+        "--loop-turns", type=int, default=defaults.loop_turns, help="turn loop length (0: skip)"
+    )
     parser.add_argument("--tmpdir", help="where the fresh databases go (default: the system's)")
     parser.add_argument("--json-out", type=Path, help="write the result here as JSON")
     args = parser.parse_args()
     settings = Settings(
         turns=args.turns, loads=args.loads, last=args.last, lasts=args.lasts,
         conversations=args.conversations, conversation_turns=args.conversation_turns,
-        journal=args.journal,
+        journal=args.journal, loop_turns=args.loop_turns,
     )  # fmt: skip
     result = asyncio.run(measure(peer, open_store, settings, args.reps, args.tmpdir))
     if args.json_out is not None:

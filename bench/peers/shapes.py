@@ -47,3 +47,17 @@ def responses_items(turn: int) -> list[dict[str, Any]]:
             "type": "message",
         },
     ]
+
+
+def agents_request(items: list[Any], model: str = "gpt-5") -> int:
+    """The Responses request body openai-agents builds from session items; how many it holds.
+
+    ``OpenAIResponsesModel`` passes the history through `ItemHelpers.input_to_new_input_list`
+    before the SDK serialises it; the Runner's own per-item clean-up before that is left out,
+    so this is a lower bound of the SDK's work per turn.
+    """
+    from agents.items import ItemHelpers
+
+    input_items = ItemHelpers.input_to_new_input_list(items)
+    json.dumps({"model": model, "input": input_items})
+    return len(input_items)

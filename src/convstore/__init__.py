@@ -11,6 +11,7 @@ everything not listed in ``__all__``, may change without notice.
 from convstore.capabilities import TARGETS, Capabilities, capabilities_for
 from convstore.db import DEFAULT_URL, migrate
 from convstore.errors import (
+    AsyncOnlyError,
     AttachmentCorruptedError,
     AttachmentNotFoundError,
     AttachmentTooLargeError,
@@ -26,6 +27,7 @@ from convstore.errors import (
     MalformedPayloadError,
     MediaTypeMismatchError,
     MessageNotFoundError,
+    MissingDependencyError,
     NotFoundError,
     RevisionConflictError,
     SchemaError,
@@ -65,6 +67,7 @@ from convstore.model import (
 from convstore.parsing import parse, parse_response, parse_tools
 from convstore.rendering import Rendered, render
 from convstore.store import (
+    AppendResult,
     ConversationPage,
     ConversationStore,
     ConversationSummary,
@@ -79,6 +82,8 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_URL",
     "TARGETS",
+    "AppendResult",
+    "AsyncOnlyError",
     "AttachmentCorruptedError",
     "AttachmentNotFoundError",
     "AttachmentRef",
@@ -109,6 +114,7 @@ __all__ = [
     "MediaTypeMismatchError",
     "Message",
     "MessageNotFoundError",
+    "MissingDependencyError",
     "NativeRecord",
     "NotFoundError",
     "OrphanResult",

@@ -25,7 +25,9 @@ it and nothing else::
     ├── StorageError                             the database or blob backend failed
     │   ├── DatabaseError
     │   └── BlobStorageError
-    └── ClosedError                              the store was used outside ``async with``
+    ├── ClosedError                              the store was used outside ``async with``
+    ├── AsyncOnlyError (NotImplementedError)     a blocking method of an async-only integration
+    └── MissingDependencyError (ImportError)     an optional extra is not installed (names it)
 
 Driver and filesystem exceptions never escape: they are translated where they are caught
 (``db``, ``blobs``) and chained with ``raise ... from exc`` so the cause stays visible.
@@ -34,6 +36,7 @@ Driver and filesystem exceptions never escape: they are translated where they ar
 from __future__ import annotations
 
 __all__ = [
+    "AsyncOnlyError",
     "AttachmentCorruptedError",
     "AttachmentNotFoundError",
     "AttachmentTooLargeError",
@@ -49,6 +52,7 @@ __all__ = [
     "MalformedPayloadError",
     "MediaTypeMismatchError",
     "MessageNotFoundError",
+    "MissingDependencyError",
     "NotFoundError",
     "RevisionConflictError",
     "SchemaError",
@@ -207,3 +211,28 @@ class BlobStorageError(StorageError):
 
 class ClosedError(ConvstoreError):
     """The store was used before ``async with`` opened it or after it closed."""
+
+
+class AsyncOnlyError(ConvstoreError, NotImplementedError):
+    """A blocking method of an async-only integration was called.
+
+    The message names the async method to call instead.
+    """
+
+
+class MissingDependencyError(ConvstoreError, ImportError):
+    """An optional dependency is not installed; the message names the extra that brings it.
+
+    Raised where the dependency is first needed: opening a ``postgresql+asyncpg://`` URL
+    without ``asyncpg``, or importing an integration without its framework. An `ImportError`
+    as well, so code that guards an optional import with ``except ImportError`` keeps working.
+    """
+
+    def __init__(self, needed_by: str, package: str, extra: str) -> None:
+        super().__init__(
+            f"{needed_by} needs {package}, which is not installed: "
+            f"pip install 'convstore[{extra}]'",
+            name=package,
+        )
+        self.extra = extra
+        """The extra to install (``pip install 'convstore[EXTRA]'``)."""

@@ -24,7 +24,8 @@ media type                        ``type/sub``    `InvalidMessageError`
                                   (RFC 6838),
                                   255 chars
 strings                           valid Unicode   `InvalidMessageError` (a lone surrogate cannot
-                                                  be stored as UTF-8 by any database)
+                                  without NUL     be stored as UTF-8 by any database; NUL: see
+                                                  "One rule for NUL" below)
 numbers                           finite          `InvalidMessageError` (NaN and infinities are
                                                   not JSON; PostgreSQL refuses them)
 integers                          64-bit signed   `InvalidMessageError` (`JSON_INT_MIN` ..
@@ -42,13 +43,22 @@ argument                          accepted
 ================================  =============================================================
 conversation id                   1 to `MAX_CONVERSATION_ID_LENGTH` (64) characters
 tenant, idempotency key, call id  1 to `MAX_KEY_LENGTH` (255) characters
-every such string, titles and     valid Unicode without NUL characters: PostgreSQL text cannot
-summaries                         hold NUL, and no database stores a lone surrogate
+every such string, titles and     valid Unicode without NUL characters (the NUL rule above), and
+summaries                         no lone surrogate (no database stores one)
 metadata (and state)              a JSON object: string keys, finite numbers, 64-bit integers,
                                   strings as above, at most `MAX_JSON_DEPTH` deep
 ``limit`` (`list_conversations`)  0 to `MAX_LIST_LIMIT` (10,000)
 ``last`` and sequence numbers     0 to `MAX_SEQ` (2**63 - 1, what both databases' integers hold)
 ================================  =============================================================
+
+One rule for NUL: no string convstore stores may contain NUL (U+0000), whatever the field --
+message text, tool arguments and outputs (values and object keys), message ids, provider and
+model names, native records, file names, titles, summaries, tenants, keys, metadata and state.
+PostgreSQL's ``text`` cannot hold NUL at all, and a history must behave the same whichever
+database keeps it, so the rule is the database's narrowest one, applied everywhere rather than
+column by column. The error (`InvalidMessageError` for a message, `InvalidInputError` for an
+argument) names the field: ``messages[0].parts[1].arguments.path: cannot contain NUL
+characters``, ``title cannot contain NUL characters``; nothing is written.
 
 Why these values:
 
@@ -113,6 +123,7 @@ __all__ = [
     "MAX_PARTS_PER_MESSAGE",
     "MAX_PART_CHARS",
     "MAX_SEQ",
+    "NUL_REFUSED",
     "check_count",
     "check_json_object",
     "check_key",
@@ -163,6 +174,9 @@ _MEDIA_TYPE: Final = re.compile(
 )
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
+NUL_REFUSED: Final = "cannot contain NUL characters (\\x00)"
+"""How every refusal under the NUL rule ends (after the name of the field)."""
+
 
 def has_lone_surrogate(text: str) -> bool:
     """Whether ``text`` holds a lone surrogate (not Unicode: no database stores it as UTF-8)."""
@@ -206,7 +220,7 @@ def check_text(value: str | None, what: str, *, max_length: int | None = None) -
     if max_length is not None and not 1 <= len(value) <= max_length:
         raise InvalidInputError(f"{what} must be 1 to {max_length} characters, got {len(value)}")
     if "\x00" in value:
-        raise InvalidInputError(f"{what} cannot contain NUL characters (\\x00)")
+        raise InvalidInputError(f"{what} {NUL_REFUSED}")
     if has_lone_surrogate(value):
         raise InvalidInputError(f"{what} is not valid Unicode (it holds a lone surrogate)")
 
@@ -302,7 +316,7 @@ def _message_ok(message: Message, max_attachment_size: int | None) -> bool:
     for name, value in message.__dict__.items():
         if isinstance(value, str):  # the role (an enum), ids, provider, model
             total += len(value)
-            if not value.isascii() and _SURROGATE.search(value) is not None:
+            if "\x00" in value or (not value.isascii() and _SURROGATE.search(value) is not None):
                 return False
         elif value is not None and name != "parts":
             chars = _chars_ok(value, max_attachment_size)
@@ -331,7 +345,7 @@ def _chars_ok(root: Any, max_attachment_size: int | None) -> int:
         cls = type(node)
         if cls is str:
             chars += len(node)
-            if not node.isascii() and _SURROGATE.search(node) is not None:
+            if "\x00" in node or (not node.isascii() and _SURROGATE.search(node) is not None):
                 return -1
         elif cls is dict:
             depth += 1
@@ -340,13 +354,15 @@ def _chars_ok(root: Any, max_attachment_size: int | None) -> int:
             for key, child in node.items():
                 if type(key) is str:
                     chars += len(key)
-                    if not key.isascii() and _SURROGATE.search(key) is not None:
+                    if "\x00" in key or (not key.isascii() and _SURROGATE.search(key) is not None):
                         return -1
                 else:
                     push((key, depth))
                 if type(child) is str:
                     chars += len(child)
-                    if not child.isascii() and _SURROGATE.search(child) is not None:
+                    if "\x00" in child or (
+                        not child.isascii() and _SURROGATE.search(child) is not None
+                    ):
                         return -1
                 elif child is not None:
                     push((child, depth))
@@ -357,7 +373,9 @@ def _chars_ok(root: Any, max_attachment_size: int | None) -> int:
             for child in node:
                 if type(child) is str:
                     chars += len(child)
-                    if not child.isascii() and _SURROGATE.search(child) is not None:
+                    if "\x00" in child or (
+                        not child.isascii() and _SURROGATE.search(child) is not None
+                    ):
                         return -1
                 elif child is not None:
                     push((child, depth))
@@ -376,7 +394,9 @@ def _chars_ok(root: Any, max_attachment_size: int | None) -> int:
                 if type(value) is str:
                     if name != "kind":  # the discriminator, not content
                         chars += len(value)
-                        if not value.isascii() and _SURROGATE.search(value) is not None:
+                        if "\x00" in value or (
+                            not value.isascii() and _SURROGATE.search(value) is not None
+                        ):
                             return -1
                 elif value is not None:
                     push((value, 0))
@@ -386,7 +406,7 @@ def _chars_ok(root: Any, max_attachment_size: int | None) -> int:
             push((list(node), depth))
         elif isinstance(node, str):  # a str subclass (an enum value)
             chars += len(node)
-            if has_lone_surrogate(node):
+            if "\x00" in node or has_lone_surrogate(node):
                 return -1
         elif _number_problem(node) is not None:  # int and float subclasses, non-string keys
             return -1
@@ -471,6 +491,8 @@ class _Walk:
             self.chars += len(value)
             if self.chars > MAX_PART_CHARS:
                 raise self.fail(path, f"holds more than {MAX_PART_CHARS:,} characters of text")
+            if "\x00" in value:
+                raise self.fail(path, NUL_REFUSED)
             if has_lone_surrogate(value):
                 raise self.fail(path, "is not valid Unicode (it holds a lone surrogate)")
         elif problem := _number_problem(value):

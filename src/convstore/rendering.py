@@ -61,9 +61,10 @@ def render(
         tools: tool definitions to send in the target's ``tools`` field, renamed exactly as
             their calls are; each schema constraint the target cannot take is listed in
             ``diagnostics.tools``.
-        last: render a window of the newest ``last`` non-system messages: the system prompt
-            is kept, a result whose call was cut is dropped, a compaction summary stays
-            (``diagnostics.window`` says what was cut). Not the same as
+        last: render a window of the newest ``last`` non-system messages, widened back to
+            the user message that starts their turn (never empty, never a result without its
+            call): the system prompt is kept, a compaction summary stays
+            (``diagnostics.window`` says what was kept, cut and widened). Not the same as
             ``ConversationStore.load(last=N)``, which is a window of stored messages.
 
     Returns:

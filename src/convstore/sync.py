@@ -233,6 +233,7 @@ class ConversationStore:
     append = _blocking(AsyncConversationStore.append)
     load = _blocking(AsyncConversationStore.load)
     get_message = _blocking(AsyncConversationStore.get_message)
+    get_messages = _blocking(AsyncConversationStore.get_messages)
     pop = _blocking(AsyncConversationStore.pop)
     truncate = _blocking(AsyncConversationStore.truncate)
     fork = _blocking(AsyncConversationStore.fork)

@@ -292,6 +292,36 @@ async def test_bad_arguments_are_refused_alike_on_both_databases(
     assert len(await store.list_conversations(limit=MAX_LIST_LIMIT)) == listed
 
 
+NUL_IN_MESSAGES: dict[str, tuple[Callable[[], Message], str]] = {
+    "message text": (lambda: Message.user("a\x00b"), r"messages\[0\]\.parts\[0\]\.text"),
+    "tool arguments": (
+        lambda: Message.assistant(ToolCallPart(id="c9", name="f", arguments={"q": "\x00"})),
+        r"messages\[0\]\.parts\[0\]\.arguments\.q",
+    ),
+    "a message id": (lambda: Message.user("x", id="m\x00"), r"messages\[0\]\.id"),
+    "a tool result": (
+        lambda: Message.tool_result("c9", JsonOutput(value=["\x00"])),
+        r"messages\[0\]\.parts\[0\]\.output\.value\[0\]",
+    ),
+}
+
+
+@pytest.mark.parametrize("field", sorted(NUL_IN_MESSAGES))
+async def test_nul_is_refused_in_every_stored_string_naming_the_field(
+    store: ConversationStore, field: str
+) -> None:
+    """One rule for NUL (convstore.limits): the title and the message text alike."""
+    build, where = NUL_IN_MESSAGES[field]
+    conv = await store.create_conversation(title="kept")
+    await store.append(conv.id, Message.user("hello"))
+    before = await store.load(conv.id)
+    with pytest.raises(InvalidMessageError, match=where + ": cannot contain NUL characters"):
+        await store.append(conv.id, [build()])
+    assert await store.load(conv.id) == before
+    with pytest.raises(InvalidInputError, match="title cannot contain NUL characters"):
+        await store.update_conversation(conv.id, title="a\x00b")
+
+
 async def test_the_bounds_themselves_are_accepted(store: ConversationStore) -> None:
     tenant = "t" * 255
     conv = await store.create_conversation(

@@ -32,6 +32,7 @@ from convstore import (
     FilePart,
     MediaTypeMismatchError,
     Message,
+    NativeRecord,
     TextPart,
     ToolCallPart,
     parse,
@@ -139,7 +140,7 @@ WITHIN = {
         media_type="application/vnd.openxmlformats-officedocument.wordprocessingml.document"
     ),
     "a surrogate pair (one emoji)": lambda: _text("\U0001f600"),
-    "NUL in JSON (JSON columns escape it)": lambda: call({"a": "\x00"}),
+    "a control character other than NUL in text": lambda: _text("a\x01\x1b[0m"),
 }
 
 
@@ -209,6 +210,36 @@ BEYOND: dict[str, tuple[Callable[[], Message], str]] = {
         "control or bidi",
     ),
     "NUL in a file name": (lambda: _stored_file(filename="a\x00.pdf"), "control or bidi"),
+    # One rule for NUL: refused in every stored string, the error naming the field.
+    "NUL in text": (lambda: _text("a\x00b"), r"parts\[0\]\.text: cannot contain NUL"),
+    "NUL in an argument value": (
+        lambda: call({"path": ["ok", "a\x00"]}),
+        r"parts\[0\]\.arguments\.path\[1\]: cannot contain NUL",
+    ),
+    "NUL in an argument key": (
+        lambda: call({"a\x00": 1}),
+        r"parts\[0\]\.arguments \(an object key\): cannot contain NUL",
+    ),
+    "NUL in a message id": (
+        lambda: Message.user("x", id="m\x00"),
+        r"^messages\[1\]\.id: cannot contain NUL",
+    ),
+    "NUL in a model name": (
+        lambda: Message.assistant("x", model="gpt\x00"),
+        r"^messages\[1\]\.model: cannot contain NUL",
+    ),
+    "NUL in a call id": (
+        lambda: Message.assistant(ToolCallPart(id="c\x00", name="f", arguments={})),
+        r"parts\[0\]\.id: cannot contain NUL",
+    ),
+    "NUL in a tool output": (
+        lambda: Message.tool_result("c1", {"out": "\x00"}),
+        r"\.output\.value\.out: cannot contain NUL",
+    ),
+    "NUL in a native record": (
+        lambda: Message.user("x", native=NativeRecord(format="f", data={"t": "\x00"})),
+        r"^messages\[1\]\.native\.data\.t: cannot contain NUL",
+    ),
     "an ANSI escape in a file name": (lambda: _stored_file(filename="\x1b[31mred"), "control"),
     "an RTL override in a file name": (lambda: _stored_file(filename="cod\u202efdp.exe"), "bidi"),
     "a bidi isolate in a file name": (lambda: _stored_file(filename="a\u2066b"), "bidi"),

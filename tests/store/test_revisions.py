@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 
 from convstore import (
+    AppendResult,
     ConflictError,
+    ConversationNotFoundError,
     ConversationStore,
     ConvstoreError,
     InvalidInputError,
@@ -148,6 +150,38 @@ class TestRevisions:
         assert renamed.revision == await revision(store, cid) != updated.revision
         (summary,) = [c for c in await store.list_conversations(limit=1000) if c.id == cid]
         assert summary.revision == renamed.revision
+
+    async def test_append_returns_the_new_revision(self, store: ConversationStore) -> None:
+        cid = await seeded(store)
+        before = await revision(store, cid)
+        stored = await store.append(cid, Message.tool_result("k", {"temp": 21}))
+        assert isinstance(stored, AppendResult) and isinstance(stored, list)
+        assert [m.seq for m in stored] == [3]
+        assert stored.revision == await revision(store, cid) != before
+        # It is the token the next conditional write needs, without a reload ...
+        turn = [Message.user("and tomorrow?"), Message.assistant("rain")]
+        following = await store.append(cid, turn, expected_revision=stored.revision)
+        assert following.revision == await revision(store, cid) != stored.revision
+        branched = await store.append(
+            cid, Message.user("edit"), parent_seq=4, expected_revision=following.revision
+        )
+        assert branched.revision == await revision(store, cid)
+        # ... and a stale one is refused, as any other.
+        with pytest.raises(RevisionConflictError):
+            await store.append(cid, Message.user("late"), expected_revision=stored.revision)
+
+    async def test_append_that_writes_nothing_returns_the_current_revision(
+        self, store: ConversationStore
+    ) -> None:
+        cid = await seeded(store)
+        current = await revision(store, cid)
+        empty = await store.append(cid, [])
+        assert empty == [] and empty.revision == current
+        first = await store.append(cid, Message.user("once"), idempotency_key="turn-7")
+        replay = await store.append(cid, Message.user("once"), idempotency_key="turn-7")
+        assert replay == first and replay.revision == first.revision == await revision(store, cid)
+        with pytest.raises(ConversationNotFoundError):
+            await store.append(cid, [], tenant="someone-else")
 
     async def test_concurrent_writers_with_one_revision_one_wins(
         self, store: ConversationStore

@@ -1,8 +1,10 @@
 """Windows (``last=N``): a render of the newest messages that every target accepts.
 
 Over the demo conversation and every corpus conversation, for every N and every target: the
-payload passes the wire rules, the system prompt is kept, and no stored result whose call is in
-the window is lost (it is never replaced by a synthetic one).
+payload passes the wire rules and the provider SDK's types, it is never empty or system-only,
+the window keeps at least N messages and starts at a turn's user message, the system prompt is
+kept, and no stored result whose call is in the window is lost (it is never replaced by a
+synthetic one).
 """
 
 from __future__ import annotations
@@ -58,18 +60,24 @@ def _history() -> list[Message]:
     return [m.model_copy(update={"seq": i}) for i, m in enumerate(messages, 1)]
 
 
-def test_window_keeps_the_system_prompt_and_drops_results_whose_call_it_cut() -> None:
+def test_a_window_cut_after_a_call_widens_back_to_the_user_message() -> None:
     window = apply_window(_history()[:4], 1, summary=False)
-    assert [m.role for m in window.messages] == [Role.SYSTEM]
-    assert window.note.dropped_results == ["c1", "c2"]
-    assert window.note.kept_seqs == [4] and window.note.cut_seqs == [2, 3]
-    assert window.note.system_kept == 1
+    assert [m.seq for m in window.messages] == [1, 2, 3, 4]
+    assert window.note.kept_seqs == [2, 3, 4] and window.note.cut_seqs == []
+    assert window.note.widened == 2 and window.note.dropped_results == []
 
 
 def test_window_keeps_a_call_with_its_results() -> None:
     window = apply_window(_history(), 4, summary=False)
-    assert [m.seq for m in window.messages] == [1, 3, 4, 5, 6]
-    assert window.note.dropped_results == []
+    assert [m.seq for m in window.messages] == [1, 2, 3, 4, 5, 6]
+    assert window.note.widened == 1 and window.note.dropped_results == []
+
+
+def test_a_window_that_starts_at_a_user_message_is_not_widened() -> None:
+    window = apply_window(_history(), 1, summary=False)
+    assert [m.seq for m in window.messages] == [1, 6]
+    assert window.note.cut_seqs == [2, 3, 4, 5] and window.note.widened == 0
+    assert window.note.system_kept == 1
 
 
 def test_window_larger_than_the_history_cuts_nothing() -> None:
@@ -78,11 +86,23 @@ def test_window_larger_than_the_history_cuts_nothing() -> None:
     assert window.note.cut_seqs == [] and window.note.system_kept == 0
 
 
-def test_render_with_last_reports_the_cut() -> None:
-    rendered = render(_history(), "anthropic", last=3)
-    assert rendered.payload["system"] == "Be brief."
+def _late_result_history() -> list[Message]:
+    """A stored history whose result came after the next user message (an app's own order)."""
+    messages = [
+        Message.user("Weather?"),
+        Message.assistant(ToolCallPart(id="c1", name="weather", arguments={})),
+        Message.user("Still there?"),
+        Message.tool_result("c1", JsonOutput(value="sunny")),
+        Message.assistant("Sunny."),
+    ]
+    return [m.model_copy(update={"seq": i}) for i, m in enumerate(messages, 1)]
+
+
+def test_render_with_last_reports_the_widening_and_a_result_whose_call_it_cut() -> None:
+    rendered = render(_late_result_history(), "anthropic", last=2)
     note = rendered.diagnostics.window
-    assert note is not None and note.dropped_results == ["c1", "c2"]
+    assert note is not None and note.kept_seqs == [3, 4, 5] and note.widened == 1
+    assert note.dropped_results == ["c1"]
     assert rendered.diagnostics.synthetic_results == []
     assert "Weather?" not in json.dumps(rendered.payload)
 
@@ -92,11 +112,14 @@ def test_a_negative_window_is_refused() -> None:
         render(_history(), "anthropic", last=-1)
 
 
-def test_last_zero_keeps_only_the_system_prompt() -> None:
+def test_last_zero_keeps_the_newest_turn() -> None:
     for target, model in TARGET_MODELS:
         rendered = render(_history(), target, model=model, last=0)
         check_payload(target, model, rendered.payload)
         assert "Be brief." in json.dumps(rendered.payload)
+        assert "Thanks" in json.dumps(rendered.payload)
+        assert rendered.diagnostics.window is not None
+        assert rendered.diagnostics.window.widened == 1
 
 
 def _system_sent(target: str, payload: dict[str, Any]) -> list[str]:
@@ -112,10 +135,30 @@ def _system_sent(target: str, payload: dict[str, Any]) -> list[str]:
             return [m["content"] for m in payload["messages"] if m["role"] == "system"]
 
 
+def _conversation_sent(target: str, payload: dict[str, Any]) -> list[Any]:
+    """The payload's non-system entries (a request needs at least one)."""
+    match target:
+        case "gemini":
+            return list(payload["contents"])
+        case "openai-responses":
+            return list(payload["input"])
+        case _:
+            return [m for m in payload["messages"] if m.get("role") != "system"]
+
+
 def _check_window(
     target: str, model: str, rendered: Rendered, messages: list[Message], last: int
 ) -> None:
     check_payload(target, model, rendered.payload)
+    conversation = [m for m in messages if m.role is not Role.SYSTEM]
+    note = rendered.diagnostics.window
+    assert note is not None and note.last == last
+    if conversation:
+        assert _conversation_sent(target, rendered.payload), f"{target}: empty with last={last}"
+        # At least N messages, and the window starts at a turn's user message (or the start).
+        assert len(note.kept_seqs) >= min(max(last, 1), len(conversation))
+        first = next(m for m in conversation if m.seq == note.kept_seqs[0])
+        assert first.role is Role.USER or first is conversation[0], f"{target}: mid-turn cut"
     system = [m.text for m in messages if m.role is Role.SYSTEM]
     sent = "\n\n".join(_system_sent(target, rendered.payload))
     for text in system:
@@ -126,8 +169,6 @@ def _check_window(
     emitted = set(rendered.diagnostics.canonical_call_ids)
     synthetic = {s.call_id for s in rendered.diagnostics.synthetic_results}
     assert not (emitted & answered & synthetic), f"{target}: a result in the window was lost"
-    note = rendered.diagnostics.window
-    assert note is not None and note.last == last
 
 
 async def test_store_render_every_window_of_the_demo(
@@ -191,7 +232,7 @@ def test_any_window_of_any_history_is_valid(history: list[Message], data: st.Dat
     system = [m.text for m in stored if m.role is Role.SYSTEM and m.text.strip()]
     for target, model in TARGET_MODELS:
         rendered = render(stored, target, model=model, last=last)
-        check_payload(target, model, rendered.payload)
+        _check_window(target, model, rendered, stored, last)
         note = rendered.diagnostics.window
         assert note is not None
         kept = set(note.kept_seqs)

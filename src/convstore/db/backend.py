@@ -22,7 +22,7 @@ from convstore.db.generic import SqlAlchemyBackend
 from convstore.db.sqlite import SqliteBackend
 from convstore.db.statements import Statements
 from convstore.db.tx import Tx
-from convstore.errors import InvalidInputError
+from convstore.errors import InvalidInputError, MissingDependencyError
 
 __all__ = ["DEFAULT_URL", "Backend", "create_backend", "migrate", "parse_url", "sqlite_path"]
 
@@ -111,7 +111,19 @@ def create_backend(
             synchronous=sqlite_synchronous,
             auto_migrate=True if auto_migrate is None else auto_migrate,
         )
+    _require_asyncpg()
     return SqlAlchemyBackend(parsed, auto_migrate=bool(auto_migrate))
+
+
+def _require_asyncpg() -> None:
+    """Refuse a PostgreSQL URL up front when the ``postgres`` extra is missing.
+
+    Without this, SQLAlchemy's dialect fails on the first connect with a bare traceback.
+    """
+    try:
+        import asyncpg  # noqa: F401 -- only checking that the extra is installed
+    except ImportError as exc:
+        raise MissingDependencyError("a postgresql+asyncpg:// URL", "asyncpg", "postgres") from exc
 
 
 async def migrate(url: str | URL = DEFAULT_URL, revision: str = "head") -> None:

@@ -40,6 +40,7 @@ from sqlalchemy import (
     ForeignKeyConstraint,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -55,6 +56,9 @@ __all__ = [
     "attachments",
     "blob_refs",
     "blob_tombstones",
+    "checkpoint_values",
+    "checkpoint_writes",
+    "checkpoints",
     "compactions",
     "conversations",
     "messages",
@@ -264,3 +268,73 @@ settings: Final = Table(
     Column("value", Text, nullable=False),
 )
 """Store-wide settings, such as where the blobs live (so gc and fsck find them from anywhere)."""
+
+
+# -- LangGraph checkpoints (convstore.integrations.langgraph) -----------------------------------
+# A thread is a conversation: its checkpoints live in the tables below, keyed by conversation id
+# first, and go with it when it is deleted. The store treats checkpoint, value and write payloads
+# as opaque bytes typed by the serializer that wrote them (``*_type``); it never decodes them.
+
+CHECKPOINT_KEY = String(255)
+"""Checkpoint namespaces, channel names, versions and task ids (the framework's own strings)."""
+
+checkpoints: Final = Table(
+    "checkpoints",
+    metadata,
+    Column(
+        "conversation_id",
+        ID,
+        ForeignKey("conversations.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("checkpoint_ns", CHECKPOINT_KEY, primary_key=True),
+    Column("checkpoint_id", CHECKPOINT_KEY, primary_key=True),
+    Column("parent_checkpoint_id", CHECKPOINT_KEY, nullable=True),
+    Column("checkpoint_type", String(32), nullable=False),
+    Column("checkpoint", LargeBinary, nullable=False),
+    Column("channel_versions", JSON, nullable=False),
+    Column("metadata", JSON, nullable=False),
+)
+"""One row per checkpoint: the checkpoint without its channel values, its metadata and parent;
+``channel_versions`` names the version (as text) of each channel value it holds.
+Checkpoint ids sort by creation time (LangGraph's are UUIDv6), so a thread's newest checkpoint
+is its largest id."""
+
+checkpoint_values: Final = Table(
+    "checkpoint_values",
+    metadata,
+    Column(
+        "conversation_id",
+        ID,
+        ForeignKey("conversations.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("checkpoint_ns", CHECKPOINT_KEY, primary_key=True),
+    Column("channel", CHECKPOINT_KEY, primary_key=True),
+    Column("version", CHECKPOINT_KEY, primary_key=True),
+    Column("value_type", String(32), nullable=False),
+    Column("value", LargeBinary, nullable=True),
+)
+"""A channel's value at one version, written once when the version first appears; a checkpoint
+names the versions it holds. A channel of messages holds references to the conversation's
+messages (stored once), not the messages."""
+
+checkpoint_writes: Final = Table(
+    "checkpoint_writes",
+    metadata,
+    Column(
+        "conversation_id",
+        ID,
+        ForeignKey("conversations.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("checkpoint_ns", CHECKPOINT_KEY, primary_key=True),
+    Column("checkpoint_id", CHECKPOINT_KEY, primary_key=True),
+    Column("task_id", CHECKPOINT_KEY, primary_key=True),
+    Column("idx", Integer, primary_key=True, autoincrement=False),
+    Column("channel", CHECKPOINT_KEY, nullable=False),
+    Column("value_type", String(32), nullable=False),
+    Column("value", LargeBinary, nullable=True),
+    Column("task_path", Text, nullable=False, server_default=text("''")),
+)
+"""Writes of a checkpoint's tasks not yet folded into a checkpoint (LangGraph's pending writes)."""

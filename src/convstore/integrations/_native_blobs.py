@@ -12,7 +12,8 @@ Invariants:
   gives the identical text; anything else stays inline, so restoring is always exact.
 - The placeholder is a JSON object ``{"convstore.blob": {"sha256", "size", "media_type"}}`` in
   place of a string, which no framework writes for its bytes field, so it cannot be confused
-  with data.
+  with data. A ``data:`` URL (``data:image/png;base64,...``) keeps its text before the base64
+  payload in the placeholder's ``prefix`` and gets it back on restore.
 - This module does no I/O of its own: reading bytes goes through the caller's ``fetch``.
 """
 
@@ -105,20 +106,34 @@ def externalize(
         if hit is not None:
             key, media_type = hit
             text = node.get(key)
-            raw = decode_inline(text, alphabet) if isinstance(text, str) else None
+            prefix, payload = _split_data_url(text) if isinstance(text, str) else ("", None)
+            raw = decode_inline(payload, alphabet) if payload is not None else None
             if raw is not None:
+                if prefix and media_type is None:
+                    media_type = prefix[5 : prefix.find(";")] or None
                 file = InlineFile(raw, media_type)
                 found.append(file)
-                copy[key] = {
-                    BLOB_KEY: {
-                        "sha256": file.sha256,
-                        "size": len(raw),
-                        "media_type": media_type,
-                    }
+                ref: dict[str, JsonValue] = {
+                    "sha256": file.sha256,
+                    "size": len(raw),
+                    "media_type": media_type,
                 }
+                if prefix:
+                    ref["prefix"] = prefix
+                copy[key] = {BLOB_KEY: ref}
         return copy
 
     return walk(record), found
+
+
+def _split_data_url(text: str) -> tuple[str, str | None]:
+    """``("data:...;base64,", payload)`` of a base64 data URL, ``("", text)`` of anything else."""
+    if text[:5].lower() != "data:":
+        return "", text
+    head, sep, payload = text.partition(",")
+    if not sep or not head.lower().endswith(";base64"):
+        return "", None
+    return head + sep, payload
 
 
 def stored_part(placeholder: dict[str, JsonValue]) -> FilePart:
@@ -175,7 +190,8 @@ async def restore(
         if len(node) == 1 and isinstance(ref := node.get(BLOB_KEY), dict):
             sha = ref.get("sha256")
             if isinstance(sha, str) and sha in texts:
-                return texts[sha]
+                prefix = ref.get("prefix")
+                return (prefix if isinstance(prefix, str) else "") + texts[sha]
         return {key: walk(value) for key, value in node.items()}
 
     return [walk(record) for record in records]

@@ -8,10 +8,16 @@ Invariants:
 - A `ModelResponse` is one ``assistant`` message: text, thinking, tool calls and files map to
   the canonical parts; provider-executed (native) tool parts and anything unknown stay only in
   the native record.
-- A `ModelRequest` is a run of messages, one per role in part order: system prompts →
-  ``system``; user prompts, retry feedback and retry prompts without a tool → ``user``; tool
-  returns and tool retry prompts → ``tool`` results. A request with no canonical part still
-  yields one empty ``user`` message, so every entry has a message to carry its id.
+- A `ModelRequest` is a run of messages, one per role in part order: its ``instructions``
+  (the agent's ``instructions=``, when they differ from the previous request's) and system
+  prompts → ``system``; user prompts, retry feedback and retry prompts without a tool →
+  ``user``; tool returns and tool retry prompts → ``tool`` results. A request with no canonical
+  part still yields one empty ``user`` message, so every entry has a message to carry its id.
+- Bytes are pydantic's JSON bytes (``ser_json_bytes='base64'``): the URL-safe alphabet
+  (``-`` and ``_``), which pydantic writes for every `BinaryContent`.
+- A thinking part keeps its signature as the canonical artefact of its provider (Anthropic
+  signature or redacted data, OpenAI Responses reasoning id and encrypted content, Gemini
+  thought signature), so a render for the model that made it replays it.
 - Tool returns holding files become `ContentOutput` (files as blobs); ``failed``/``retried``
   returns and tool retry prompts become `ErrorOutput`; any other return is `JsonOutput` of the
   returned JSON.
@@ -25,7 +31,7 @@ from typing import Final
 from pydantic import JsonValue
 
 from convstore.errors import ConvstoreError
-from convstore.integrations._native_blobs import InlineFile, decode_inline
+from convstore.integrations._native_blobs import Alphabet, InlineFile, decode_inline
 from convstore.model import (
     ContentOutput,
     ErrorOutput,
@@ -42,7 +48,7 @@ from convstore.model import (
     Usage,
 )
 
-__all__ = ["canonical_messages", "rename_calls"]
+__all__ = ["ALPHABET", "canonical_messages", "rename_calls"]
 
 _URL_KINDS: Final = frozenset({"image-url", "document-url", "audio-url", "video-url"})
 _ERROR_OUTCOMES: Final = frozenset({"failed", "retried"})
@@ -50,11 +56,24 @@ _ERROR_OUTCOMES: Final = frozenset({"failed", "retried"})
 Node = dict[str, JsonValue]
 
 
-def canonical_messages(entry_id: str, message: Node) -> list[Message]:
-    """The canonical messages for one dumped `ModelMessage` (ids and native set by the caller)."""
+ALPHABET: Final[Alphabet] = "urlsafe"
+"""The base64 alphabet of pydantic's JSON bytes, which `ModelMessagesTypeAdapter` dumps."""
+
+
+def canonical_messages(
+    entry_id: str, message: Node, *, previous_instructions: str | None = None
+) -> list[Message]:
+    """The canonical messages for one dumped `ModelMessage` (ids and native set by the caller).
+
+    ``previous_instructions``: the instructions of the request before this one; a request
+    repeating them adds no system message (pydantic-ai sets them on every request).
+    """
     if message.get("kind") == "response":
         return [_response(message)]
     runs: list[tuple[Role, list[Part]]] = []
+    instructions = message.get("instructions")
+    if isinstance(instructions, str) and instructions and instructions != previous_instructions:
+        runs.append((Role.SYSTEM, [TextPart(text=instructions)]))
     for part in _nodes(message.get("parts")):
         mapped = _request_part(part)
         if mapped is None:
@@ -108,7 +127,7 @@ def _file(node: Node) -> FilePart | None:
     media_type = node.get("media_type")
     declared = media_type if isinstance(media_type, str) else None
     if kind == "binary" and isinstance(data := node.get("data"), str):
-        raw = decode_inline(data, "standard")
+        raw = decode_inline(data, ALPHABET)
         return InlineFile(raw, declared).part() if raw is not None else None
     if kind in _URL_KINDS and isinstance(url := node.get("url"), str):
         try:
@@ -190,9 +209,7 @@ def _response(message: Node) -> Message:
         if kind == "text":
             parts.append(TextPart(text=_text(part.get("content"))))
         elif kind == "thinking":
-            # Unsigned on purpose: the signature stays in the native record, replayed by
-            # pydantic-ai to its own provider; other targets get readable reasoning or none.
-            parts.append(ThinkingPart(text=_text(part.get("content") or "")))
+            parts.append(_thinking(part, model))
         elif kind == "tool-call":
             parts.append(_call(part))
         elif kind == "file" and isinstance(content := part.get("content"), dict):
@@ -202,9 +219,39 @@ def _response(message: Node) -> Message:
     return Message(
         role=Role.ASSISTANT,
         parts=parts,
-        provider=provider[:64] if isinstance(provider, str) else None,
+        provider=_family(provider),
         model=model[:255] if isinstance(model, str) else None,
         usage=_usage(message.get("usage")),
+    )
+
+
+def _family(provider: JsonValue) -> str | None:
+    """Convstore's provider family for a pydantic-ai ``provider_name``."""
+    if not isinstance(provider, str) or not provider:
+        return None
+    if provider.startswith("google"):  # google-gla, google-vertex
+        return "gemini"
+    return provider[:64]
+
+
+def _thinking(part: Node, model: JsonValue) -> ThinkingPart:
+    """A thinking part with its provider's replay artefact where convstore's model has a slot."""
+    text = _text(part.get("content") or "")
+    signature = part.get("signature")
+    signature = signature if isinstance(signature, str) and signature else None
+    reasoning_id = part.get("id")
+    reasoning_id = reasoning_id if isinstance(reasoning_id, str) and reasoning_id else None
+    family = _family(part.get("provider_name"))
+    redacted = family == "anthropic" and reasoning_id == "redacted_thinking"
+    openai = family == "openai"
+    return ThinkingPart(
+        text=text,
+        provider=family,
+        model=model[:255] if isinstance(model, str) and family is not None else None,
+        signature=None if redacted or openai else signature,
+        redacted_data=signature if redacted else None,
+        reasoning_id=reasoning_id if openai else None,
+        encrypted_content=signature if openai else None,
     )
 
 

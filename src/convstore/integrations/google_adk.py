@@ -46,18 +46,23 @@ import uuid
 from collections.abc import Iterable
 from typing import Any, Final
 
-from google.adk.errors._stale_session_error import StaleSessionError
-from google.adk.errors.already_exists_error import AlreadyExistsError
-from google.adk.errors.session_not_found_error import SessionNotFoundError
-from google.adk.events.event import Event
-from google.adk.sessions import _session_util
-from google.adk.sessions.base_session_service import (
-    BaseSessionService,
-    GetSessionConfig,
-    ListSessionsResponse,
-)
-from google.adk.sessions.session import Session
-from google.adk.sessions.state import State
+from convstore.errors import MissingDependencyError
+
+try:
+    from google.adk.errors._stale_session_error import StaleSessionError
+    from google.adk.errors.already_exists_error import AlreadyExistsError
+    from google.adk.errors.session_not_found_error import SessionNotFoundError
+    from google.adk.events.event import Event
+    from google.adk.sessions import _session_util
+    from google.adk.sessions.base_session_service import (
+        BaseSessionService,
+        GetSessionConfig,
+        ListSessionsResponse,
+    )
+    from google.adk.sessions.session import Session
+    from google.adk.sessions.state import State
+except ImportError as _missing:
+    raise MissingDependencyError(__name__, "google-adk", "google-adk") from _missing
 from pydantic import JsonValue
 
 from convstore.errors import (

@@ -39,7 +39,12 @@ import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from agents.memory.session_settings import SessionSettings, coerce_session_settings
+from convstore.errors import MissingDependencyError
+
+try:
+    from agents.memory.session_settings import SessionSettings, coerce_session_settings
+except ImportError as _missing:
+    raise MissingDependencyError(__name__, "openai-agents", "openai-agents") from _missing
 
 from convstore.db import DEFAULT_URL
 from convstore.errors import (

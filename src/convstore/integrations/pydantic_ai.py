@@ -17,8 +17,10 @@ How the framework's model maps onto convstore's:
   ``store.render`` show exactly the history pydantic-ai loads.
 - **Entry → messages.** An entry is one stored `Message` whose ``Message.id`` is the entry id
   and whose native record (format ``pydantic-ai``) holds the entry: its ``parent_id`` and the
-  message as ``ModelMessagesTypeAdapter`` dumps it, so every field survives and loads back
-  ``==``. A `ModelRequest` mixing roles (system prompt, tool returns, a user prompt) becomes
+  message as ``ModelMessagesTypeAdapter`` dumps it, so every field survives; it loads back as
+  pydantic-ai's own JSON round trip gives it (`BinaryImage` for an image), and a saved history
+  is matched against the stored one by that JSON (`_unsaved_after_history`).
+  A `ModelRequest` mixing roles (system prompt, tool returns, a user prompt) becomes
   a short run of canonical messages, one per role in part order (the tool results in a ``tool``
   message, the prompt in a ``user`` one); the last of the run carries the entry id and the native
   record, the others get ``<entry id>~<n>``. The canonical parts (text, thinking, tool calls,
@@ -59,19 +61,29 @@ earlier path before the new root.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Any, Final, cast
 
 from pydantic import JsonValue, TypeAdapter
-from pydantic_ai.conversation_store import (
-    ConversationConflict,
-    ConversationEntry,
-    ConversationRecord,
-)
-from pydantic_ai.conversation_store import ConversationStore as _FrameworkStore
-from pydantic_ai.messages import BinaryContent, ModelMessage, ModelMessagesTypeAdapter
+
+from convstore.errors import MissingDependencyError
+
+try:
+    from pydantic_ai.conversation_store import (
+        ConversationConflict,
+        ConversationEntry,
+        ConversationRecord,
+    )
+    from pydantic_ai.conversation_store import ConversationStore as _FrameworkStore
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelMessagesTypeAdapter,
+        ModelRequest,
+        ModelResponse,
+    )
+except ImportError as _missing:
+    raise MissingDependencyError(__name__, "pydantic-ai-slim", "pydantic-ai") from _missing
 
 from convstore.errors import (
     ConversationNotFoundError,
@@ -80,7 +92,7 @@ from convstore.errors import (
     ToolCallConflictError,
 )
 from convstore.integrations._native_blobs import externalize, restore
-from convstore.integrations._pydantic_ai_parts import canonical_messages, rename_calls
+from convstore.integrations._pydantic_ai_parts import ALPHABET, canonical_messages, rename_calls
 from convstore.integrations._store_handle import StoreHandle
 from convstore.model import Conversation, FilePart, Message, NativeRecord
 from convstore.store import ConversationStore
@@ -90,6 +102,10 @@ __all__ = ["ConvstoreConversationStore"]
 FORMAT: Final = "pydantic-ai"
 MARKER_KEY: Final = "convstore.integration"
 RECORD_KEY: Final = "pydantic_ai.record"
+INSTRUCTIONS_KEY: Final = "instructions"
+"""Beside the record's fields: the instructions of the head's newest request (their system
+message is written only when a request changes them)."""
+_OWN_KEYS: Final = frozenset({"head_seq", INSTRUCTIONS_KEY})
 _RECORD = TypeAdapter(ConversationRecord)
 _HINTS = 4096  # entry id → conversation id, so a history read after a record read is one query
 
@@ -111,7 +127,7 @@ def _record_of(conv: Conversation) -> ConversationRecord | None:
     stored = _record_json(conv)
     if stored is None:
         return None
-    fields = {k: v for k, v in stored.items() if k != "head_seq"}
+    fields = {k: v for k, v in stored.items() if k not in _OWN_KEYS}
     return _RECORD.validate_python({**fields, "conversation_id": conv.id, "scope": conv.tenant})
 
 
@@ -170,7 +186,7 @@ class ConvstoreConversationStore(_FrameworkStore):
             for summary in page:
                 stored = summary.metadata.get(RECORD_KEY)
                 if isinstance(stored, dict):
-                    fields = {k: v for k, v in stored.items() if k != "head_seq"}
+                    fields = {k: v for k, v in stored.items() if k not in _OWN_KEYS}
                     records.append(
                         _RECORD.validate_python(
                             {**fields, "conversation_id": summary.id, "scope": summary.tenant}
@@ -212,11 +228,11 @@ class ConvstoreConversationStore(_FrameworkStore):
             ):
                 raise ConversationConflict(cid)
             fields = _RECORD.dump_python(record, mode="json", exclude={"conversation_id", "scope"})
-            metadata = {
-                **after.metadata,
-                MARKER_KEY: FORMAT,
-                RECORD_KEY: {**fields, "head_seq": head_seq},
-            }
+            own: dict[str, JsonValue] = {"head_seq": head_seq}
+            instructions = _last_instructions(new_entries, _instructions_of(conv))
+            if instructions is not None:
+                own[INSTRUCTIONS_KEY] = instructions
+            metadata = {**after.metadata, MARKER_KEY: FORMAT, RECORD_KEY: {**fields, **own}}
             await store.update_conversation(
                 cid, metadata=metadata, expected_revision=after.revision
             )
@@ -236,6 +252,29 @@ class ConvstoreConversationStore(_FrameworkStore):
             await store.delete_conversation(conversation_id, expected_revision=conv.revision)
         except (RevisionConflictError, ConversationNotFoundError) as exc:
             raise ConversationConflict(conversation_id) from exc
+
+    async def _unsaved_after_history(
+        self,
+        record: ConversationRecord | None,
+        conversation_id: str,
+        messages: list[ModelMessage],
+        branches: list[str],
+        *,
+        window: int | None,
+    ) -> tuple[str | None, list[ModelMessage], list[str]]:
+        """pydantic-ai's match of a history against the stored one, by serialized form.
+
+        The framework matches with ``==``, under which a message that went through pydantic-ai's
+        own JSON (an app sending the history to a client and back: `BinaryImage` where the run
+        had `BinaryContent`) differs from the one stored and would be saved again as a branch.
+        Both sides are compared as that JSON sees them; what the framework does with the result
+        is unchanged. (An override of the framework's own comparison step: see docs.)
+        """
+        wrapped: Any = [_AsSerialized(message) for message in messages]
+        parent_id, unsaved, left = await super()._unsaved_after_history(
+            record, conversation_id, wrapped, branches, window=window
+        )
+        return parent_id, [cast("_AsSerialized", item).message for item in unsaved], left
 
     # -- entries ---------------------------------------------------------------------------------
 
@@ -293,13 +332,10 @@ class ConvstoreConversationStore(_FrameworkStore):
         async def fetch(part: FilePart) -> bytes:
             return await store.read_attachment(part)
 
-        dumped = await restore([native["message"] for _, native in chain], fetch, "standard")
+        dumped = await restore([native["message"] for _, native in chain], fetch, ALPHABET)
         messages: list[ModelMessage] = ModelMessagesTypeAdapter.validate_python(dumped)
         entries = []
         for (entry_id, native), message in zip(chain, messages, strict=True):
-            classes = native.get("binary_classes")
-            if isinstance(classes, list):
-                _restore_binary_classes(message, [str(name) for name in classes])
             parent = native.get("parent_id")
             entries.append(
                 ConversationEntry(
@@ -323,7 +359,9 @@ class ConvstoreConversationStore(_FrameworkStore):
         cid = conv.id
         anchor = new_entries[0].parent_id if new_entries else record.head_id
         parent_seq, copied = await self._anchor(store, conv, anchor)
-        messages = copied + [m for entry in new_entries for m in _entry_messages(entry)]
+        # A copied path starts at its root; new entries follow the stored head's instructions.
+        before = None if copied else _instructions_of(conv)
+        messages = _entries_messages([*copied, *new_entries], before)
         if messages:
             try:
                 stored = await store.append(
@@ -352,7 +390,7 @@ class ConvstoreConversationStore(_FrameworkStore):
 
     async def _anchor(
         self, store: ConversationStore, conv: Conversation, entry_id: str | None
-    ) -> tuple[int | None, list[Message]]:
+    ) -> tuple[int | None, list[ConversationEntry]]:
         """Where new messages hang: the seq of ``entry_id`` in ``conv``, or copies of its path.
 
         ``entry_id`` lives in another conversation when the record is a fork: then its path is
@@ -371,13 +409,33 @@ class ConvstoreConversationStore(_FrameworkStore):
             path = await self.read_history(entry_id)
         except LookupError as exc:  # released by a concurrent delete: the fork point is gone
             raise ConversationConflict(conv.id) from exc
-        return None, [m for entry in path for m in _entry_messages(entry)]
+        return None, path
 
     def _hint(self, entry_id: str, conversation_id: str) -> None:
         self._hints[entry_id] = conversation_id
         self._hints.move_to_end(entry_id)
         while len(self._hints) > _HINTS:
             self._hints.popitem(last=False)
+
+
+class _AsSerialized:
+    """A message that compares equal to any message with the same pydantic-ai JSON."""
+
+    __slots__ = ("_json", "message")
+
+    def __init__(self, message: ModelMessage) -> None:
+        self.message = message
+        self._json: bytes = ModelMessagesTypeAdapter.dump_json([message])
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _AsSerialized):
+            return self._json == other._json
+        if isinstance(other, ModelRequest | ModelResponse):
+            theirs: bytes = ModelMessagesTypeAdapter.dump_json([other])
+            return self._json == theirs
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable comparison, like the messages
 
 
 async def _header(store: ConversationStore, cid: str) -> Conversation | None:
@@ -399,83 +457,43 @@ def _natives_by_id(messages: list[Message]) -> dict[str, dict[str, JsonValue]]:
     return {m.id: n for m in messages if m.id is not None and (n := _native(m)) is not None}
 
 
-def _entry_messages(entry: ConversationEntry) -> list[Message]:
+def _entries_messages(
+    entries: Sequence[ConversationEntry], instructions: str | None
+) -> list[Message]:
+    """The canonical messages of consecutive entries; ``instructions``: those before the first."""
+    messages: list[Message] = []
+    for entry in entries:
+        messages.extend(_entry_messages(entry, instructions))
+        if isinstance(entry.message, ModelRequest) and entry.message.instructions is not None:
+            instructions = entry.message.instructions
+    return messages
+
+
+def _last_instructions(entries: Sequence[ConversationEntry], before: str | None) -> str | None:
+    """The instructions in force after ``entries`` (pydantic-ai sends the newest request's)."""
+    for entry in reversed(entries):
+        if isinstance(entry.message, ModelRequest) and entry.message.instructions is not None:
+            found: str = entry.message.instructions
+            return found
+    return before
+
+
+def _instructions_of(conv: Conversation) -> str | None:
+    stored = _record_json(conv)
+    found = stored.get(INSTRUCTIONS_KEY) if stored is not None else None
+    return found if isinstance(found, str) else None
+
+
+def _entry_messages(entry: ConversationEntry, instructions: str | None) -> list[Message]:
     """The canonical messages of one entry, the last carrying its id and native record."""
     dumped: Any = ModelMessagesTypeAdapter.dump_python([entry.message], mode="json")[0]
-    messages = canonical_messages(entry.id, dumped)
-    stripped, _ = externalize(dumped, _binary, "standard")
+    messages = canonical_messages(entry.id, dumped, previous_instructions=instructions)
+    stripped, _ = externalize(dumped, _binary, ALPHABET)
     data: dict[str, JsonValue] = {
         "kind": entry.kind,
         "parent_id": entry.parent_id,
         "message": stripped,
     }
-    classes = [type(found).__name__ for found in _binaries(entry.message)]
-    if classes:
-        data["binary_classes"] = list(classes)
     native = NativeRecord(format=FORMAT, data=data)
     last = messages[-1].model_copy(update={"id": entry.id, "native": native})
     return [*messages[:-1], last]
-
-
-# pydantic-ai's own JSON round trip narrows a `BinaryContent` holding an image to `BinaryImage`
-# (and audio to `BinaryAudio`), which then compares unequal to the message that was saved and
-# would make `save` see a rewritten history. The classes are recorded on write and put back.
-
-
-def _binary_classes() -> dict[str, type[BinaryContent]]:
-    found: dict[str, type[BinaryContent]] = {}
-    pending: list[type[BinaryContent]] = [BinaryContent]
-    while pending:
-        cls = pending.pop()
-        found[cls.__name__] = cls
-        pending.extend(cls.__subclasses__())
-    return found
-
-
-def _walk(node: object, visit: Callable[[object], object]) -> object:
-    """Visit every `BinaryContent` in ``node`` in a fixed order, replacing it by the result."""
-    if isinstance(node, BinaryContent):
-        return visit(node)
-    if isinstance(node, list):
-        for index, item in enumerate(node):
-            node[index] = _walk(item, visit)
-    elif isinstance(node, dict):
-        for key, item in node.items():
-            node[key] = _walk(item, visit)
-    elif dataclasses.is_dataclass(node) and not isinstance(node, type):
-        for field in dataclasses.fields(node):
-            value = getattr(node, field.name, None)
-            if isinstance(value, list | dict | BinaryContent) or (
-                dataclasses.is_dataclass(value) and not isinstance(value, type)
-            ):
-                replaced = _walk(value, visit)
-                if replaced is not value:
-                    object.__setattr__(node, field.name, replaced)
-    return node
-
-
-def _binaries(message: ModelMessage) -> list[BinaryContent]:
-    found: list[BinaryContent] = []
-
-    def collect(binary: object) -> object:
-        assert isinstance(binary, BinaryContent)
-        found.append(binary)
-        return binary
-
-    _walk(message, collect)
-    return found
-
-
-def _restore_binary_classes(message: ModelMessage, names: list[str]) -> None:
-    classes = _binary_classes()
-    wanted = iter(names)
-
-    def swap(binary: object) -> object:
-        cls = classes.get(next(wanted, ""), type(binary))
-        if type(binary) is cls:
-            return binary
-        copy = object.__new__(cls)
-        copy.__dict__.update(binary.__dict__)
-        return copy
-
-    _walk(message, swap)

@@ -185,7 +185,8 @@ class _Encoder:
                     yield _function_call(part, item_id if keep_id else None)
                 case Media():
                     yield self._assistant_media_note(part)
-        yield from self._settle_reasoning(pending, follower_kept=False)
+        if pending:
+            yield from self._settle_reasoning(pending, follower_kept=False)
 
     def _settle_reasoning(
         self, run: list[Reasoning], *, follower_kept: bool

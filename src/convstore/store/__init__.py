@@ -7,9 +7,11 @@ the tool-call state machine; ``attachments`` the blobs-before-rows step.
 from convstore.store.conversation_store import DEFAULT_MAX_ATTACHMENT_SIZE, ConversationStore
 from convstore.store.maintenance import FsckReport, GarbageReport, collect_garbage, fsck
 from convstore.store.reads import ConversationPage, ConversationSummary
+from convstore.store.results import AppendResult
 
 __all__ = [
     "DEFAULT_MAX_ATTACHMENT_SIZE",
+    "AppendResult",
     "ConversationPage",
     "ConversationStore",
     "ConversationSummary",

@@ -22,6 +22,7 @@ from convstore.errors import AttachmentCorruptedError, AttachmentNotFoundError, 
 from convstore.model import FilePart, Message, ToolCall
 from convstore.store import arguments, reads, writes
 from convstore.store.attachments import attachment_rows, needs_storing, store_files, written_times
+from convstore.store.results import AppendResult
 from convstore.store.writes import AppendPlan
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def namespace_of(dedupe: Literal["tenant", "global"], tenant: str | None) -> str
 
 async def write_batch(
     store: ConversationStore, conversation_id: str, batch: list[Message], **plan: Any
-) -> tuple[list[Message], ToolCall | None]:
+) -> tuple[AppendResult, ToolCall | None]:
     """Store the batch's files, then its rows; retried if gc is collecting a blob it uses."""
     backend, blobs = store.backend, store.blob_store
     if any(needs_storing(f) for m in batch for f in m.files):

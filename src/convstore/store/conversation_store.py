@@ -24,7 +24,9 @@ from convstore.db import DEFAULT_URL, create_backend
 from convstore.db.backend import Backend
 from convstore.errors import (
     ClosedError,
+    ConversationNotFoundError,
     InvalidInputError,
+    MessageNotFoundError,
 )
 from convstore.limits import (
     MAX_CONVERSATION_ID_LENGTH,
@@ -57,9 +59,11 @@ from convstore.store import (
     settings,
     writes,
 )
+from convstore.store.checkpoints import Checkpoints
 from convstore.store.conversations import UNSET
 from convstore.store.ids import new_id
 from convstore.store.reads import ConversationPage
+from convstore.store.results import AppendResult
 from convstore.store.tools import stored_tools
 from convstore.store.writes import NoChange, OnConflict
 from convstore.transcript.planner import OrphanPolicy, attachments_needed
@@ -187,6 +191,11 @@ class ConversationStore:
     def backend(self) -> Backend:
         """The database backend (for maintenance tools and tests)."""
         return self._backend
+
+    @property
+    def checkpoints(self) -> Checkpoints:
+        """The checkpoints of graph threads kept with their conversations (LangGraph's saver)."""
+        return Checkpoints(self)
 
     async def migrate(self, revision: str = "head") -> None:
         """Upgrade the database schema to ``revision``."""
@@ -350,7 +359,7 @@ class ConversationStore:
         on_conflict: OnConflict = "raise",
         expected_revision: str | None = None,
         parent_seq: int | None = None,
-    ) -> list[Message]:
+    ) -> AppendResult:
         """Store messages at the end of a conversation, atomically; the stored copies.
 
         Args:
@@ -370,7 +379,9 @@ class ConversationStore:
 
         Returns:
             The stored messages, with ``seq``, ``parent_seq``, ``conversation_id`` and
-            ``created_at`` set and file bytes replaced by attachment references.
+            ``created_at`` set and file bytes replaced by attachment references, as an
+            `AppendResult`: a list whose ``revision`` is the conversation's new revision (for
+            an empty batch, or a replayed idempotency key, the current one).
         """
         arguments.check_ref(conversation_id, tenant)
         check_key(idempotency_key, "idempotency key")
@@ -380,7 +391,11 @@ class ConversationStore:
         ):
             raise InvalidInputError("parent_seq is the seq of a message of the conversation")
         if not batch:
-            return []
+            return AppendResult(
+                revision=await self._backend.read(
+                    lambda tx: reads.revision_of(tx, conversation_id, tenant)
+                )
+            )
         # Before any blob is written: a batch over a documented limit leaves nothing behind.
         check_messages(batch, max_attachment_size=self.blob_store.max_size)
         try:
@@ -395,7 +410,7 @@ class ConversationStore:
                 parent_seq=parent_seq,
             )
         except NoChange as replay:
-            replayed: list[Message] = replay.value[0]
+            replayed: AppendResult = replay.value[0]
             return replayed
         return stored
 
@@ -439,6 +454,38 @@ class ConversationStore:
         return await self._backend.read(
             lambda tx: reads.find_message(tx, message_id, conversation_id, tenant)
         )
+
+    async def get_messages(
+        self,
+        conversation_id: str,
+        seqs: Sequence[int],
+        *,
+        tenant: str | None = None,
+    ) -> list[Message]:
+        """The stored messages with these ``seq`` s, on any branch, in the order asked.
+
+        A seq the conversation does not hold (never stored, or popped) raises
+        `MessageNotFoundError`; a missing conversation `ConversationNotFoundError`.
+        """
+        self._require_open()
+        arguments.check_ref(conversation_id, tenant)
+        for seq in seqs:
+            check_count(seq, "seq")
+        wanted = list(seqs)
+
+        def read(tx: Any) -> list[Message]:
+            owner = reads.conversation_tenant(tx, conversation_id)
+            if tenant is not None and owner != tenant:
+                raise ConversationNotFoundError(conversation_id)
+            return reads.messages_at(tx, conversation_id, sorted(set(wanted)))
+
+        found = {m.seq: m for m in await self._backend.read(read)}
+        missing = [seq for seq in wanted if seq not in found]
+        if missing:
+            raise MessageNotFoundError(
+                f"conversation {conversation_id!r} holds no message with seq {missing[0]}"
+            )
+        return [found[seq] for seq in wanted]
 
     # -- branches and undo ----------------------------------------------------------------------
 

@@ -295,6 +295,17 @@ def blob_namespaces(tx: Tx, cid: str) -> dict[str, str]:
     return dict(tx.fetch(tx.statements.select_blob_namespaces, {"cid": cid}))
 
 
+def revision_of(tx: Tx, cid: str, tenant: str | None) -> str:
+    """A conversation's current revision; `ConversationNotFoundError` if the tenant has none."""
+    rows = tx.fetch(
+        tx.statements.select_conversation.pick(tenant), {"cid": cid, "for_tenant": tenant}
+    )
+    if not rows:
+        raise ConversationNotFoundError(cid)
+    revision: str = rows[0][9]
+    return revision
+
+
 def conversation_tenant(tx: Tx, cid: str) -> str | None:
     """The tenant of a conversation; `ConversationNotFoundError` if there is none."""
     rows = tx.fetch(tx.statements.select_conversation.any_tenant, {"cid": cid})

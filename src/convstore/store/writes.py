@@ -61,6 +61,7 @@ from convstore.model._base import trusted
 from convstore.store.lifecycle import Outcome, on_result, status_for
 from convstore.store.paths import PathAbove, walk_up
 from convstore.store.reads import messages_at
+from convstore.store.results import AppendResult
 
 _new_message = trusted(Message)
 
@@ -327,7 +328,7 @@ class _Batch:
             )
 
 
-def append_messages(tx: Tx, plan: AppendPlan) -> tuple[list[Message], ToolCall | None]:
+def append_messages(tx: Tx, plan: AppendPlan) -> tuple[AppendResult, ToolCall | None]:
     """Store ``plan.messages``; the stored copies (with ``seq``) and, for a completion, the call."""
     st, cid = tx.statements, plan.conversation_id
     count = len(plan.messages)
@@ -340,7 +341,8 @@ def append_messages(tx: Tx, plan: AppendPlan) -> tuple[list[Message], ToolCall |
         previous = tx.fetch(st.select_append_key, {"cid": cid, "key": plan.idempotency_key})
         if previous:
             first, stored_count = previous[0]
-            raise NoChange((messages_at(tx, cid, range(first, first + stored_count)), None))
+            replayed = messages_at(tx, cid, range(first, first + stored_count))
+            raise NoChange((AppendResult(replayed, revision=header.revision), None))
     parent = header.head_seq if plan.parent_seq is None else plan.parent_seq
     if parent != header.head_seq:
         _start_branch(tx, header, parent, plan.now)
@@ -361,8 +363,7 @@ def append_messages(tx: Tx, plan: AppendPlan) -> tuple[list[Message], ToolCall |
         )
     header.last_seq = first_seq + count - 1
     header.head_seq = header.last_seq
-    advance(tx, header, plan.now)
-    stored = []
+    stored = AppendResult(revision=advance(tx, header, plan.now))
     for offset, m in enumerate(plan.messages):
         seq = first_seq + offset
         stored.append(

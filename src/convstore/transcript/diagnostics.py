@@ -121,6 +121,9 @@ class WindowNote:
     """Whether a compaction summary stands in for (part of) what was cut."""
     dropped_results: list[str] = field(default_factory=list)
     """Canonical ids of results in the window whose call it cut (dropped)."""
+    widened: int = 0
+    """Messages kept beyond ``last`` so the window starts at its turn's user message (a window
+    never separates a result from its call nor starts mid-turn; ``last=0`` keeps one turn)."""
 
 
 @dataclass(slots=True)

@@ -25,6 +25,10 @@ __all__ = ["IdProjector"]
 
 _BASE62 = string.digits + string.ascii_letters
 
+# Bound once: an enum member lookup goes through the enum's metaclass, once per call otherwise.
+_FREE = IdStyle.FREE
+_MISTRAL = IdStyle.MISTRAL
+
 
 def _digest(text: str, salt: int = 0) -> bytes:
     return hashlib.sha256(f"{salt}:{text}".encode()).digest()
@@ -75,6 +79,7 @@ class IdProjector:
 
     def __init__(self, capabilities: Capabilities) -> None:
         self._caps = capabilities
+        self._style = capabilities.id_style
         self._ids: dict[str, str] = {}
         self._id_owner: dict[str, str] = {}
         self._fitted: dict[str, str] = {}  # canonical id -> fitted form, computed once
@@ -84,7 +89,7 @@ class IdProjector:
     def reserve(self, call_ids: Iterable[str], names: Iterable[str]) -> None:
         """Claim every id and name that is valid for the target as it stands."""
         caps = self._caps
-        if caps.id_style is not IdStyle.KIMI:
+        if self._style is not IdStyle.KIMI:
             for call_id in call_ids:
                 if self._valid_id(call_id):
                     self._id_owner.setdefault(call_id, call_id)
@@ -94,7 +99,7 @@ class IdProjector:
                 self._name_owner.setdefault(name, name)
 
     def _valid_id(self, call_id: str) -> bool:
-        if self._caps.id_style is IdStyle.MISTRAL:
+        if self._style is _MISTRAL:
             return _is_mistral_id(call_id)
         return self._fit_id(call_id) == call_id
 
@@ -133,17 +138,17 @@ class IdProjector:
         known = self._ids.get(canonical)
         if known is not None:
             return known
-        caps = self._caps
-        match caps.id_style:
-            case IdStyle.FREE:
-                base = self._fit_id(canonical)
-                wire = self._unique(base, canonical, self._id_owner, caps.id_max_length)
-            case IdStyle.MISTRAL:
-                wire = self._mistral(canonical)
-            case IdStyle.KIMI:
-                # The index counts every call of the transcript, in order, from zero.
-                wire = f"functions.{wire_name}:{len(self._ids)}"
-                self._id_owner[wire] = canonical
+        style = self._style
+        if style is _FREE:
+            base = self._fit_id(canonical)
+            wire = self._unique(base, canonical, self._id_owner, self._caps.id_max_length)
+        elif style is _MISTRAL:
+            wire = self._mistral(canonical)
+        else:
+            assert style is IdStyle.KIMI
+            # The index counts every call of the transcript, in order, from zero.
+            wire = f"functions.{wire_name}:{len(self._ids)}"
+            self._id_owner[wire] = canonical
         self._ids[canonical] = wire
         return wire
 

@@ -24,8 +24,7 @@ in); every change to what the provider sees is in ``plan.diagnostics``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 from convstore.capabilities import Capabilities, capabilities_for, is_text_document
 from convstore.model import (
@@ -91,10 +90,22 @@ CONTINUATION_TEXT: Final = "[The conversation continues.]"
 EMPTY_RESULT_TEXT: Final = "(no output)"
 
 
-@dataclass(frozen=True, slots=True)
-class _Stored:
+class _Stored(NamedTuple):
+    """A call's first stored result and the seq of the message holding it.
+
+    A tuple: the pairing pass builds one per result of the history, on every render.
+    """
+
     seq: int | None
     part: ToolResultPart
+
+
+# Enum members bound once: ``Role.USER`` is a class-attribute lookup through the enum's
+# metaclass, which the planner would otherwise pay per message on every render.
+_SYSTEM: Final = Role.SYSTEM
+_USER: Final = Role.USER
+_ASSISTANT: Final = Role.ASSISTANT
+_TOOL: Final = Role.TOOL
 
 
 class _Pairing:
@@ -107,7 +118,7 @@ class _Pairing:
         self.last_user = -1
         """Index of the last user message: a call before it was followed by a user turn."""
         for index, message in enumerate(messages):
-            if message.role is Role.USER:
+            if message.role is _USER:
                 self.last_user = index
             for part in message.parts:
                 kind = part.kind
@@ -159,35 +170,32 @@ class _Planner:
         self, messages: Sequence[Message], summary: str | None, tool_names: Sequence[str] = ()
     ) -> list[str]:
         system: list[str] = []
-        conversation = [m for m in messages if m.role is not Role.SYSTEM]
+        conversation: list[Message] = []
+        for message in messages:
+            if message.role is not _SYSTEM:
+                conversation.append(message)
+                continue
+            if conversation:
+                self.diagnostics.notes.append(
+                    f"system message (seq {message.seq}) moved to the system prompt"
+                )
+            system.extend(
+                p.text for p in message.parts if isinstance(p, TextPart) and not is_blank(p.text)
+            )
         pairing = _Pairing(conversation, self.diagnostics)
         self.ids.reserve(pairing.call_ids, [*pairing.names, *tool_names])
         if summary:
             self.turns.append(UserTurn([Text(SUMMARY_PREFIX + summary)]))
-        started = False
-        for message in messages:
-            if message.role is Role.SYSTEM:
-                if started:
-                    self.diagnostics.notes.append(
-                        f"system message (seq {message.seq}) moved to the system prompt"
-                    )
-                system.extend(
-                    p.text
-                    for p in message.parts
-                    if isinstance(p, TextPart) and not is_blank(p.text)
-                )
-            else:
-                started = True
+        last_user = pairing.last_user
         for index, message in enumerate(conversation):
-            match message.role:
-                case Role.USER:
-                    self._user(message)
-                case Role.ASSISTANT:
-                    self._assistant(message, pairing, index < pairing.last_user)
-                case Role.TOOL:
-                    self._tool(message, pairing)
-                case Role.SYSTEM:
-                    raise AssertionError("system messages were set aside above")
+            role = message.role
+            if role is _ASSISTANT:
+                self._assistant(message, pairing, index < last_user)
+            elif role is _TOOL:
+                self._tool(message, pairing)
+            else:
+                assert role is _USER  # system messages were set aside above
+                self._user(message)
         self._ensure_user_first()
         return system
 
@@ -272,16 +280,17 @@ class _Planner:
         wire_name = self.ids.name(part.name)
         wire_id = self.ids.call_id(part.id, wire_name)
         self.diagnostics.canonical_call_ids.append(part.id)
+        # Positional: one per call of the history, on every render (keywords cost more).
         return Call(
-            call_id=part.id,
-            wire_id=wire_id,
-            name=part.name,
-            wire_name=wire_name,
-            arguments=part.arguments,
-            raw_arguments=part.raw_arguments,
-            provider_id=part.provider_id,
-            provider_details=part.provider_details,
-            same_provider=same_provider,
+            part.id,
+            wire_id,
+            part.name,
+            wire_name,
+            part.arguments,
+            part.raw_arguments,
+            part.provider_id,
+            part.provider_details,
+            same_provider,
         )
 
     def _results(self, calls: list[Call], pairing: _Pairing, user_after: bool) -> None:

@@ -5,10 +5,16 @@ render with ``last=N`` needs a *transcript* window, planned here:
 
 - N counts non-system messages, newest first; system messages are always kept (older ones
   stay at the front, as the system prompt).
-- A result in the window whose call was cut is dropped, and listed (`WindowNote.dropped_results`):
-  no provider takes a result without its call. Calls in the window whose result falls after
-  it do not exist (results follow calls); calls left without a result get the planner's
-  synthetic results as always.
+- The window then widens back to the start of the turn holding its oldest message: the user
+  message before it (or the first message, when none comes before). A window cut inside a turn
+  would separate results from their calls, or begin with a tool result or an assistant message
+  that no provider takes as a request's first message. So ``last=N`` keeps at least N messages
+  (at least one turn, even for ``last=0``), and is never empty while the history has a
+  non-system message; how many were added is `WindowNote.widened`.
+- A result in the window whose call was cut anyway (a stored history whose results came after a
+  later user message) is dropped, and listed (`WindowNote.dropped_results`): no provider takes a
+  result without its call. Calls left without a result get the planner's synthetic results as
+  always.
 - A compaction summary (applied before the window) stays: it stands in for what the
   compaction covered, which the window cut as well.
 
@@ -36,12 +42,13 @@ class Window:
 
 
 def apply_window(messages: Sequence[Message], last: int, *, summary: bool) -> Window:
-    """The newest ``last`` non-system messages of ``messages``, with every system message.
+    """The newest ``last`` non-system messages, from the start of their turn, and every system one.
 
     ``summary`` says whether a compaction summary stands before the messages (it is kept).
     """
     conversation = [m for m in messages if m.role is not Role.SYSTEM]
-    cut_count = max(len(conversation) - max(last, 0), 0)
+    requested = max(len(conversation) - max(last, 0), 0)
+    cut_count = _turn_start(conversation, min(requested, len(conversation) - 1))
     cut, kept = conversation[:cut_count], conversation[cut_count:]
     cut_calls = {part.id for message in cut for part in message.tool_calls}
     dropped: list[str] = []
@@ -78,5 +85,14 @@ def apply_window(messages: Sequence[Message], last: int, *, summary: bool) -> Wi
         system_kept=sum(1 for m in messages[:first_kept] if m.role is Role.SYSTEM) if cut else 0,
         summary=summary,
         dropped_results=dropped,
+        widened=requested - cut_count,
     )
     return Window(out, note)
+
+
+def _turn_start(conversation: Sequence[Message], oldest: int) -> int:
+    """Index of the user message starting the turn of ``conversation[oldest]`` (0: none before)."""
+    for index in range(max(oldest, 0), 0, -1):
+        if conversation[index].role is Role.USER:
+            return index
+    return 0

@@ -1,0 +1,147 @@
+"""The statements of the checkpoint tables (`convstore.store.checkpoints`), one set per dialect.
+
+Invariants:
+
+- Like `convstore.db.statements`: SQLAlchemy Core objects with named bind parameters, built
+  once per dialect and reused (the SQLite path compiles each statement object once).
+- Every statement names its conversation id; only the cross-thread listing does not, and its
+  tenant-scoped form joins ``conversations`` to keep other tenants' threads out.
+- Inserts bind every column by name; a channel value or a regular pending write is written once
+  (a repeat is ignored), a checkpoint or an error/interrupt write is replaced (LangGraph's rules).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from sqlalchemy import Insert, Select, Table, bindparam, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from convstore.db.schema import checkpoint_values, checkpoint_writes, checkpoints, conversations
+from convstore.db.statements import Scoped, _json_list, _scoped
+
+__all__ = ["CHECKPOINT_COLUMNS", "CheckpointStatements", "checkpoint_statements"]
+
+CHECKPOINT_COLUMNS = (
+    checkpoints.c.conversation_id,
+    checkpoints.c.checkpoint_ns,
+    checkpoints.c.checkpoint_id,
+    checkpoints.c.parent_checkpoint_id,
+    checkpoints.c.checkpoint_type,
+    checkpoints.c.checkpoint,
+    checkpoints.c.channel_versions,
+    checkpoints.c.metadata,
+)
+"""A checkpoint row, in the order `convstore.store.checkpoints` reads it."""
+
+
+def _upsert(dialect_name: str, table: Table, *, replace: tuple[str, ...]) -> Insert:
+    """An insert that replaces ``replace`` columns of an existing row, or ignores the repeat."""
+    match dialect_name:
+        case "sqlite":
+            stmt: Any = sqlite.insert(table)
+        case "postgresql":
+            stmt = postgresql.insert(table)
+        case _:
+            raise NotImplementedError(f"no upsert for dialect {dialect_name!r}")
+    if not replace:
+        result: Insert = stmt.on_conflict_do_nothing()
+        return result
+    keys = [c.name for c in table.primary_key.columns]
+    upsert: Insert = stmt.on_conflict_do_update(
+        index_elements=keys, set_={name: stmt.excluded[name] for name in replace}
+    )
+    return upsert
+
+
+def _list_all(tenant_scoped: bool) -> Select[Any]:
+    stmt = select(*CHECKPOINT_COLUMNS)
+    if tenant_scoped:
+        stmt = stmt.join(conversations, conversations.c.id == checkpoints.c.conversation_id).where(
+            conversations.c.tenant == bindparam("for_tenant")
+        )
+    return stmt.order_by(checkpoints.c.conversation_id, checkpoints.c.checkpoint_id.desc())
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointStatements:
+    """Every statement the checkpoint tables need, for one dialect."""
+
+    conversation_tenant: Select[Any]
+    """``(tenant,)`` of conversation ``:cid`` (no row: there is none)."""
+    insert_checkpoint: Insert
+    insert_value: Insert
+    insert_write: Insert
+    """A regular pending write: the first one stored for its (task, index) stays."""
+    replace_write: Insert
+    """An error or interrupt write: the latest one replaces."""
+    one_checkpoint: Select[Any]
+    """Checkpoint ``:checkpoint_id`` of ``(:cid, :ns)``."""
+    latest_checkpoint: Select[Any]
+    """The newest checkpoint of ``(:cid, :ns)``."""
+    thread_checkpoints: Select[Any]
+    """Every checkpoint of ``:cid``, newest first."""
+    all_checkpoints: Scoped[Select[Any]]
+    """Every checkpoint of every thread (of ``:for_tenant``), by thread, newest first."""
+    values: Select[Any]
+    """``(channel, version, value_type, value)`` of ``(:cid, :ns)`` whose channel is in the JSON
+    array ``:channels`` and version in ``:versions`` (a superset of the pairs asked for)."""
+    writes: Select[Any]
+    """The pending writes of checkpoint ``:checkpoint_id`` of ``(:cid, :ns)``, in the order a
+    super-step applies them: by task path, task id, index (LangGraph's ``writes_sort_key``)."""
+
+
+@cache
+def checkpoint_statements(dialect_name: str) -> CheckpointStatements:
+    """The checkpoint statements for ``dialect_name`` (``sqlite`` or ``postgresql``), built once."""
+    cp = checkpoints.c
+    in_thread = (cp.conversation_id == bindparam("cid")) & (cp.checkpoint_ns == bindparam("ns"))
+    val = checkpoint_values.c
+    wr = checkpoint_writes.c
+    return CheckpointStatements(
+        conversation_tenant=select(conversations.c.tenant).where(
+            conversations.c.id == bindparam("cid")
+        ),
+        insert_checkpoint=_upsert(
+            dialect_name,
+            checkpoints,
+            replace=(
+                "parent_checkpoint_id",
+                "checkpoint_type",
+                "checkpoint",
+                "channel_versions",
+                "metadata",
+            ),
+        ),
+        insert_value=_upsert(dialect_name, checkpoint_values, replace=()),
+        insert_write=_upsert(dialect_name, checkpoint_writes, replace=()),
+        replace_write=_upsert(
+            dialect_name, checkpoint_writes, replace=("channel", "value_type", "value", "task_path")
+        ),
+        one_checkpoint=select(*CHECKPOINT_COLUMNS).where(
+            in_thread & (cp.checkpoint_id == bindparam("checkpoint_id"))
+        ),
+        latest_checkpoint=select(*CHECKPOINT_COLUMNS)
+        .where(in_thread)
+        .order_by(cp.checkpoint_id.desc())
+        .limit(1),
+        thread_checkpoints=select(*CHECKPOINT_COLUMNS)
+        .where(cp.conversation_id == bindparam("cid"))
+        .order_by(cp.checkpoint_id.desc()),
+        all_checkpoints=_scoped(_list_all),
+        values=select(val.channel, val.version, val.value_type, val.value).where(
+            (val.conversation_id == bindparam("cid"))
+            & (val.checkpoint_ns == bindparam("ns"))
+            & val.channel.in_(_json_list(dialect_name, "channels"))
+            & val.version.in_(_json_list(dialect_name, "versions"))
+        ),
+        writes=select(wr.task_id, wr.idx, wr.channel, wr.value_type, wr.value, wr.task_path)
+        .where(
+            (wr.conversation_id == bindparam("cid"))
+            & (wr.checkpoint_ns == bindparam("ns"))
+            & (wr.checkpoint_id == bindparam("checkpoint_id"))
+        )
+        .order_by(wr.task_path, wr.task_id, wr.idx),
+    )

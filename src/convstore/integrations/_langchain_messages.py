@@ -1,0 +1,274 @@
+"""LangChain messages as convstore messages, and back (for the LangGraph and LangChain modules).
+
+A LangChain message (``langchain_core.messages.BaseMessage``) is stored as one canonical
+`Message`: its role, its text and files as parts, an ``AIMessage``'s ``tool_calls`` as tool
+calls and a ``ToolMessage`` as the result of its call (so tool lifecycles and ``store.render``
+to any provider work), and the message's own JSON (``message_to_dict``) as the native record
+(format ``langchain``), from which it is read back.
+
+Invariants:
+
+- Reading a stored message gives a message equal (``==``) to the one stored: a message whose
+  JSON form does not rebuild an equal message (a value that is not JSON in its
+  ``additional_kwargs``, say) is refused by `to_stored` (``None``), and the caller keeps it
+  another way.
+- Image, audio and file bytes inline in the content (base64 blocks, ``data:`` URLs, either base64
+  alphabet as the sender wrote it) become canonical `FilePart` s, stored once as blobs, and are
+  cut out of the record (`convstore.integrations._native_blobs`); reading puts the same text back.
+- ``Message.id`` is the LangChain message id when it has one; the caller clears it where the
+  conversation already holds that id for another message (an edit kept beside its original).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+    messages_from_dict,
+)
+from pydantic import JsonValue, ValidationError
+
+from convstore.errors import ConvstoreError, InvalidMessageError
+from convstore.integrations._native_blobs import (
+    Alphabet,
+    InlineFile,
+    decode_inline,
+    externalize,
+    restore,
+)
+from convstore.model import (
+    ContentOutput,
+    ErrorOutput,
+    FilePart,
+    JsonOutput,
+    Message,
+    NativeRecord,
+    Role,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from convstore.store import ConversationStore
+
+__all__ = ["NATIVE_FORMAT", "append_stored", "from_stored", "to_stored"]
+
+NATIVE_FORMAT = "langchain"
+"""The native record format of a stored LangChain message."""
+
+_ROLES = {"human": Role.USER, "ai": Role.ASSISTANT, "system": Role.SYSTEM, "tool": Role.TOOL}
+_CHAT_ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM}
+_FILE_TYPES = ("image", "audio", "file", "video")
+# Where a content block keeps inline bytes: LangChain's v1 standard blocks (``base64``), its
+# older data blocks (``source_type: base64`` with ``data``), OpenAI-style ``image_url`` blocks
+# (a ``data:`` URL) and Anthropic-style ``source`` objects.
+_BYTES_KEYS = ("base64", "data")
+
+
+def _matcher(alphabet: Alphabet) -> Callable[[dict[str, JsonValue]], tuple[str, str | None] | None]:
+    def match(node: dict[str, JsonValue]) -> tuple[str, str | None] | None:
+        media = node.get("mime_type", node.get("media_type"))
+        media_type = media if isinstance(media, str) else None
+        url = node.get("url")
+        if isinstance(url, str) and url[:5].lower() == "data:":
+            return "url", media_type
+        if node.get("type") in _FILE_TYPES or node.get("type") == "base64":
+            for key in _BYTES_KEYS:
+                text = node.get(key)
+                if isinstance(text, str) and decode_inline(text, alphabet) is not None:
+                    return key, media_type
+        return None
+
+    return match
+
+
+def _files(record: JsonValue) -> tuple[JsonValue, list[InlineFile]]:
+    """The record with inline bytes cut out, and the files (standard base64 or URL-safe)."""
+    stripped, found = externalize(record, _matcher("standard"), "standard")
+    return stripped, found
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    texts = [
+        block if isinstance(block, str) else str(block.get("text", ""))
+        for block in content
+        if isinstance(block, str) or (isinstance(block, dict) and block.get("type") == "text")
+    ]
+    return "".join(texts)
+
+
+def _content_parts(content: Any, files: list[InlineFile]) -> list[TextPart | FilePart]:
+    """Canonical parts of a message's content: its text blocks and its inline files, in order."""
+    if isinstance(content, str):
+        return [TextPart(text=content)] if content else []
+    parts: list[TextPart | FilePart] = []
+    pending = iter(files)
+    for block in content:
+        if isinstance(block, str):
+            if block:
+                parts.append(TextPart(text=block))
+        elif isinstance(block, dict):
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str) and block["text"]:
+                parts.append(TextPart(text=block["text"]))
+            elif kind in (*_FILE_TYPES, "image_url") and _holds_bytes(block):
+                file = next(pending, None)
+                if file is not None:
+                    parts.append(file.part())
+            elif kind in _FILE_TYPES and isinstance(url := block.get("url"), str):
+                media = block.get("mime_type")
+                parts.append(
+                    FilePart.from_uri(url, media_type=media if isinstance(media, str) else None)
+                )
+    return parts
+
+
+def _holds_bytes(block: dict[str, Any]) -> bool:
+    _, found = _files(block)
+    return bool(found)
+
+
+def to_stored(message: BaseMessage) -> Message | None:
+    """The canonical message storing ``message``; ``None``: its JSON would not read back equal."""
+    record: Any = message_to_dict(message)
+    try:
+        if messages_from_dict([record])[0] != message:
+            return None
+        native_data, files = _files(record)
+        native = NativeRecord(format=NATIVE_FORMAT, data=native_data)
+    except (ValidationError, ValueError, TypeError, KeyError):
+        return None
+    try:
+        return _canonical(message, native, files)
+    except (ValidationError, ConvstoreError):
+        # Canonical parts are a view for rendering: the record alone still reads back exactly.
+        return Message(role=_role(message), id=_message_id(message), native=native)
+
+
+def _role(message: BaseMessage) -> Role:
+    if isinstance(message, ChatMessage):
+        return _CHAT_ROLES.get(message.role, Role.USER)
+    return _ROLES.get(message.type, Role.USER)
+
+
+def _message_id(message: BaseMessage) -> str | None:
+    mid = message.id
+    return mid if isinstance(mid, str) and 1 <= len(mid) <= 255 else None
+
+
+def _canonical(message: BaseMessage, native: NativeRecord, files: list[InlineFile]) -> Message:
+    role = _role(message)
+    mid = _message_id(message)
+    if isinstance(message, ToolMessage):
+        content = _content_parts(message.content, files)
+        output: ErrorOutput | ContentOutput | JsonOutput
+        if message.status == "error":
+            output = ErrorOutput(message=_text_of(message.content))
+        elif any(isinstance(part, FilePart) for part in content):
+            output = ContentOutput(parts=content)
+        else:
+            output = JsonOutput(value=_text_of(message.content))
+        result = ToolResultPart(call_id=message.tool_call_id, output=output, name=message.name)
+        return Message(role=Role.TOOL, id=mid, parts=[result], native=native)
+    parts: list[Any] = list(_content_parts(message.content, files))
+    if isinstance(message, AIMessage):
+        parts.extend(
+            ToolCallPart(id=call_id, name=call["name"], arguments=call["args"])
+            for call in message.tool_calls
+            if (call_id := call.get("id"))
+        )
+    return Message(role=role, id=mid, parts=parts, native=native)
+
+
+async def from_stored(
+    messages: Sequence[Message], fetch: Callable[[FilePart], Awaitable[bytes]]
+) -> list[BaseMessage]:
+    """The LangChain messages ``messages`` store, files fetched back into their records.
+
+    A message without a ``langchain`` record (written by something else) comes back from its
+    canonical parts: its role and text, a tool result as a ``ToolMessage``.
+    """
+    records: list[JsonValue] = [
+        m.native.data if m.native is not None and m.native.format == NATIVE_FORMAT else None
+        for m in messages
+    ]
+    restored = await restore(records, fetch, "standard")
+    out: list[BaseMessage] = []
+    for message, record in zip(messages, restored, strict=True):
+        if record is not None:
+            out.append(messages_from_dict([record])[0])  # type: ignore[list-item, unused-ignore]
+        else:
+            out.append(_from_parts(message))
+    return out
+
+
+def _from_parts(message: Message) -> BaseMessage:
+    text = "".join(part.text for part in message.parts if isinstance(part, TextPart))
+    match message.role:
+        case Role.SYSTEM:
+            return SystemMessage(content=text, id=message.id)
+        case Role.ASSISTANT:
+            calls = [
+                {"id": p.id, "name": p.name, "args": p.arguments, "type": "tool_call"}
+                for p in message.parts
+                if isinstance(p, ToolCallPart)
+            ]
+            return AIMessage(content=text, id=message.id, tool_calls=calls)
+        case Role.TOOL:
+            result = next(p for p in message.parts if isinstance(p, ToolResultPart))
+            output = result.output
+            body = output.message if isinstance(output, ErrorOutput) else _output_text(output)
+            status = "error" if isinstance(output, ErrorOutput) else "success"
+            return ToolMessage(
+                content=body, tool_call_id=result.call_id, id=message.id, status=status
+            )
+        case Role.USER:
+            return HumanMessage(content=text, id=message.id)
+
+
+def _output_text(output: JsonOutput | ContentOutput) -> str:
+    if isinstance(output, JsonOutput):
+        return output.value if isinstance(output.value, str) else str(output.value)
+    return "".join(p.text for p in output.parts if isinstance(p, TextPart))
+
+
+async def append_stored(
+    store: ConversationStore,
+    conversation_id: str,
+    batch: list[Message],
+    *,
+    tenant: str | None,
+    parent_seq: int | None = None,
+) -> list[int]:
+    """Append ``batch`` (from `to_stored`); the seqs it was stored at.
+
+    A message whose id the conversation already holds (an edit kept beside its original, a
+    message added twice) is stored without ``Message.id``: its record keeps the LangChain id. A
+    second, different result for a call is kept as history (``on_conflict="keep-first"``).
+    """
+    try:
+        stored = await store.append(
+            conversation_id,
+            batch,
+            tenant=tenant,
+            parent_seq=parent_seq,
+            on_conflict="keep-first",
+        )
+    except InvalidMessageError:
+        stored = await store.append(
+            conversation_id,
+            [m.model_copy(update={"id": None}) for m in batch],
+            tenant=tenant,
+            parent_seq=parent_seq,
+            on_conflict="keep-first",
+        )
+    return [m.seq for m in stored if m.seq is not None]

@@ -1,0 +1,462 @@
+"""LangGraph checkpoints stored in convstore: `ConvstoreSaver`.
+
+``ConvstoreSaver`` is a ``langgraph.checkpoint.base.BaseCheckpointSaver``: ``aget_tuple``,
+``alist``, ``aput``, ``aput_writes``, ``adelete_thread``. Install with
+``pip install convstore[langgraph]``; this module and `convstore.integrations._langchain_messages`
+are the only ones that import LangGraph and LangChain.
+
+How a thread is kept:
+
+- **Thread → conversation.** A thread is the convstore conversation whose id is its
+  ``thread_id`` (created on the first checkpoint, with ``tenant=``). Its checkpoints, their
+  channel values (one row per channel and version, written when the version appears) and
+  pending writes live in the store's checkpoint tables (``store.checkpoints``), keyed by the
+  conversation id and deleted with it.
+- **Messages once.** A channel whose value is a non-empty list of LangChain messages (the
+  ``add_messages`` reducer's ``messages`` channel, found by its value, not its name) is not
+  serialized per version: each message is stored once as a message of the conversation
+  (canonical parts for rendering and tool lifecycles, the message's JSON as native record,
+  inline file bytes as blobs) and the channel's value at that version is the list of their
+  ``seq`` s, as runs (``[[first_seq, count], ...]``): a checkpoint that adds messages stores
+  the new messages and one short run list; one that removes or edits messages
+  (``RemoveMessage``, a new message with an old id) or a fork from an older checkpoint stores
+  the new messages only. New messages go under the message before them in the list
+  (``append(parent_seq=...)``), so a fork from an older checkpoint becomes a convstore branch
+  and the conversation's active path is the list the newest checkpoint holds (while lists only
+  grow and forks branch: a removal or edit in the middle does not rewrite the path).
+- Everything else (the checkpoint itself, other channels, pending writes) is serialized by the
+  saver's ``serde`` (LangGraph's ``JsonPlusSerializer`` by default); metadata is JSON.
+
+Invariants:
+
+- Every stored checkpoint reads back equal to what was put, whichever checkpoint is read: a
+  message list is rebuilt from immutable message rows, and a message whose JSON would not read
+  back equal makes its list fall back to ``serde``.
+- Messages already stored are recognised by id and equality, so a message is stored once per
+  distinct content. A message list read from the saver holds copies of the saver's cached
+  messages: treat messages as values (``add_messages`` replaces by id; it never edits in place).
+- Channel versions are strings unique per write (``get_next_version``), so a fork never reuses
+  a version another branch stored.
+- The blocking methods (``get_tuple``, ``put``, ...) raise `AsyncOnlyError`: use the ``a``
+  methods (``graph.ainvoke``/``astream``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from convstore.errors import (
+    AsyncOnlyError,
+    ConversationNotFoundError,
+    InvalidInputError,
+)
+from convstore.integrations._langchain_messages import append_stored, from_stored, to_stored
+from convstore.integrations._store_handle import StoreHandle
+from convstore.model import FilePart
+from convstore.store import ConversationStore
+from convstore.store.checkpoints import ChannelValue, CheckpointRecord, PendingWrite
+
+__all__ = ["MESSAGES_TYPE", "ConvstoreSaver"]
+
+MESSAGES_TYPE = "convstore.messages"
+"""The value type of a channel version that holds message seqs (runs) instead of a value."""
+
+_EMPTY = "empty"
+_THREADS_CACHED = 64
+
+
+class _Thread:
+    """What this saver knows of one thread's stored messages (rows are immutable)."""
+
+    __slots__ = ("by_id", "by_seq")
+
+    def __init__(self) -> None:
+        self.by_seq: dict[int, BaseMessage] = {}
+        self.by_id: dict[str, list[int]] = {}
+
+    def remember(self, seq: int, message: BaseMessage) -> None:
+        if seq not in self.by_seq:
+            self.by_seq[seq] = message
+            if message.id is not None:
+                self.by_id.setdefault(message.id, []).append(seq)
+
+    def find(self, message: BaseMessage) -> int | None:
+        if message.id is None:
+            return None
+        for seq in self.by_id.get(message.id, ()):
+            if self.by_seq[seq] == message:
+                return seq
+        return None
+
+
+class ConvstoreSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer whose threads are convstore conversations.
+
+    Args:
+        store: an open `ConversationStore` to share (never closed by the saver).
+        url: without ``store``, the database URL of a store the saver owns: opened on first
+            use, closed by `aclose` (or ``async with``).
+        blobs: with ``url``, where that store keeps attachment bytes.
+        tenant: the tenant every thread of this saver belongs to.
+        serde: the serializer for everything but message lists (default LangGraph's
+            ``JsonPlusSerializer``).
+    """
+
+    def __init__(
+        self,
+        *,
+        store: ConversationStore | None = None,
+        url: str | None = None,
+        blobs: str | None = None,
+        tenant: str | None = None,
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        self._handle = StoreHandle(store=store, url=url, blobs=blobs)
+        self.tenant = tenant
+        self._threads: OrderedDict[str, _Thread] = OrderedDict()
+        self._known_threads: set[str] = set()
+
+    async def __aenter__(self) -> Self:
+        await self._handle.get()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the store the saver opened on ``url`` (a shared store stays open)."""
+        await self._handle.close()
+
+    # -- versions -------------------------------------------------------------------------------
+
+    def get_next_version(self, current: str | int | None, channel: None) -> str:
+        """A version above ``current``, unique to this write (a fork never reuses one)."""
+        if current is None:
+            number = 0
+        elif isinstance(current, int):
+            number = current
+        else:
+            number = int(str(current).split(".")[0])
+        return f"{number + 1:032}.{random.random():016}"  # noqa: S311 (uniqueness, not secrecy)
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names (its ``checkpoint_id``), or the thread's newest."""
+        store = await self._handle.get()
+        configurable = config.get("configurable", {})
+        thread_id = str(configurable["thread_id"])
+        record = await store.checkpoints.get(
+            thread_id,
+            checkpoint_ns=configurable.get("checkpoint_ns", ""),
+            checkpoint_id=get_checkpoint_id(config),
+            tenant=self.tenant,
+        )
+        return None if record is None else await self._tuple(store, record)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Checkpoints newest first, of ``config``'s thread (and namespace, if it names one)."""
+        store = await self._handle.get()
+        configurable = (config or {}).get("configurable", {})
+        thread_id = configurable.get("thread_id")
+        records = await store.checkpoints.list(
+            None if thread_id is None else str(thread_id),
+            checkpoint_ns=configurable.get("checkpoint_ns"),
+            before=None if before is None else get_checkpoint_id(before),
+            metadata=filter,
+            limit=limit,
+            tenant=self.tenant,
+        )
+        for record in records:
+            yield await self._tuple(store, record)
+
+    async def _tuple(self, store: ConversationStore, record: CheckpointRecord) -> CheckpointTuple:
+        checkpoint: Checkpoint = self.serde.loads_typed((record.checkpoint_type, record.checkpoint))
+        values: dict[str, Any] = {}
+        for value in record.values:
+            if value.value_type == MESSAGES_TYPE:
+                assert value.value is not None  # written with the runs
+                values[value.channel] = await self._read_messages(
+                    store, record.conversation_id, value.value
+                )
+            elif value.value_type != _EMPTY:
+                values[value.channel] = self.serde.loads_typed(
+                    (value.value_type, value.value or b"")
+                )
+        checkpoint["channel_values"] = values
+        thread_id, ns = record.conversation_id, record.checkpoint_ns
+        return CheckpointTuple(
+            config=_config(thread_id, ns, record.checkpoint_id),
+            checkpoint=checkpoint,
+            metadata=record.metadata,  # type: ignore[arg-type, unused-ignore]
+            parent_config=(
+                None
+                if record.parent_checkpoint_id is None
+                else _config(thread_id, ns, record.parent_checkpoint_id)
+            ),
+            pending_writes=[
+                (w.task_id, w.channel, self.serde.loads_typed((w.value_type, w.value or b"")))
+                for w in record.writes
+            ],
+        )
+
+    async def _read_messages(
+        self, store: ConversationStore, thread_id: str, runs: bytes
+    ) -> list[BaseMessage]:
+        seqs = [seq for first, count in json.loads(runs) for seq in range(first, first + count)]
+        thread = self._thread(thread_id)
+        missing = sorted({seq for seq in seqs if seq not in thread.by_seq})
+        if missing:
+            stored = await store.get_messages(thread_id, missing, tenant=self.tenant)
+
+            async def fetch(part: FilePart) -> bytes:
+                return await store.read_attachment(part, tenant=self.tenant)
+
+            for seq, message in zip(missing, await from_stored(stored, fetch), strict=True):
+                thread.remember(seq, message)
+        return [thread.by_seq[seq].model_copy() for seq in seqs]
+
+    def _thread(self, thread_id: str) -> _Thread:
+        thread = self._threads.get(thread_id)
+        if thread is None:
+            thread = self._threads[thread_id] = _Thread()
+            if len(self._threads) > _THREADS_CACHED:
+                self._threads.popitem(last=False)
+        else:
+            self._threads.move_to_end(thread_id)
+        return thread
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint; the values of ``new_versions`` are the only ones written."""
+        store = await self._handle.get()
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        ns = configurable.get("checkpoint_ns", "")
+        await self._ensure_thread(store, thread_id)
+        copy = checkpoint.copy()
+        channel_values: dict[str, Any] = copy.pop("channel_values")  # type: ignore[misc, unused-ignore]
+        values: list[ChannelValue] = []
+        for channel, version in new_versions.items():
+            value_type, data = await self._dump_value(store, thread_id, channel_values, channel)
+            values.append(ChannelValue(channel, str(version), value_type, data))
+        checkpoint_type, data = self.serde.dumps_typed(copy)
+        try:
+            meta = dict(get_serializable_checkpoint_metadata(config, metadata))
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"checkpoint metadata must be JSON: {exc}") from exc
+        await store.checkpoints.put(
+            thread_id,
+            checkpoint_ns=ns,
+            checkpoint_id=checkpoint["id"],
+            parent_checkpoint_id=configurable.get("checkpoint_id"),
+            checkpoint_type=checkpoint_type,
+            checkpoint=data,
+            channel_versions={k: str(v) for k, v in checkpoint["channel_versions"].items()},
+            metadata=meta,
+            values=values,
+            tenant=self.tenant,
+        )
+        return _config(thread_id, ns, checkpoint["id"])
+
+    async def _ensure_thread(self, store: ConversationStore, thread_id: str) -> None:
+        if thread_id not in self._known_threads:
+            await store.get_or_create_conversation(thread_id, tenant=self.tenant)
+            self._known_threads.add(thread_id)
+
+    async def _dump_value(
+        self,
+        store: ConversationStore,
+        thread_id: str,
+        channel_values: Mapping[str, Any],
+        channel: str,
+    ) -> tuple[str, bytes | None]:
+        if channel not in channel_values:
+            return _EMPTY, None
+        value = channel_values[channel]
+        if isinstance(value, list) and value and all(isinstance(m, BaseMessage) for m in value):
+            runs = await self._store_messages(store, thread_id, value)
+            if runs is not None:
+                return MESSAGES_TYPE, runs
+        dumped: tuple[str, bytes] = self.serde.dumps_typed(value)
+        return dumped
+
+    async def _store_messages(
+        self, store: ConversationStore, thread_id: str, messages: list[BaseMessage]
+    ) -> bytes | None:
+        """The runs of seqs holding ``messages``, storing those not stored yet.
+
+        ``None``: the list cannot be kept as messages (one would not read back equal).
+        """
+        thread = self._thread(thread_id)
+        seqs: list[int | None] = [thread.find(m) for m in messages]
+        start = 0
+        while start < len(messages):
+            if seqs[start] is not None:
+                start += 1
+                continue
+            end = start
+            while end < len(messages) and seqs[end] is None:
+                end += 1
+            stored = [to_stored(m) for m in messages[start:end]]
+            if any(m is None for m in stored):
+                return None
+            parent = seqs[start - 1] if start else None
+            new = await append_stored(
+                store,
+                thread_id,
+                [m for m in stored if m is not None],
+                tenant=self.tenant,
+                parent_seq=parent,
+            )
+            for offset, seq in enumerate(new):
+                seqs[start + offset] = seq
+                thread.remember(seq, messages[start + offset].model_copy(deep=True))
+            start = end
+        return json.dumps(_runs([s for s in seqs if s is not None])).encode()
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's writes for the checkpoint ``config`` names."""
+        store = await self._handle.get()
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        await self._ensure_thread(store, thread_id)
+        pending = []
+        for idx, (channel, value) in enumerate(writes):
+            value_type, data = self.serde.dumps_typed(value)
+            pending.append(
+                PendingWrite(
+                    task_id, WRITES_IDX_MAP.get(channel, idx), channel, value_type, data, task_path
+                )
+            )
+        await store.checkpoints.put_writes(
+            thread_id,
+            checkpoint_ns=configurable.get("checkpoint_ns", ""),
+            checkpoint_id=configurable["checkpoint_id"],
+            writes=pending,
+            tenant=self.tenant,
+        )
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints and its conversation (its blobs become collectable)."""
+        store = await self._handle.get()
+        cid = str(thread_id)
+        with contextlib.suppress(ConversationNotFoundError):
+            await store.delete_conversation(cid, tenant=self.tenant)
+        self._threads.pop(cid, None)
+        self._known_threads.discard(cid)
+
+    # -- the blocking API -----------------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Not available: `AsyncOnlyError` (use ``aget_tuple``)."""
+        raise _async_only("get_tuple")
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Not available: `AsyncOnlyError` (use ``alist``)."""
+        raise _async_only("list")
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Not available: `AsyncOnlyError` (use ``aput``)."""
+        raise _async_only("put")
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Not available: `AsyncOnlyError` (use ``aput_writes``)."""
+        raise _async_only("put_writes")
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Not available: `AsyncOnlyError` (use ``adelete_thread``)."""
+        raise _async_only("delete_thread")
+
+
+def _async_only(method: str) -> AsyncOnlyError:
+    return AsyncOnlyError(
+        f"ConvstoreSaver is asynchronous: call a{method} (graph.ainvoke / graph.astream), "
+        f"not {method}"
+    )
+
+
+def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+def _runs(seqs: Sequence[int]) -> list[list[int]]:
+    """``seqs`` as ``[first, count]`` runs of consecutive numbers, in order."""
+    runs: list[list[int]] = []
+    for seq in seqs:
+        if runs and runs[-1][0] + runs[-1][1] == seq:
+            runs[-1][1] += 1
+        else:
+            runs.append([seq, 1])
+    return runs
