@@ -35,7 +35,7 @@ LG_STAMP := $(LG_VENV)/.installed-langgraph
 LG_TEST_PACKAGES := langgraph langgraph-checkpoint-sqlite langgraph-checkpoint-conformance
 
 .PHONY: demo test lint typecheck pytest pytest-agents bench lock clean test-pydantic-ai \
-	test-google-adk bench-frameworks test-langgraph bench-langgraph
+	test-google-adk bench-frameworks test-langgraph bench-langgraph screenshots serve
 
 $(BASE_STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,15 @@ $(STAMP): $(BASE_STAMP)
 
 demo: $(BASE_STAMP)
 	$(BIN)/convstore demo
+
+# The inspector on the demo database (http://127.0.0.1:8765/).
+serve: $(STAMP)
+	test -f convstore.db || $(BIN)/convstore demo >/dev/null
+	$(BIN)/convstore serve
+
+# The README's screenshots, taken by the browser test (needs /usr/bin/chromium).
+screenshots: $(STAMP)
+	CONVSTORE_SCREENSHOTS=docs/images $(BIN)/pytest tests/web/test_browser.py -q
 
 test: lint typecheck pytest pytest-agents test-pydantic-ai test-google-adk test-langgraph
 
@@ -104,7 +113,8 @@ $(LG_STAMP): pyproject.toml constraints-langgraph.txt
 
 test-langgraph: $(LG_STAMP)
 	$(LG_VENV)/bin/mypy
-	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(LG_VENV)/bin/pytest tests/integrations/test_langgraph_conformance.py
+	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(LG_VENV)/bin/pytest tests/integrations/test_langgraph_conformance.py \
+		tests/integrations/test_langgraph.py tests/integrations/test_langchain.py
 
 $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
@@ -113,8 +123,12 @@ $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	touch $@
 
 # Every store in its own process, all from .venv-bench; writes docs/performance.md.
-bench: $(BENCH_STAMP) bench-frameworks
+bench: $(BENCH_STAMP) bench-frameworks bench-langgraph
 	$(BENCH_VENV)/bin/python -m bench.compare --save-json docs/performance.json
+
+# ConvstoreSaver beside langgraph-checkpoint-sqlite's AsyncSqliteSaver on a 200-turn agent run.
+bench-langgraph: $(LG_STAMP)
+	$(LG_VENV)/bin/python -m bench.langgraph_bench --json-out docs/langgraph-bench.json
 
 # ADK's and pydantic-ai's workloads through the integrations beside the frameworks' own stores.
 bench-frameworks: $(PAI_STAMP) $(ADK_STAMP)

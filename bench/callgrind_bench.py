@@ -10,9 +10,9 @@ workload uninstrumented, then switches instrumentation on only around the measur
 callgrind's client requests (a tiny C helper compiled here with the system's
 ``valgrind/callgrind.h``): ``--appends`` more appends (30), one full load, ``--lasts`` last-50
 loads (10), each after one unmeasured call of the same kind; for adapters with a turn-loop
-``request``, one request built from the whole history and one from the newest 50. Every
-thread counts (the driver threads of the async stores too). Results: instructions per call,
-from callgrind's dumps.
+``request``, one request built from the whole history and one from the newest 50; for adapters
+with ``pop_last``, ``--lasts`` pops. Every thread counts (the driver threads of the async stores
+too). Results: instructions per call, from callgrind's dumps.
 """
 
 from __future__ import annotations
@@ -93,6 +93,13 @@ async def _measure(peer_name: str, library: Path, turns: int, appends: int, last
                     helper.cg_on()
                     await _call(store.request, conversation, last)
                     helper.cg_off(name)
+            pop_last = getattr(store, "pop_last", None)
+            if pop_last is not None:  # a `bench.peers.runner.PoppingStore`
+                await _call(pop_last, conversation)
+                helper.cg_on()
+                for _ in range(lasts):
+                    await _call(pop_last, conversation)
+                helper.cg_off(b"pop")
 
 
 def _parse(directory: Path, prefix: str) -> dict[str, int]:
@@ -133,6 +140,7 @@ def run_peer(peer: str, env: dict[str, str], args: argparse.Namespace) -> dict[s
         "last_50": totals["last_50"] / args.lasts,
         "request_full": totals.get("request_full"),
         "request_50": totals.get("request_50"),
+        "pop": totals["pop"] / args.lasts if "pop" in totals else None,
         "turns": args.turns,
         "history_turns": args.turns + 1 + args.appends,
     }

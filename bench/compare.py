@@ -46,6 +46,7 @@ from bench.peers import BASELINE, POSTGRES_BASELINE, POSTGRES_STORES, STORES
 from bench.peers.convstore_v1 import V1_COMMIT
 from bench.peers.runner import OFFLINE_ENVIRONMENT, spread, sqlite_default_synchronous
 from bench.render_bench import markdown as render_markdown
+from bench.targets import targets_table
 from bench.workload import ITEMS_PER_TURN
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,6 +56,7 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("full_load_ms", "full load ms", ".1f"),
     ("last_ms", "last-50 ms", ".2f"),
     ("concurrent_items_s", "concurrent items/s", ",.0f"),
+    ("pop_ms", "pop ms", ".2f"),
 )
 """The main tables: result key, column title, number format."""
 
@@ -123,55 +125,14 @@ FAIRNESS = """\
   isolated call costs more than these medians; `bench.store_bench` prints both for convstore."""
 
 
-PROFILES = """\
-Where a target is missed, what the profiles say (`bench.callgrind_bench` counts; the split
-from `callgrind_annotate` of the same regions at this commit, 100-turn conversation):
-
-- **Wall time on this machine is not reliable evidence.** The machine is shared (load average
-  8-11 on 2 cores during the run): the spreads above are wide and some orderings impossible on
-  equal work (the `to_thread` floor "beat" the synchronous floor it adds a thread hop to).
-  Instruction counts do not move; read the ratios through them.
-- **SQLite full load** (typed, vs `SQLiteSession`'s dicts): 49 M vs 24 M instructions for 131
-  turns, 2.0x (target 1.5x). Of convstore's load about a quarter is the sqlite3 module turning
-  rows into Python objects (`pysqlite_cursor_iternext`: each message's ~1 KB JSON text becomes a
-  `str`), a sixth pydantic-core's `from_json` of the parts, 7 % GIL hand-offs between the
-  driver thread and the event loop (one per row), a sixth freeing the objects when the caller
-  drops the result, and the rest the Python decode of some 8,500 objects (a dict and a trusted
-  model per message and per part). Holding the cyclic GC off keeps collections out of it.
-  Against v1 (one row per part): 47 M, so the JSON column did not cut a full load's
-  instructions here; it cut its rows and WAL.
-- **SQLite append vs the `to_thread` floor**: 1.47 M instructions per append vs 0.41 M for the
-  synchronous floor (the notes measured 0.58 M through `to_thread`): SQLite's own work is
-  ~0.27 M (`sqlite3_step`), the rest is Python: the limits check (~0.28 M; the verdict-only
-  check is another branch's), planning rows and lifecycles, JSON encoding of parts
-  (pydantic-core `to_json`), the revision token and the group-commit hand-off. At ~2.5x the
-  floor's instructions the 0.8x target is out of reach of this code; vs `SQLiteSession`
-  (0.79 M) the wall ratio (1.03x, met) rests on convstore writing 7 rows to its 6 JSON rows
-  and fewer WAL pages than v1 (7.5 vs 14.1).
-- **last-50 ≤ 1 ms**: 4.2 M instructions per call (the floor: 1.5 M for 50 rows); about 1 ms of
-  CPU on a quiet core of this machine, several under this run's load. The window costs the
-  same whatever the conversation: under callgrind (the scale run's two conversations, written
-  natively, then 10 loads each) 4.20 M instructions per call on 1,000 messages and 4.93 M on
-  100,000 with 100 branches (the parent-pointer walk instead of a range scan).
-- **PostgreSQL append vs the raw asyncpg floor**: both are one round trip; the gap is client CPU
-  on two cores shared with the server: convstore validates (limits), plans with the general
-  path's code and encodes ~1.1 M instructions per append where the floor formats five JSON
-  strings. vs `SQLAlchemySession` (several round trips): met.
-- **PostgreSQL full load vs `SQLAlchemySession`**: one statement, one round trip; the time is the
-  typed decode (the same ~35 M instructions as on SQLite for 500 turns) where
-  `SQLAlchemySession` returns 3,000 dicts."""
-
-
 WHY = """\
 Where convstore trails, the work differs: an append validates canonical messages, bumps the
 conversation's sequence counter and revision and writes two tables (seven rows a turn: five
 messages with their parts as one JSON column, two tool calls with their lifecycle) where a
-JSON-row store writes six opaque rows; a full load reads 2,500 message rows and 1,000 tool-call
-rows and builds some 8,500 typed objects, where `SQLiteSession` reads 3,000 one-column rows and
-`json.loads` them into dicts. On PostgreSQL an append is one prepared statement and a load one
-statement (`convstore.db.pg`), so round trips no longer dominate; the client-side validation
-and planning of an append is what remains above the floor. With many writers, group commit
-lets one fsync serve every append queued behind SQLite's writer."""
+JSON-row store writes six opaque rows; a typed load builds frozen models (messages, parts,
+tool calls with their lifecycles) where `SQLiteSession` `json.loads` one column per item. The
+callgrind table below splits each path into instructions, which do not move with the machine's
+load; where a wall-time ratio and the instruction ratio disagree, the machine was busy."""
 
 
 # -- running ------------------------------------------------------------------------------------
@@ -527,73 +488,6 @@ def _median(result: dict[str, Any] | None, key: str) -> float | None:
     return spread(values)[0] if values else None
 
 
-def _verdict(met: bool, shortfall: str) -> str:
-    return "met" if met else f"**missed** ({shortfall})"
-
-
-def targets_table(results: dict[str, dict[str, Any]], render: dict[str, Any] | str) -> str:
-    """The performance targets convstore holds itself to (issue 16), judged from this run."""
-    rows: list[tuple[str, str, str]] = []
-    specs = {k: spec for k, _title, spec in (*METRICS, WAL_METRIC)}
-
-    def versus(what: str, key: str, ours_name: str, peer_name: str, bound: float) -> None:
-        higher = key.endswith("items_s")
-        ours, theirs = _median(results.get(ours_name), key), _median(results.get(peer_name), key)
-        if ours is None or theirs is None:
-            rows.append((what, "n/a", "not measured"))
-            return
-        ratio = ours / theirs
-        met = ratio >= bound if higher else ratio <= bound
-        gap = f"{ratio:.2f}x, needs {'≥' if higher else '≤'} {bound:.1f}x"
-        spec = specs[key]
-        rows.append((what, f"{ours:{spec}} vs {theirs:{spec}} = {ratio:.2f}x", _verdict(met, gap)))
-
-    def errors_of(name: str, what: str) -> None:
-        result = results.get(name)
-        if not result or not result.get("repetitions"):
-            rows.append((what, "n/a", "not measured"))
-            return
-        errors = sum(r["concurrent_errors"] + r["concurrent_lost_turns"]
-                     for r in result["repetitions"])  # fmt: skip
-        rows.append((what, f"{errors} errors", _verdict(not errors, "errors surfaced")))
-
-    pg, sq = POSTGRES_BASELINE, BASELINE
-    versus("PostgreSQL: append ≥ 0.9x the raw asyncpg floor", "append_items_s", pg,
-           "raw_asyncpg", 0.9)  # fmt: skip
-    versus("PostgreSQL: append ≥ 1.5x `SQLAlchemySession`", "append_items_s", pg,
-           "agents_sqlalchemy_pg", 1.5)  # fmt: skip
-    versus("PostgreSQL: full load ≤ 1.0x `SQLAlchemySession`", "full_load_ms", pg,
-           "agents_sqlalchemy_pg", 1.0)  # fmt: skip
-    errors_of(pg, "PostgreSQL: 20 x 50 concurrent appends, zero errors")
-    versus("SQLite: append ≥ 1.0x `SQLiteSession`", "append_items_s", sq, "agents_sqlite", 1.0)
-    versus("SQLite: append ≥ 0.8x raw sqlite3 through `to_thread`", "append_items_s", sq,
-           "raw_sqlite3_thread", 0.8)  # fmt: skip
-    versus("SQLite: full typed load ≤ 1.5x `SQLiteSession`'s dict load", "full_load_ms", sq,
-           "agents_sqlite", 1.5)  # fmt: skip
-    wal = _median(results.get(sq), "wal_pages_per_append")
-    wal_verdict = "not measured" if wal is None else _verdict(wal <= 10.5, "over 10.5")
-    rows.append(("SQLite: WAL pages per append ≤ 10.5", _fmt(wal, ".2f"), wal_verdict))
-    last = _median(results.get(sq), "last_ms")
-    if last is not None:
-        rows.append(("SQLite: last-50 load ≤ 1 ms", f"{last:.2f} ms",
-                     _verdict(last <= 1.0, "over 1 ms")))  # fmt: skip
-    errors_of(sq, "SQLite: concurrent appends, zero errors")
-    if isinstance(render, dict):
-        load = render["full_load_ms"]["median"]
-        slowest = max(render["targets"], key=lambda row: row["render_ms"]["median"])
-        ms = slowest["render_ms"]["median"]
-        rows.append(
-            (
-                "render to every target < full load",
-                f"slowest: {slowest['target']} {ms:.1f} ms; load {load:.1f} ms",
-                _verdict(ms < load, f"{ms / load:.2f}x the load"),
-            )
-        )
-    lines = ["| target | this run (medians) | |", "|---|---|---|"]
-    lines += [f"| {what} | {value} | {verdict} |" for what, value, verdict in rows]
-    return "\n".join(lines)
-
-
 def _fmt(value: float | None, spec: str, suffix: str = "") -> str:
     return "n/a" if value is None else f"{value:{spec}}{suffix}"
 
@@ -650,8 +544,8 @@ def callgrind_table(callgrind: dict[str, Any]) -> str:
     turns = rows[0]["history_turns"] if rows and "history_turns" in rows[0] else "?"
     lines = [
         f"| store | per append | per full load ({turns} turns) | per last-50 load "
-        "| turn-loop request, whole history | turn-loop request, newest 50 |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| turn-loop request, whole history | turn-loop request, newest 50 | per pop |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
 
     def millions(value: float | None, spec: str) -> str:
@@ -659,7 +553,7 @@ def callgrind_table(callgrind: dict[str, Any]) -> str:
 
     for row in callgrind["results"]:
         if "error" in row:
-            lines.append(f"| {row['peer']} | failed: {row['error'][:120]} | | | | |")
+            lines.append(f"| {row['peer']} | failed: {row['error'][:120]} | | | | | |")
             continue
         cells = (
             millions(row["append"], ".2f"),
@@ -667,6 +561,7 @@ def callgrind_table(callgrind: dict[str, Any]) -> str:
             millions(row["last_50"], ".2f"),
             millions(row.get("request_full"), ".1f"),
             millions(row.get("request_50"), ".2f"),
+            millions(row.get("pop"), ".2f"),
         )
         lines.append(f"| {row['peer']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -784,11 +679,9 @@ def document(saved: dict[str, Any]) -> str:
         "",
         *postgres_section(saved),
         "",
-        "## Targets (issue 16)",
+        "## Targets",
         "",
-        targets_table(saved["results"], render),
-        "",
-        PROFILES,
+        targets_table(saved["results"], scale, saved.get("callgrind")),
         "",
         WHY,
         "",
@@ -929,7 +822,7 @@ def main() -> None:
     print()
     print("\n".join(postgres_section(saved)))
     print()
-    print(targets_table(saved["results"], render))
+    print(targets_table(saved["results"], saved.get("scale"), saved.get("callgrind")))
     print()
     print(layout_table(saved["results"], saved.get("scale", {})))
     print(scale_notes(saved.get("scale", {})))

@@ -106,8 +106,6 @@ def test_calls_from_many_threads_share_one_loop(tmp_path: Path) -> None:
 def test_close_joins_the_thread_and_later_calls_raise(tmp_path: Path) -> None:
     before = set(_loop_threads())
     store = ConversationStore(_sqlite(tmp_path), blobs=f"memory://{uuid.uuid4().hex}")
-    with pytest.raises(ClosedError):
-        store.create_conversation()
     assert store.closed
     store.open()
     assert not store.closed
@@ -117,7 +115,7 @@ def test_close_joins_the_thread_and_later_calls_raise(tmp_path: Path) -> None:
     assert store.closed
     assert not thread.is_alive()
     store.close()  # idempotent
-    with pytest.raises(ClosedError):
+    with pytest.raises(ClosedError, match=r"call store\.open\(\) to use it again"):
         store.load("anything")
     # Reopening starts a fresh loop.
     with store:

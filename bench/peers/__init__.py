@@ -13,7 +13,8 @@ Modules:
 - ``agents_sqlite``, ``agents_sqlalchemy``: openai-agents ``SQLiteSession`` and
   ``SQLAlchemySession`` (items in the Responses-API shape of `bench.peers.shapes`).
 - ``convstore_session``: convstore's own openai-agents session, ``ConvstoreSession``, on the
-  same items and calls as those two.
+  same items and calls as those two; ``convstore_session_url``: the same sessions made with
+  ``url=`` (as ``SQLiteSession(session_id, path)`` is), sharing the URL's one store.
 - ``adk_database``: google-adk ``DatabaseSessionService`` (events with ``google.genai`` content).
 - ``langchain_sql``: langchain-community ``SQLChatMessageHistory`` (LangChain messages).
 - ``raw_sqlite3``: the floor: the standard library's sqlite3, one JSON row per item, one
@@ -41,6 +42,7 @@ SQLITE_STORES: Final = (
     "agents_sqlite",
     "agents_sqlalchemy",
     "convstore_session",
+    "convstore_session_url",
     "adk_database",
     "langchain_sql",
     "raw_sqlite3",

@@ -56,6 +56,9 @@ class _Store:
     async def load_last(self, conversation: Any, n: int) -> int:
         return len(await conversation.get_items(limit=n))
 
+    async def pop_last(self, conversation: Any) -> int:
+        return 0 if await conversation.pop_item() is None else 1
+
     async def request(self, conversation: Any, last: int | None) -> int:
         return agents_request(await conversation.get_items(limit=last))
 

@@ -32,7 +32,9 @@ PEER = Peer(
 )
 
 
-class _Store:
+class Store:
+    """Sessions on one shared store (also the base of `bench.peers.convstore_session_url`)."""
+
     def __init__(self, store: Any) -> None:
         self._store = store
 
@@ -53,18 +55,21 @@ class _Store:
     async def load_last(self, conversation: Any, n: int) -> int:
         return len(await conversation.get_items(limit=n))
 
+    async def pop_last(self, conversation: Any) -> int:
+        return 0 if await conversation.pop_item() is None else 1
+
     async def request(self, conversation: Any, last: int | None) -> int:
         return agents_request(await conversation.get_items(limit=last))
 
 
 @asynccontextmanager
-async def open_store(path: Path) -> AsyncIterator[_Store]:
+async def open_store(path: Path) -> AsyncIterator[Store]:
     """Sessions sharing one default `ConversationStore` on ``path``."""
     from convstore import ConversationStore
     from convstore.integrations.openai_agents import ConvstoreSession  # noqa: F401 (fail early)
 
     async with ConversationStore(f"sqlite+aiosqlite:///{path}") as store:
-        yield _Store(store)
+        yield Store(store)
 
 
 if __name__ == "__main__":

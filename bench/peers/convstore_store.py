@@ -56,6 +56,10 @@ class Store:
     async def load_last(self, conversation: str, n: int) -> int:
         return len((await self._store.load(conversation, last=n)).messages)
 
+    async def pop_last(self, conversation: str) -> int:
+        await self._store.pop(conversation)
+        return 1
+
     async def request(self, conversation: str, last: int | None) -> int:
         from convstore import render
 

@@ -21,6 +21,8 @@ exactly as it measures every other store:
    newest ``--last``), turn it into the body of the next model request as the store's own
    framework does, serialise that with `json.dumps`, then append the turn; turns/s over the
    whole loop, once reading everything and once the newest ``--last``.
+7. pop (stores whose adapter has `PoppingStore.pop_last`): after the loads of phase 3 and 4,
+   the newest record is removed and returned ``--pops`` (20) times, one call each; median.
 
 Every phase checks that the store gives back what was appended: a broken adapter must not
 produce numbers. Payloads are built, in each store's own shape, before the clock starts.
@@ -147,6 +149,14 @@ class RequestingStore(Store, Protocol):
         ...
 
 
+class PoppingStore(Store, Protocol):
+    """A store whose API removes and returns the newest record (the pop phase)."""
+
+    def pop_last(self, conversation: Any) -> Any:
+        """Remove the newest record and return it; returns how many it got (1)."""
+        ...
+
+
 OpenStore = Callable[[Path], AbstractAsyncContextManager[Store]]
 """Opens a store on an SQLite file (which may exist, empty, or not yet)."""
 
@@ -172,6 +182,8 @@ class Repetition:
     """Turns/s of the turn loop reading the whole history each turn (`RequestingStore`)."""
     turn_loop_last_turns_s: float | None = None
     """Turns/s of the turn loop reading the newest ``last`` records each turn."""
+    pop_ms: float | None = None
+    """Median time to remove and return the newest record (`PoppingStore`)."""
 
 
 class AdapterError(AssertionError):
@@ -291,11 +303,12 @@ class Settings:
     journal: str = "wal"
     wal_turns: int = 50
     loop_turns: int = 500
+    pops: int = 20
 
 
 async def _single(
     peer: Peer, open_store: OpenStore, path: Path, s: Settings
-) -> tuple[float, float, float, float, float | None]:
+) -> tuple[float, float, float, float, float | None, float | None]:
     async with open_store(path) as store:
         conversation = await _call(store.new_conversation, "bench-single")
         payloads = [store.payload(n) for n in range(s.turns)]
@@ -319,6 +332,18 @@ async def _single(
                 lambda: _call(store.load_last, conversation, s.last), s.lasts
             )
             _expect(f"last {s.last}", count, min(s.last, expected))
+        pop_ms: float | None = None
+        pop_last = getattr(store, "pop_last", None)
+        if pop_last is not None and s.pops:
+            gc.collect()
+            popped: list[int] = []
+
+            async def pop() -> int:
+                popped.append(await _call(pop_last, conversation))
+                return popped[-1]
+
+            pop_ms, _ = await _median_ms(pop, s.pops)
+            _expect(f"{s.pops} pops", sum(popped), s.pops)
     cuts = statistics.quantiles(latencies, n=100, method="inclusive")
     return (
         s.turns * ITEMS_PER_TURN / append_s,
@@ -326,6 +351,7 @@ async def _single(
         cuts[98] * 1e3,
         full_ms,
         last_ms,
+        pop_ms,
     )
 
 
@@ -443,7 +469,7 @@ async def _repetition(
     sqlite = peer.database == "sqlite"
     with tempfile.TemporaryDirectory(prefix=f"bench-{peer.name}-", dir=tmpdir) as tmp:
         single = _fresh_file(Path(tmp) / "single" / "store.db", s.journal)
-        items_s, p50, p99, full_ms, last_ms = await _single(peer, open_store, single, s)
+        items_s, p50, p99, full_ms, last_ms, pop_ms = await _single(peer, open_store, single, s)
         journal = _journal_mode(single) if sqlite else "postgresql"
         size = _database_bytes(single) if sqlite else 0
         many = _fresh_file(Path(tmp) / "concurrent" / "store.db", s.journal)
@@ -474,13 +500,14 @@ async def _repetition(
         wal_pages_per_append=wal_pages,
         turn_loop_full_turns_s=loops["full"],
         turn_loop_last_turns_s=loops["last"],
+        pop_ms=pop_ms,
     )
 
 
 async def _warm_up(peer: Peer, open_store: OpenStore, s: Settings, tmpdir: str | None) -> None:
     small = Settings(
         turns=20, loads=2, last=s.last, lasts=2, conversations=2, conversation_turns=3,
-        journal=s.journal, wal_turns=2, loop_turns=min(s.loop_turns, 12),
+        journal=s.journal, wal_turns=2, loop_turns=min(s.loop_turns, 12), pops=min(s.pops, 3),
     )  # fmt: skip
     await _repetition(peer, open_store, small, tmpdir)
 
@@ -559,6 +586,7 @@ def _print_summary(result: dict[str, Any]) -> None:
         ("append_p99_ms", "ms", ".2f"),
         ("full_load_ms", "ms", ".2f"),
         ("last_ms", "ms", ".3f"),
+        ("pop_ms", "ms", ".3f"),
         ("concurrent_items_s", "items/s", ",.0f"),
         ("wal_pages_per_append", "pages", ".2f"),
         ("turn_loop_full_turns_s", "turns/s", ",.1f"),
@@ -589,13 +617,14 @@ def main(peer: Peer, open_store: OpenStore) -> None:
     parser.add_argument(
         "--loop-turns", type=int, default=defaults.loop_turns, help="turn loop length (0: skip)"
     )
+    parser.add_argument("--pops", type=int, default=defaults.pops, help="pop phase (0: skip)")
     parser.add_argument("--tmpdir", help="where the fresh databases go (default: the system's)")
     parser.add_argument("--json-out", type=Path, help="write the result here as JSON")
     args = parser.parse_args()
     settings = Settings(
         turns=args.turns, loads=args.loads, last=args.last, lasts=args.lasts,
         conversations=args.conversations, conversation_turns=args.conversation_turns,
-        journal=args.journal, loop_turns=args.loop_turns,
+        journal=args.journal, loop_turns=args.loop_turns, pops=args.pops,
     )  # fmt: skip
     result = asyncio.run(measure(peer, open_store, settings, args.reps, args.tmpdir))
     if args.json_out is not None:

@@ -73,6 +73,8 @@ from convstore.store import (
     ConversationSummary,
     FsckReport,
     GarbageReport,
+    NativeEntry,
+    NativePath,
     collect_garbage,
     fsck,
 )
@@ -115,6 +117,8 @@ __all__ = [
     "Message",
     "MessageNotFoundError",
     "MissingDependencyError",
+    "NativeEntry",
+    "NativePath",
     "NativeRecord",
     "NotFoundError",
     "OrphanResult",

@@ -1,8 +1,13 @@
 """A blocking facade over `convstore.ConversationStore`, for Flask, Django and scripts.
 
-``convstore.sync.ConversationStore`` has the async store's methods with the same arguments and
-results, blocking. It owns one private event loop running in one background thread; every call
-is handed to that loop and waited for.
+``convstore.sync.SyncConversationStore`` (also importable as ``convstore.sync.ConversationStore``)
+has the async store's methods with the same arguments and results, blocking. It owns one private
+event loop running in one background thread; every call is handed to that loop and waited for.
+
+Lifetime in a web app: make one store at import time (a module global) and use it from every
+request, in any thread. The first call opens it (once, under a lock: concurrent first calls
+wait for the same open); interpreter exit closes it. ``with`` and `open`/`close` still work for
+scripts. After an explicit `close`, calls raise `ClosedError` saying to call `open` again.
 
 Invariants:
 
@@ -35,7 +40,7 @@ from convstore.store import DEFAULT_MAX_ATTACHMENT_SIZE
 from convstore.store import ConversationStore as AsyncConversationStore
 from convstore.store.conversation_store import DEFAULT_BLOB_TIMEOUT
 
-__all__ = ["ConversationStore"]
+__all__ = ["ConversationStore", "SyncConversationStore"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -104,9 +109,9 @@ class _blocking(Generic[_P, _R]):  # noqa: N801 - used like a function in the cl
     @overload
     def __get__(self, instance: None, owner: type[Any]) -> Self: ...
     @overload
-    def __get__(self, instance: ConversationStore, owner: type[Any]) -> Callable[_P, _R]: ...
+    def __get__(self, instance: SyncConversationStore, owner: type[Any]) -> Callable[_P, _R]: ...
     def __get__(
-        self, instance: ConversationStore | None, owner: type[Any]
+        self, instance: SyncConversationStore | None, owner: type[Any]
     ) -> Self | Callable[_P, _R]:
         if instance is None:
             return self
@@ -121,14 +126,19 @@ class _blocking(Generic[_P, _R]):  # noqa: N801 - used like a function in the cl
         return call
 
 
-class ConversationStore:
+class SyncConversationStore:
     """The async `convstore.ConversationStore`, blocking; same constructor arguments.
 
-    Use it as a context manager, or call `open` and `close`::
+    Make it once and use it from any thread; the first call opens it::
 
-        with ConversationStore("sqlite+aiosqlite:///app.db") as store:
-            conv = store.create_conversation()
+        store = SyncConversationStore("sqlite+aiosqlite:///app.db")   # at import time
+
+        def view(request):                                            # any request thread
+            conv = store.get_or_create_conversation("chat-42")
             store.append(conv.id, Message.user("hi"))
+
+    Or scope it with ``with SyncConversationStore(...) as store:`` (opened on entry, closed on
+    exit), or call `open` and `close` yourself.
     """
 
     def __init__(
@@ -157,6 +167,7 @@ class ConversationStore:
         self._runner: _LoopThread | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._lock = threading.Lock()
+        self._closed_explicitly = False
 
     @property
     def url(self) -> str:
@@ -184,8 +195,9 @@ class ConversationStore:
         return self._require_open()[0].loop
 
     def open(self) -> Self:
-        """Start the loop thread and open the store (idempotent)."""
+        """Start the loop thread and open the store (idempotent; the first call does it too)."""
         with self._lock:
+            self._closed_explicitly = False
             if self._runner is not None:
                 return self
             runner = _LoopThread()
@@ -202,6 +214,7 @@ class ConversationStore:
         """Close the store, stop the loop and join its thread (idempotent)."""
         with self._lock:
             finalizer, self._finalizer, self._runner = self._finalizer, None, None
+            self._closed_explicitly = True
         if finalizer is not None:
             finalizer()
 
@@ -219,7 +232,15 @@ class ConversationStore:
     def _require_open(self) -> tuple[_LoopThread, AsyncConversationStore]:
         runner = self._runner
         if runner is None:
-            raise ClosedError("the store is not open: use `with ConversationStore(...)`")
+            if self._closed_explicitly:
+                raise ClosedError(
+                    "the store was closed: call store.open() to use it again (or make it once "
+                    "at import time and never close it; interpreter exit closes it)"
+                )
+            self.open()  # first use; the lock makes concurrent first calls open it once
+            runner = self._runner
+            if runner is None:  # closed by another thread meanwhile
+                raise ClosedError("the store was closed while this call was opening it")
         return runner, self._store
 
     # The async store's public methods, one blocking twin each (same signature and result).
@@ -232,6 +253,7 @@ class ConversationStore:
     delete_conversation = _blocking(AsyncConversationStore.delete_conversation)
     append = _blocking(AsyncConversationStore.append)
     load = _blocking(AsyncConversationStore.load)
+    load_native = _blocking(AsyncConversationStore.load_native)
     get_message = _blocking(AsyncConversationStore.get_message)
     get_messages = _blocking(AsyncConversationStore.get_messages)
     pop = _blocking(AsyncConversationStore.pop)
@@ -244,3 +266,7 @@ class ConversationStore:
     compact = _blocking(AsyncConversationStore.compact)
     render = _blocking(AsyncConversationStore.render)
     read_attachment = _blocking(AsyncConversationStore.read_attachment)
+
+
+ConversationStore = SyncConversationStore
+"""The facade's earlier name, kept as an alias."""

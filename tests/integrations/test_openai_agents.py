@@ -328,3 +328,54 @@ async def test_every_item_kind_renders_for_every_target(
     wire = json.dumps(rendered.payload)
     for expected in ("Be brief.", "What is this?", "screenshot", "Oslo", "It is 3 degrees."):
         assert expected in wire
+
+
+def store_threads() -> list[threading.Thread]:
+    """The threads of open stores: a blocking store's loop, and SQLite's driver threads."""
+    return [
+        t
+        for t in threading.enumerate()
+        if t.name == "convstore-sync-loop" or type(t).__module__.startswith("aiosqlite")
+    ]
+
+
+async def test_sessions_on_one_url_share_one_store(db: Path, tmp_path: Path) -> None:
+    before = len(store_threads())
+    url = f"sqlite+aiosqlite:///{db}"
+    sessions = [ConvstoreSession(f"s{n}", url=url) for n in range(20)]
+    other = ConvstoreSession("elsewhere", url=f"sqlite+aiosqlite:///{tmp_path / 'other.db'}")
+    try:
+        await asyncio.gather(
+            *(s.add_items([{"role": "user", "content": s.session_id}]) for s in sessions)
+        )
+        await other.add_items([{"role": "user", "content": "other"}])
+        loops = [t for t in store_threads() if t.name == "convstore-sync-loop"]
+        assert len(loops) == 2  # one store per URL, not one per session
+        one_store = len(store_threads()) - before
+        for s in sessions:
+            assert await s.get_items() == [{"role": "user", "content": s.session_id}]
+        for s in sessions[:-1]:
+            s.close()
+        # The store stays while one session still holds it, and serves a reopened session.
+        assert await sessions[-1].get_items() == [{"role": "user", "content": "s19"}]
+        assert await sessions[0].get_items() == [{"role": "user", "content": "s0"}]
+        assert len(store_threads()) - before == one_store
+    finally:
+        for s in [*sessions, other]:
+            s.close()
+    assert len(store_threads()) == before  # the last session closed the store
+
+
+async def test_pop_item_pops_the_newest_item_of_a_long_session(session: ConvstoreSession) -> None:
+    items = [
+        {"role": "user", "content": f"question {n}"} if n % 2 == 0 else
+        {"type": "function_call", "call_id": f"c{n}", "name": "f", "arguments": "{}"}
+        for n in range(200)
+    ]  # fmt: skip
+    await session.add_items(copy.deepcopy(items))
+    await session.add_items([{"role": "user", "content": [
+        {"type": "input_image", "image_url": data_url(IMAGE)}]}])  # fmt: skip
+    assert (await session.pop_item())["content"][0]["image_url"] == data_url(IMAGE)  # type: ignore[index]
+    for expected in reversed(items[-5:]):
+        assert await session.pop_item() == expected
+    assert await session.get_items(limit=3) == items[-8:-5]

@@ -23,7 +23,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from convstore.capabilities import TARGETS
-from convstore.cli import commands
+from convstore.cli import commands, serve
 from convstore.db import DEFAULT_URL
 from convstore.errors import ConvstoreError
 from convstore.providers import SOURCES
@@ -132,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         "store blobs before their rows)",
     )
     command("fsck", "check every referenced blob exists and matches its hash (exit 1 if not)")
+    serve.add_arguments(command("serve", "serve the read-only web inspector (convstore[web])"))
     return parser
 
 
@@ -146,6 +147,7 @@ _HANDLERS: dict[str, Handler] = {
     "render": commands.render,
     "gc": commands.gc,
     "fsck": commands.fsck_command,
+    "serve": serve.serve,
 }
 
 

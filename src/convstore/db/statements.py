@@ -140,6 +140,9 @@ MESSAGE_COLUMNS = (
 )
 """A message, in the order `convstore.db.mapping.decode_messages` reads it."""
 
+_NATIVE_COLUMNS = (messages.c.seq, messages.c.message_id, messages.c.native)
+"""What a native read takes of a message: one JSON column, beside its seq and application id."""
+
 _TOOL_CALL_COLUMNS = (
     tool_calls.c.id,
     tool_calls.c.seq,
@@ -211,8 +214,8 @@ def _find_message(tenant_scoped: bool) -> Select[Any]:
     return stmt.order_by(messages.c.created_at.desc(), messages.c.conversation_id.desc()).limit(1)
 
 
-def _path_window() -> Select[Any]:
-    """The newest ``:n`` messages before ``:before`` on the path ending at ``:head``.
+def _path_window(*columns: Any) -> Select[Any]:
+    """``columns`` of the newest ``:n`` messages before ``:before`` on the path to ``:head``.
 
     A recursive walk up the parent pointers that stops once it has ``:n`` messages below
     ``:before``: its cost follows the window (and its distance from the head), not the size of
@@ -240,7 +243,7 @@ def _path_window() -> Select[Any]:
         .where(path.c.taken < n)
     )
     return (
-        select(*MESSAGE_COLUMNS)
+        select(*columns)
         .where(messages.c.conversation_id == cid)
         .where(messages.c.seq.in_(select(path.c.seq).where(path.c.seq < before)))
         .order_by(messages.c.seq.desc())
@@ -363,6 +366,12 @@ class Statements:
     select_meet: Select[Any]
     select_messages_in: Select[Any]
     """Messages whose ``seq`` is in the JSON array ``:seqs``."""
+    select_native: Select[Any]
+    """(seq, message id, native record) of every message of a conversation, by ``seq``."""
+    select_native_before: Select[Any]
+    """The same for the newest ``:n`` below ``:before`` by ``seq`` (an unbranched window)."""
+    select_native_path_window: Select[Any]
+    """The same for the newest ``:n`` below ``:before`` on the path ending at ``:head``."""
     select_tree: Select[Any]
     """Every message's ``seq``, ``parent_seq``, role and time: the shape of the tree."""
     select_message_by_id: Select[Any]
@@ -480,9 +489,18 @@ class Statements:
             .where(msg.seq < bindparam("before", type_=BigInteger))
             .order_by(msg.seq.desc())
             .limit(bindparam("n", type_=BigInteger)),
-            select_path_window=_path_window(),
+            select_path_window=_path_window(*MESSAGE_COLUMNS),
             select_path_up=_path_up(),
             select_meet=_meet(),
+            select_native=select(*_NATIVE_COLUMNS)
+            .where(msg.conversation_id == cid)
+            .order_by(msg.seq),
+            select_native_before=select(*_NATIVE_COLUMNS)
+            .where(msg.conversation_id == cid)
+            .where(msg.seq < bindparam("before", type_=BigInteger))
+            .order_by(msg.seq.desc())
+            .limit(bindparam("n", type_=BigInteger)),
+            select_native_path_window=_path_window(*_NATIVE_COLUMNS),
             select_messages_in=select(*MESSAGE_COLUMNS)
             .where(msg.conversation_id == cid)
             .where(seq_in)

@@ -21,7 +21,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import (
@@ -36,7 +36,7 @@ from langchain_core.messages import (
 )
 from pydantic import JsonValue, ValidationError
 
-from convstore.errors import ConvstoreError, InvalidMessageError
+from convstore.errors import ConvstoreError, InvalidMessageError, ToolCallConflictError
 from convstore.integrations._native_blobs import (
     Alphabet,
     InlineFile,
@@ -57,6 +57,7 @@ from convstore.model import (
     ToolResultPart,
 )
 from convstore.store import ConversationStore
+from convstore.store.ids import new_id
 
 __all__ = ["NATIVE_FORMAT", "append_stored", "from_stored", "to_stored"]
 
@@ -248,27 +249,67 @@ async def append_stored(
     *,
     tenant: str | None,
     parent_seq: int | None = None,
+    renamed: dict[str, str] | None = None,
 ) -> list[int]:
     """Append ``batch`` (from `to_stored`); the seqs it was stored at.
 
-    A message whose id the conversation already holds (an edit kept beside its original, a
-    message added twice) is stored without ``Message.id``: its record keeps the LangChain id. A
-    second, different result for a call is kept as history (``on_conflict="keep-first"``).
+    The conversation may already hold what the batch repeats (an edit kept beside its original,
+    a message added twice, a fork from an older checkpoint repeating its calls):
+
+    - a message id it holds: the batch is stored without ``Message.id`` (records keep theirs);
+    - a call id it holds: the batch's calls get ids of their own, ``<id>@<token>`` (the record
+      keeps the LangChain id), noted in ``renamed`` so that results stored later answer them;
+    - a second, different result for a call is kept as history (``on_conflict="keep-first"``).
     """
-    try:
-        stored = await store.append(
-            conversation_id,
-            batch,
-            tenant=tenant,
-            parent_seq=parent_seq,
-            on_conflict="keep-first",
-        )
-    except InvalidMessageError:
-        stored = await store.append(
-            conversation_id,
-            [m.model_copy(update={"id": None}) for m in batch],
-            tenant=tenant,
-            parent_seq=parent_seq,
-            on_conflict="keep-first",
-        )
-    return [m.seq for m in stored if m.seq is not None]
+    renames = {} if renamed is None else renamed
+    batch = [_answer_renamed(m, renames) for m in batch]
+    ids_cleared = calls_renamed = False
+    while True:
+        try:
+            stored = await store.append(
+                conversation_id,
+                batch,
+                tenant=tenant,
+                parent_seq=parent_seq,
+                on_conflict="keep-first",
+            )
+        except InvalidMessageError:
+            if ids_cleared:
+                raise
+            ids_cleared = True
+            batch = [m.model_copy(update={"id": None}) for m in batch]
+        except ToolCallConflictError:
+            if calls_renamed:
+                raise
+            calls_renamed = True
+            batch = _rename_calls(batch, renames)
+        else:
+            return [m.seq for m in stored if m.seq is not None]
+
+
+def _answer_renamed(message: Message, renamed: Mapping[str, str]) -> Message:
+    if not renamed or not any(isinstance(p, ToolResultPart) for p in message.parts):
+        return message
+    parts = [
+        p.model_copy(update={"call_id": renamed[p.call_id]})
+        if isinstance(p, ToolResultPart) and p.call_id in renamed
+        else p
+        for p in message.parts
+    ]
+    return message.model_copy(update={"parts": parts})
+
+
+def _rename_calls(batch: list[Message], renamed: dict[str, str]) -> list[Message]:
+    token = new_id()[:12]
+    out: list[Message] = []
+    for message in batch:
+        parts: list[Any] = []
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                new = f"{part.id[:240]}@{token}"
+                renamed[part.id] = new
+                parts.append(part.model_copy(update={"id": new, "provider_id": part.id}))
+            else:
+                parts.append(part)
+        out.append(_answer_renamed(message.model_copy(update={"parts": parts}), renamed))
+    return out

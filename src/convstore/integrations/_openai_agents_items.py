@@ -10,9 +10,10 @@ Invariants:
   `FilePart` (so ``append`` stores them as a blob), and the cut recorded by JSON path, prefix
   and file index. Only base64 that re-encodes to the same text is cut, so `to_items` puts back
   exactly the same string.
-- `to_items` returns the record of each message (restoring the cut bytes with
-  ``store.read_attachment``); a message written through the store API instead, without a
-  record, is given the equivalent item.
+- `plain_item` reads the item straight from a native record (the common case: nothing was
+  cut out); `to_items` / `item_of` rebuild it from a typed message, restoring the cut bytes
+  with ``store.read_attachment``, and give a message written through the store API instead,
+  without a record, the equivalent item.
 """
 
 from __future__ import annotations
@@ -27,7 +28,12 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
-from convstore.errors import InvalidInputError, MediaTypeMismatchError
+from convstore.errors import (
+    ConversationNotFoundError,
+    InvalidInputError,
+    MediaTypeMismatchError,
+    RevisionConflictError,
+)
 from convstore.model import (
     ContentOutput,
     ErrorOutput,
@@ -46,7 +52,17 @@ from convstore.model import (
 from convstore.providers._parsing import Json, parse_data_url
 from convstore.store import ConversationStore
 
-__all__ = ["NATIVE_FORMAT", "Item", "first_calls_only", "item_of", "to_items", "to_message"]
+__all__ = [
+    "NATIVE_FORMAT",
+    "Item",
+    "first_calls_only",
+    "item_of",
+    "plain_item",
+    "pop_newest",
+    "read_items",
+    "to_items",
+    "to_message",
+]
 
 NATIVE_FORMAT: Final = "openai-agents"
 """`NativeRecord.format` of the items a ``ConvstoreSession`` stores."""
@@ -310,35 +326,93 @@ def _set(node: Any, path: Sequence[str | int], value: str) -> None:
 # -- messages -> items ----------------------------------------------------------------------------
 
 
+def plain_item(data: JsonValue) -> Item | None:
+    """The item a native record's data holds, when it needs no bytes put back; else None.
+
+    ``data`` is the `NativeRecord.data` of a stored item (a ``load_native`` entry's data, as
+    read: the caller owns it). None for a record with bytes cut out to blobs (its files are
+    found through the typed message) or for data that is not such a record.
+    """
+    if not isinstance(data, dict) or "files" in data:
+        return None
+    item = data.get("item")
+    return item if isinstance(item, dict) else None
+
+
+async def read_items(
+    store: ConversationStore, session_id: str, tenant: str | None, last: int | None
+) -> list[Item]:
+    """The session's items (the newest ``last``), oldest first; ``[]`` for no conversation.
+
+    The stored records themselves (`ConversationStore.load_native`), as far as they are plain;
+    from the first message whose record is missing or had bytes cut out on, the typed path
+    (`to_items`), which finds those files. Both halves are read at one revision.
+    """
+    while True:
+        try:
+            path = await store.load_native(
+                session_id, format=NATIVE_FORMAT, tenant=tenant, last=last
+            )
+        except ConversationNotFoundError:
+            return []
+        items = []
+        for _seq, _id, data in path:
+            item = plain_item(data)
+            if item is None:
+                break
+            items.append(item)
+        else:
+            return items
+        tail = await store.load(session_id, tenant=tenant, last=len(path) - len(items))
+        if tail.revision == path.revision:
+            return items + await to_items(store, tail.messages)
+        # Written in between: read again, so that the two halves are of one history.
+
+
+async def pop_newest(store: ConversationStore, session_id: str, tenant: str | None) -> Item | None:
+    """Remove the newest item and return it; ``None`` when there is none.
+
+    The item is read before it is removed (once its row is gone, so are the references that
+    lead ``read_attachment`` to its bytes), and removed only if nothing was written since it
+    was read (``expected_revision``); a write in between means looking again.
+    """
+    while True:
+        try:
+            newest = await store.load_native(
+                session_id, format=NATIVE_FORMAT, tenant=tenant, last=1
+            )
+        except ConversationNotFoundError:
+            return None
+        if not newest:
+            return None
+        item, revision = plain_item(newest[-1][2]), newest.revision
+        if item is None:  # bytes to put back, or no record: the typed path
+            head = await store.load(session_id, tenant=tenant, last=1)
+            if not head.messages:
+                return None
+            item, revision = await item_of(store, head.messages[-1]), head.revision
+        try:
+            await store.pop(session_id, tenant=tenant, expected_revision=revision)
+        except RevisionConflictError:
+            continue
+        return item
+
+
 async def to_items(store: ConversationStore, messages: list[Message]) -> list[Item]:
     """The session items stored messages stand for, data URLs restored, oldest first."""
-    items: list[Item] = []
-    for message in messages:
-        item = _plain_item(message)
-        items.append(item if item is not None else await item_of(store, message))
-    return items
-
-
-def _plain_item(message: Message) -> Item | None:
-    """The record of a message whose item needs no bytes put back (the common case), else None.
-
-    Returned as loaded, not copied: each load builds its own messages, so nobody else holds it.
-    """
-    native = message.native
-    if native is None or native.format != NATIVE_FORMAT or not isinstance(native.data, dict):
-        return None
-    record = native.data
-    item = record.get("item")
-    return item if isinstance(item, dict) and not record.get("files") else None
+    return [await item_of(store, message) for message in messages]
 
 
 async def item_of(store: ConversationStore, message: Message) -> Item:
-    """The session item a stored message stands for, data URLs restored."""
+    """The session item a stored message stands for, data URLs restored.
+
+    A copy: a loaded message may be shared (kept by the store for the next load).
+    """
     native = message.native
     if native is None or native.format != NATIVE_FORMAT or not isinstance(native.data, dict):
         return await _foreign_item(store, message)
     record = native.data
-    item = record["item"]
+    item = copy.deepcopy(record["item"])
     assert isinstance(item, dict)
     cuts = record.get("files")
     if isinstance(cuts, list):

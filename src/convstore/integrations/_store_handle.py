@@ -1,22 +1,88 @@
-"""The store an integration writes to: one it was handed, or one it owns on a URL.
+"""The store an integration writes to: one it was handed, or one shared per URL.
 
 Every integration takes ``store=`` (an open `ConversationStore` the application shares and
-closes) or ``url=`` (the integration opens its own store on first use and closes it in
-`StoreHandle.close`). Exactly one of the two is given.
+closes) or ``url=``. With ``url=`` the integration leases a store from a process-wide,
+reference-counted registry, so twenty sessions or services on one URL are one store (one
+writer connection, one reader pool, one driver thread), not twenty:
+
+- `StoreHandle` leases an async store per (event loop, url, blobs): a store is bound to the
+  loop it was opened on, so handles used on different loops get different stores. It is opened
+  by the first lease on that loop and closed when the last lease is released (`close`).
+- `SyncStoreLease` leases a blocking facade (`convstore.sync.ConversationStore`: its own loop
+  thread) per (url, blobs), for integrations called from whatever loop or thread the framework
+  runs them on. Opened by the first lease, closed (its thread joined) by the last release.
+
+Invariants:
+
+- A handle or lease holds at most one reference, taken on first use and given back by its
+  ``close``/``release`` (idempotent); using it again afterwards takes a new one.
+- A store whose opening failed is dropped from the registry at once, so the next lease retries.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
+import weakref
+from dataclasses import dataclass
 
 from convstore.errors import InvalidInputError
 from convstore.store import ConversationStore
+from convstore.sync import ConversationStore as SyncConversationStore
 
-__all__ = ["StoreHandle"]
+__all__ = ["StoreHandle", "SyncStoreLease"]
+
+_Key = tuple[str, str | None]
+"""(url, blobs): what makes two leased stores the same store."""
+
+
+@dataclass(eq=False)
+class _AsyncShared:
+    store: ConversationStore
+    opening: asyncio.Task[ConversationStore]
+    refs: int = 0
+
+
+_async_stores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[_Key, _AsyncShared]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _failed(task: asyncio.Task[ConversationStore]) -> bool:
+    return task.done() and (task.cancelled() or task.exception() is not None)
+
+
+async def _lease_async(key: _Key) -> _AsyncShared:
+    loop = asyncio.get_running_loop()
+    table = _async_stores.setdefault(loop, {})
+    shared = table.get(key)
+    if shared is None or _failed(shared.opening):
+        store = ConversationStore(key[0], blobs=key[1])
+        shared = _AsyncShared(store, loop.create_task(store.open()))
+        table[key] = shared
+    shared.refs += 1
+    try:
+        # Shielded: a caller cancelled while the store opens must not cancel it for the others.
+        await asyncio.shield(shared.opening)
+    except BaseException:
+        await _release_async(loop, key, shared)
+        raise
+    return shared
+
+
+async def _release_async(loop: asyncio.AbstractEventLoop, key: _Key, shared: _AsyncShared) -> None:
+    shared.refs -= 1
+    table = _async_stores.get(loop, {})
+    if (shared.refs == 0 or _failed(shared.opening)) and table.get(key) is shared:
+        del table[key]
+    if shared.refs == 0:
+        if not shared.opening.done():
+            await asyncio.wait({shared.opening})
+        await shared.store.close()
 
 
 class StoreHandle:
-    """A shared store, or a store opened lazily on a URL and owned by the handle."""
+    """A shared store, or a store leased on a URL (one per event loop and URL in the process)."""
 
     def __init__(
         self,
@@ -25,31 +91,95 @@ class StoreHandle:
         url: str | None,
         blobs: str | None = None,
     ) -> None:
-        """Keep ``store``, or remember ``url`` (and ``blobs``) to open one on first use."""
+        """Keep ``store``, or remember ``url`` (and ``blobs``) to lease one on first use."""
         if (store is None) == (url is None):
             raise InvalidInputError("pass exactly one of store= and url=")
         self._store = store
-        self._url = url
-        self._blobs = blobs
-        self._owned: ConversationStore | None = None
+        self._key: _Key = ("" if url is None else url, blobs)
+        self._leased: tuple[asyncio.AbstractEventLoop, _AsyncShared] | None = None
         self._lock = asyncio.Lock()
 
     async def get(self) -> ConversationStore:
-        """The store, opening the owned one on first use (once, even under concurrent callers)."""
+        """The store, leasing the URL's one on first use (once, even under concurrent callers)."""
         if self._store is not None:
             return self._store
-        if self._owned is not None:
-            return self._owned
+        if self._leased is not None:
+            return self._leased[1].store
         async with self._lock:
-            if self._owned is None:
-                assert self._url is not None
-                store = ConversationStore(self._url, blobs=self._blobs)
-                await store.open()
-                self._owned = store
-            return self._owned
+            if self._leased is None:
+                shared = await _lease_async(self._key)
+                self._leased = (asyncio.get_running_loop(), shared)
+            return self._leased[1].store
 
     async def close(self) -> None:
-        """Close the owned store, if one was opened; a shared store is left to its owner."""
-        owned, self._owned = self._owned, None
-        if owned is not None:
-            await owned.close()
+        """Give back the leased store (closed with its last lease); a shared one stays open."""
+        leased, self._leased = self._leased, None
+        if leased is not None:
+            await _release_async(leased[0], self._key, leased[1])
+
+
+@dataclass(eq=False)
+class _SyncShared:
+    store: SyncConversationStore
+    refs: int = 0
+
+
+_sync_stores: dict[_Key, _SyncShared] = {}
+_sync_lock = threading.Lock()
+
+
+def _release_sync(key: _Key, shared: _SyncShared) -> None:
+    with _sync_lock:
+        shared.refs -= 1
+        last = shared.refs == 0
+        if last and _sync_stores.get(key) is shared:
+            del _sync_stores[key]
+    if last:
+        shared.store.close()
+
+
+class SyncStoreLease:
+    """One reference to the process's blocking store on a URL (see the module docstring).
+
+    `acquire` and `release` block (opening may migrate a new SQLite file, closing joins the
+    store's thread): call them off the event loop.
+    """
+
+    def __init__(self, url: str, blobs: str | None = None) -> None:
+        self._key: _Key = (url, blobs)
+        self._shared: _SyncShared | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def store(self) -> SyncConversationStore | None:
+        """The leased store, or `None` before `acquire` and after `release`."""
+        shared = self._shared
+        return None if shared is None else shared.store
+
+    def acquire(self) -> SyncConversationStore:
+        """The URL's store, open; the first call takes the reference, later ones reuse it."""
+        with self._lock:
+            if self._shared is not None:
+                return self._shared.store
+            with _sync_lock:
+                shared = _sync_stores.get(self._key)
+                if shared is None:
+                    url, blobs = self._key
+                    shared = _sync_stores[self._key] = _SyncShared(
+                        SyncConversationStore(url, blobs=blobs)
+                    )
+                shared.refs += 1
+            try:
+                shared.store.open()  # idempotent and thread-safe: the first lease opens it
+            except BaseException:
+                _release_sync(self._key, shared)
+                raise
+            self._shared = shared
+            return shared.store
+
+    def release(self) -> None:
+        """Give the reference back (the last one closes the store); safe to call again."""
+        with self._lock:
+            shared, self._shared = self._shared, None
+        if shared is not None:
+            _release_sync(self._key, shared)

@@ -15,6 +15,9 @@ How ADK's model maps onto convstore's:
   become tool calls, function responses tool results, ``inline_data`` files (blobs), text
   text, thoughts thinking; an event without content is an empty message. Inline bytes in the
   record are replaced by blob placeholders and restored on read, so no file is in a row.
+- **Reads** take the events' records straight from `ConversationStore.load_native` (one JSON
+  column per message): `get_session` builds ADK's `Event`s from them without convstore's
+  typed messages in between.
 - **State.** ``app:`` keys live in one conversation per app, ``user:`` keys in one per (app,
   user), each in `Conversation.state`, changed by merge patches (each value wrapped in a
   one-element list so that ``None`` stays a value and objects replace instead of merging).
@@ -74,8 +77,8 @@ from convstore.errors import (
 from convstore.integrations._adk_parts import event_messages
 from convstore.integrations._native_blobs import externalize, restore
 from convstore.integrations._store_handle import StoreHandle
-from convstore.model import Conversation, FilePart, Message, NativeRecord
-from convstore.store import ConversationStore, ConversationSummary
+from convstore.model import FilePart, Message, NativeRecord
+from convstore.store import ConversationStore, ConversationSummary, NativePath
 
 __all__ = ["ConvstoreSessionService"]
 
@@ -229,7 +232,7 @@ class ConvstoreSessionService(BaseSessionService):
         # return_exceptions: the three reads all end before this returns, even when the session
         # is missing (a read left running would outlive its caller's event loop).
         loaded, app_state, user_state = await asyncio.gather(
-            store.load(cid, last=window),
+            store.load_native(cid, format=FORMAT, last=window),
             _scope_state(store, _app_cid(app_name)),
             _scope_state(store, _user_cid(app_name, user_id)),
             return_exceptions=True,
@@ -241,12 +244,12 @@ class ConvstoreSessionService(BaseSessionService):
             return None
         if isinstance(loaded, BaseException):
             raise loaded
-        conv = loaded
-        natives = _natives(conv.messages)
-        if recent and len(natives) < recent and len(conv.messages) == window:
-            conv = await store.load(cid)
-            natives = _natives(conv.messages)
-        session_state, updated = await self._session_state(store, conv)
+        path = loaded
+        natives = _records(path)
+        if recent and len(natives) < recent and len(path) == window:
+            path = await store.load_native(cid, format=FORMAT)
+            natives = _records(path)
+        session_state, updated = await self._session_state(store, path)
         if recent is not None:
             natives = natives[-recent:] if recent else []
         events = await _events(store, natives)
@@ -260,7 +263,7 @@ class ConvstoreSessionService(BaseSessionService):
             events=events,
             last_update_time=updated,
         )
-        session._storage_update_marker = conv.revision
+        session._storage_update_marker = path.revision
         return session
 
     async def list_sessions(
@@ -372,13 +375,13 @@ class ConvstoreSessionService(BaseSessionService):
 
     async def _check_markerless(self, store: ConversationStore, cid: str, session: Session) -> str:
         """ADK's check for a session without a marker: it must hold the newest stored event."""
-        conv = await store.load(cid, last=4)
-        natives = _natives(conv.messages)
+        path = await store.load_native(cid, format=FORMAT, last=4)
+        natives = _records(path)
         newest = natives[-1].get("id") if natives else None
         mine = session.events[-1].id if session.events else None
         if newest != mine:
             raise StaleSessionError(_STALE)
-        return conv.revision
+        return path.revision
 
     async def _already_stored(self, store: ConversationStore, cid: str, event: Event) -> bool:
         try:
@@ -397,7 +400,7 @@ class ConvstoreSessionService(BaseSessionService):
         else writes a session conversation but appends and these snapshots); otherwise the
         next reader completes the snapshot from the events and the caller's marker is `None`.
         """
-        conv = await store.load(cid, last=0)
+        conv = await store.load_native(cid, format=FORMAT, last=0)
         if conv.head_seq != stored[-1].seq:
             return None
         snapshot = conv.metadata.get("adk.snapshot")
@@ -427,7 +430,7 @@ class ConvstoreSessionService(BaseSessionService):
         return updated.revision
 
     async def _session_state(
-        self, store: ConversationStore, conv: Conversation
+        self, store: ConversationStore, conv: NativePath
     ) -> tuple[dict[str, Any], float]:
         """The session-scoped state and last update time: the snapshot, completed if it lags."""
         snapshot = conv.metadata.get("adk.snapshot")
@@ -440,12 +443,8 @@ class ConvstoreSessionService(BaseSessionService):
             return state, updated
         # The snapshot lags (a writer stopped between its append and its snapshot, or lost the
         # race to write it): fold the stored events after it, reading the whole path.
-        conv = await store.load(conv.id)
-        after = [
-            n
-            for m in conv.messages
-            if (n := _native_of(m)) is not None and m.seq is not None and m.seq > int(through or 0)
-        ]
+        whole = await store.load_native(conv.conversation_id, format=FORMAT)
+        after = [n for seq, _, n in whole if isinstance(n, dict) and seq > int(through or 0)]
         if after:
             timestamp = after[-1].get("timestamp")
             updated = float(timestamp) if isinstance(timestamp, int | float) else updated
@@ -495,6 +494,11 @@ def _native_of(message: Message) -> dict[str, JsonValue] | None:
 
 def _natives(messages: list[Message]) -> list[dict[str, JsonValue]]:
     return [n for m in messages if (n := _native_of(m)) is not None]
+
+
+def _records(path: NativePath) -> list[dict[str, JsonValue]]:
+    """The events a native read found (messages before an event's last carry no record)."""
+    return [data for _, _, data in path if isinstance(data, dict)]
 
 
 async def _events(store: ConversationStore, natives: list[dict[str, JsonValue]]) -> list[Event]:

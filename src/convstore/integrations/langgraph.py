@@ -43,6 +43,7 @@ Invariants:
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
 import random
@@ -88,23 +89,39 @@ _THREADS_CACHED = 64
 class _Thread:
     """What this saver knows of one thread's stored messages (rows are immutable)."""
 
-    __slots__ = ("by_id", "by_seq")
+    __slots__ = ("by_id", "by_seq", "live", "renamed")
 
     def __init__(self) -> None:
         self.by_seq: dict[int, BaseMessage] = {}
         self.by_id: dict[str, list[int]] = {}
+        self.live: dict[int, tuple[BaseMessage, int]] = {}
+        """The message objects of the list last read or written, by identity: the next list
+        the graph puts holds most of them again, recognised without comparing contents."""
+        self.renamed: dict[str, str] = {}
+        """Call ids given canonical ids of their own on a branch (see `append_stored`)."""
 
     def remember(self, seq: int, message: BaseMessage) -> None:
         if seq not in self.by_seq:
             self.by_seq[seq] = message
             if message.id is not None:
-                self.by_id.setdefault(message.id, []).append(seq)
+                bisect.insort(self.by_id.setdefault(message.id, []), seq)
 
-    def find(self, message: BaseMessage) -> int | None:
+    def find(self, message: BaseMessage, after: int) -> int | None:
+        """The newest stored copy of ``message`` stored after seq ``after``, if any."""
         if message.id is None:
             return None
-        for seq in self.by_id.get(message.id, ()):
-            if self.by_seq[seq] == message:
+        hit = self.live.get(id(message))
+        # An object the graph got from this saver and still holds; add_messages only ever sets
+        # a missing id in place, which the id comparison catches.
+        if (
+            hit is not None
+            and hit[0] is message
+            and hit[1] > after
+            and message.id == self.by_seq[hit[1]].id
+        ):
+            return hit[1]
+        for seq in reversed(self.by_id.get(message.id, ())):
+            if seq > after and self.by_seq[seq] == message:
                 return seq
         return None
 
@@ -247,7 +264,10 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
 
             for seq, message in zip(missing, await from_stored(stored, fetch), strict=True):
                 thread.remember(seq, message)
-        return [thread.by_seq[seq].model_copy() for seq in seqs]
+        # Copies: what the graph does to its state never reaches the cache of stored rows.
+        messages = [thread.by_seq[seq].model_copy() for seq in seqs]
+        thread.live = {id(m): (m, seq) for m, seq in zip(messages, seqs, strict=True)}
+        return messages
 
     def _thread(self, thread_id: str) -> _Thread:
         thread = self._threads.get(thread_id)
@@ -329,31 +349,34 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
         ``None``: the list cannot be kept as messages (one would not read back equal).
         """
         thread = self._thread(thread_id)
-        seqs: list[int | None] = [thread.find(m) for m in messages]
-        start = 0
-        while start < len(messages):
-            if seqs[start] is not None:
-                start += 1
-                continue
-            end = start
-            while end < len(messages) and seqs[end] is None:
-                end += 1
-            stored = [to_stored(m) for m in messages[start:end]]
-            if any(m is None for m in stored):
+        seqs: list[int] = []
+        for message in messages:
+            # Stored messages are reused while they come in storage order (a list that grew, or
+            # lost messages); from the first that is new or out of order (a fork from an older
+            # checkpoint) on, the rest is stored under the message before it, so the list stays
+            # a path of the conversation and a fork is a branch.
+            seq = thread.find(message, after=seqs[-1] if seqs else 0)
+            if seq is None:
+                break
+            seqs.append(seq)
+        first_new = len(seqs)
+        if first_new < len(messages):
+            batch = [to_stored(m) for m in messages[first_new:]]
+            if any(m is None for m in batch):
                 return None
-            parent = seqs[start - 1] if start else None
             new = await append_stored(
                 store,
                 thread_id,
-                [m for m in stored if m is not None],
+                [m for m in batch if m is not None],
                 tenant=self.tenant,
-                parent_seq=parent,
+                parent_seq=seqs[-1] if seqs else None,
+                renamed=thread.renamed,
             )
-            for offset, seq in enumerate(new):
-                seqs[start + offset] = seq
-                thread.remember(seq, messages[start + offset].model_copy(deep=True))
-            start = end
-        return json.dumps(_runs([s for s in seqs if s is not None])).encode()
+            for message, seq in zip(messages[first_new:], new, strict=True):
+                seqs.append(seq)
+                thread.remember(seq, message.model_copy(deep=True))
+        thread.live = {id(m): (m, seq) for m, seq in zip(messages, seqs, strict=True)}
+        return json.dumps(_runs(seqs)).encode()
 
     async def aput_writes(
         self,

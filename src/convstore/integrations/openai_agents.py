@@ -23,11 +23,15 @@ Invariants:
 - The session refuses nothing a list would keep: a repeated call id (a replayed turn) is
   stored with its record and no second canonical call, and a second, different output for a
   call is kept as history while the call keeps its first result (``on_conflict="keep-first"``).
-- A session opened with ``url=`` owns a private store on a background loop thread
-  (`convstore.sync.ConversationStore`), so it works from any event loop or thread the SDK runs
-  it on (``Runner.run_sync`` makes its own loop) and ``close()`` is synchronous like
-  ``SQLiteSession.close()``. A session given ``store=`` uses that open async store on the
-  caller's loop and never closes it.
+- ``get_items`` and ``pop_item`` read the stored items themselves (`ConversationStore.load_native`:
+  one JSON column per message); only from the first message whose record is missing or had
+  bytes cut out do they take the typed path, which finds those files.
+- Sessions opened with ``url=`` share one store per URL in the process (a blocking
+  `convstore.sync.ConversationStore` on a background loop thread, leased from
+  ``integrations._store_handle``), so they work from any event loop or thread the SDK runs them
+  on (``Runner.run_sync`` makes its own loop); ``close()`` gives the lease back and is
+  synchronous like ``SQLiteSession.close()``; the last session's closes the store. A session
+  given ``store=`` uses that open async store on the caller's loop and never closes it.
 - Writes (``add_items``, ``pop_item``, ``clear_session``) run to completion even when the
   caller is cancelled, which is then re-raised: the outcome of a mutation is never unknown.
 """
@@ -50,20 +54,19 @@ from convstore.db import DEFAULT_URL
 from convstore.errors import (
     ConversationNotFoundError,
     InvalidInputError,
-    RevisionConflictError,
     ToolCallConflictError,
 )
 from convstore.integrations._openai_agents_items import (
     NATIVE_FORMAT,
     Item,
     first_calls_only,
-    item_of,
-    to_items,
+    pop_newest,
+    read_items,
     to_message,
 )
+from convstore.integrations._store_handle import SyncStoreLease
 from convstore.model import Message
 from convstore.store import ConversationStore
-from convstore.sync import ConversationStore as SyncConversationStore
 
 __all__ = ["NATIVE_FORMAT", "ConvstoreSession", "TenantResolver"]
 
@@ -107,7 +110,7 @@ class ConvstoreSession:
             else coerce_session_settings(session_settings)
         )
         self._shared = store
-        self._owned = None if store is not None else SyncConversationStore(url or DEFAULT_URL)
+        self._owned = None if store is not None else SyncStoreLease(url or DEFAULT_URL)
         self._tenant = tenant
 
     # -- the Session protocol -------------------------------------------------------------------
@@ -122,11 +125,7 @@ class ConvstoreSession:
         tenant = self._tenant_for(wrapper)
 
         async def read(store: ConversationStore) -> list[Item]:
-            try:
-                conversation = await store.load(self.session_id, tenant=tenant, last=last)
-            except ConversationNotFoundError:
-                return []
-            return await to_items(store, conversation.messages)
+            return await read_items(store, self.session_id, tenant, last)
 
         return await self._run(read)
 
@@ -153,22 +152,7 @@ class ConvstoreSession:
         tenant = self._tenant_for(wrapper)
 
         async def pop(store: ConversationStore) -> Item | None:
-            # The item is read before it is removed: once its row is gone, so are the
-            # references that lead read_attachment to its bytes. The revision check makes the
-            # read and the pop one step; a write in between means looking again.
-            while True:
-                try:
-                    head = await store.load(self.session_id, tenant=tenant, last=1)
-                except ConversationNotFoundError:
-                    return None
-                if not head.messages:
-                    return None
-                item = await item_of(store, head.messages[-1])
-                try:
-                    await store.pop(self.session_id, tenant=tenant, expected_revision=head.revision)
-                except RevisionConflictError:
-                    continue
-                return item
+            return await pop_newest(store, self.session_id, tenant)
 
         return await _complete(self._run(pop))
 
@@ -185,9 +169,9 @@ class ConvstoreSession:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release the store the session owns (if it owns one); safe to call again."""
+        """Give back the store leased on ``url`` (the last session on it closes it); idempotent."""
         if self._owned is not None:
-            self._owned.close()
+            self._owned.release()
 
     async def __aenter__(self) -> ConvstoreSession:
         return self
@@ -210,10 +194,11 @@ class ConvstoreSession:
     async def _run(self, work: Callable[[ConversationStore], Awaitable[_T]]) -> _T:
         if self._shared is not None:
             return await work(self._shared)
-        owned = self._owned
-        assert owned is not None  # one of the two is always set
-        if owned.closed:
-            await asyncio.to_thread(owned.open)  # opening may migrate: keep it off the loop
+        lease = self._owned
+        assert lease is not None  # one of the two is always set
+        owned = lease.store
+        if owned is None:
+            owned = await asyncio.to_thread(lease.acquire)  # opening may migrate: off the loop
 
         async def on_store_loop() -> _T:
             return await work(owned.async_store)

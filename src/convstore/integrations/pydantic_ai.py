@@ -3,8 +3,9 @@
 `ConvstoreConversationStore` implements the five storage primitives of
 ``pydantic_ai.conversation_store.ConversationStore`` (pydantic-ai-slim ≥ 2.68): ``read_record``,
 ``read_records``, ``write_record``, ``delete_record``, ``read_entry``, and overrides
-``read_history`` to read a history with one query. pydantic-ai itself works out which messages
-are new, where a history branches and what a fork keeps.
+``read_history`` to read a history with one query (of the entries' own records,
+`ConversationStore.load_native`: no typed messages are built on the way). pydantic-ai itself
+works out which messages are new, where a history branches and what a fork keeps.
 
 How the framework's model maps onto convstore's:
 
@@ -95,7 +96,7 @@ from convstore.integrations._native_blobs import externalize, restore
 from convstore.integrations._pydantic_ai_parts import ALPHABET, canonical_messages, rename_calls
 from convstore.integrations._store_handle import StoreHandle
 from convstore.model import Conversation, FilePart, Message, NativeRecord
-from convstore.store import ConversationStore
+from convstore.store import ConversationStore, NativePath
 
 __all__ = ["ConvstoreConversationStore"]
 
@@ -290,7 +291,7 @@ class ConvstoreConversationStore(_FrameworkStore):
     async def read_history(
         self, head_id: str | None, *, limit: int | None = None
     ) -> list[ConversationEntry]:
-        """The entries root → ``head_id`` (the last ``limit``), with one load in the usual case.
+        """The entries root → ``head_id`` (the last ``limit``), with one read in the usual case.
 
         The usual case is a record's head: its conversation's active path. A branch tip off the
         active path is walked entry by entry.
@@ -305,16 +306,16 @@ class ConvstoreConversationStore(_FrameworkStore):
         # An entry is one message or a few: a window of 2 per entry usually holds the last
         # `limit` entries; when it does not, the whole path is read once.
         window = None if limit is None else 2 * limit + 2
-        conv = await store.load(cid, last=window)
-        natives = _natives_by_id(conv.messages)
+        path = await store.load_native(cid, format=FORMAT, last=window)
+        natives = _by_entry_id(path)
         chain: list[tuple[str, dict[str, JsonValue]]] = []
         entry_id: str | None = head_id
         while entry_id is not None and (limit is None or len(chain) < limit):
             native = natives.get(entry_id)
-            if native is None and window is not None and len(conv.messages) == window:
+            if native is None and window is not None and len(path) == window:
                 window = None
-                conv = await store.load(cid)
-                natives = _natives_by_id(conv.messages)
+                path = await store.load_native(cid, format=FORMAT)
+                natives = _by_entry_id(path)
                 native = natives.get(entry_id)
             if native is None:  # off the active path: one query for this entry
                 native = _native(await store.get_message(entry_id, conversation_id=cid))
@@ -453,8 +454,9 @@ def _native(message: Message) -> dict[str, JsonValue] | None:
     return native.data
 
 
-def _natives_by_id(messages: list[Message]) -> dict[str, dict[str, JsonValue]]:
-    return {m.id: n for m in messages if m.id is not None and (n := _native(m)) is not None}
+def _by_entry_id(path: NativePath) -> dict[str, dict[str, JsonValue]]:
+    """The entries a native read found, by entry id (the id of the message carrying each)."""
+    return {mid: data for _, mid, data in path if mid is not None and isinstance(data, dict)}
 
 
 def _entries_messages(

@@ -6,6 +6,7 @@ the tool-call state machine; ``attachments`` the blobs-before-rows step.
 
 from convstore.store.conversation_store import DEFAULT_MAX_ATTACHMENT_SIZE, ConversationStore
 from convstore.store.maintenance import FsckReport, GarbageReport, collect_garbage, fsck
+from convstore.store.native import NativeEntry, NativePath
 from convstore.store.reads import ConversationPage, ConversationSummary
 from convstore.store.results import AppendResult
 
@@ -17,6 +18,8 @@ __all__ = [
     "ConversationSummary",
     "FsckReport",
     "GarbageReport",
+    "NativeEntry",
+    "NativePath",
     "collect_garbage",
     "fsck",
 ]

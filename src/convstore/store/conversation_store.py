@@ -55,6 +55,7 @@ from convstore.store import (
     blob_io,
     branches,
     conversations,
+    native,
     reads,
     settings,
     writes,
@@ -62,6 +63,7 @@ from convstore.store import (
 from convstore.store.checkpoints import Checkpoints
 from convstore.store.conversations import UNSET
 from convstore.store.ids import new_id
+from convstore.store.native import NativePath
 from convstore.store.reads import ConversationPage
 from convstore.store.results import AppendResult
 from convstore.store.tools import stored_tools
@@ -436,6 +438,34 @@ class ConversationStore:
         check_count(before_seq, "before_seq")
         return await self._backend.read(
             lambda tx: reads.load_conversation(tx, conversation_id, tenant, last, before_seq)
+        )
+
+    async def load_native(
+        self,
+        conversation_id: str,
+        *,
+        format: str,
+        tenant: str | None = None,
+        last: int | None = None,
+    ) -> NativePath:
+        """The native records of the active path (root → head), oldest first, without messages.
+
+        The read path of integrations that keep their framework's own record of each message:
+        one JSON column per message, decoded, instead of typed messages and tool calls. Returns
+        a `NativePath`: ``(seq, message id, data)`` tuples lined up one to one with
+        ``load(conversation_id, last=last).messages`` at the same revision, where ``data`` is
+        the message's `NativeRecord.data` if its record has this ``format`` and ``None`` if
+        not (no record, or another format's); plus the ``revision``, ``head_seq`` and
+        ``metadata`` the read saw. ``last=N``: only the newest N messages of the path.
+        """
+        self._require_open()
+        arguments.check_ref(conversation_id, tenant)
+        if format is None:
+            raise InvalidInputError("format is the NativeRecord.format to read")
+        check_text(format, "format", max_length=64)
+        check_count(last, "last")
+        return await self._backend.read(
+            lambda tx: native.load_native(tx, conversation_id, tenant, format, last)
         )
 
     async def get_message(

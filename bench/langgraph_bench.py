@@ -1,0 +1,185 @@
+"""LangGraph checkpointers on one agent run: `ConvstoreSaver` beside langgraph-checkpoint-sqlite's
+`AsyncSqliteSaver`.
+
+Run: ``python -m bench.langgraph_bench`` (``make bench-langgraph``, part of ``make bench``; from
+``.venv-langgraph``). Options: ``--turns`` (200), ``--reps`` (3), ``--json-out FILE``.
+
+The workload is the ReAct-style agent of the tests (tests/integrations/langgraph_agent.py: a
+model node, a tool node, langchain_core's fake chat model; each turn stores 4 messages in 4
+checkpoints). Each repetition runs both savers in one process on fresh SQLite files, turn by
+turn interleaved (so the machine's noise falls on both), each store with its defaults (WAL,
+``synchronous=FULL``). Reported, medians over the repetitions:
+
+- database bytes after 50, 100 and 200 turns: the live pages of the SQLite file read through
+  its WAL (``(page_count - freelist_count) * page_size``), plus the blob directory (no file in
+  this workload, so 0);
+- ms per step: a turn's ``ainvoke`` time over its 4 checkpoints, for the first and the last 50
+  turns (the second shows how a step's cost grows with the thread);
+- ms for ``aget_state`` at the end: from a new saver on the same file (cold) and again (warm),
+  median of 5 each.
+
+Wall times only: callgrind counts of this workload are not measured here (the 200-turn run takes
+an hour under valgrind; bench/callgrind_bench.py counts the store's own append and load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from tests.integrations.langgraph_agent import build, config, question
+
+from convstore import ConversationStore
+from convstore.integrations.langgraph import ConvstoreSaver
+
+STEPS_PER_TURN = 4
+MARKS = (50, 100, 200)
+THREAD = "bench-thread"
+
+
+def live_bytes(db: Path) -> int:
+    """The bytes of the pages SQLite holds for ``db`` (through its WAL), free pages left out."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+    finally:
+        conn.close()
+    return int((pages - free) * size)
+
+
+def tree_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+
+
+async def _median_ms(action: Callable[[], Awaitable[Any]], reps: int = 5) -> float:
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        await action()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+class Run:
+    """One saver's run: its graph, its files and what was measured."""
+
+    def __init__(self, name: str, db: Path, blobs: Path | None) -> None:
+        self.name, self.db, self.blobs = name, db, blobs
+        self.graph: Any = None
+        self.step_ms: list[float] = []
+        self.bytes: dict[int, int] = {}
+
+    async def turn(self, turn: int) -> None:
+        start = time.perf_counter()
+        await self.graph.ainvoke({"messages": [question(turn)]}, config(THREAD))
+        self.step_ms.append((time.perf_counter() - start) * 1000 / STEPS_PER_TURN)
+        if turn in MARKS:
+            self.bytes[turn] = live_bytes(self.db) + (tree_bytes(self.blobs) if self.blobs else 0)
+
+
+async def one_repetition(turns: int, directory: Path) -> dict[str, dict[str, Any]]:
+    ours = Run("ConvstoreSaver", directory / "convstore.db", directory / "blobs")
+    theirs = Run("AsyncSqliteSaver", directory / "langgraph.db", None)
+    url = f"sqlite+aiosqlite:///{ours.db}"
+    async with (
+        ConversationStore(url, blobs=str(ours.blobs)) as store,
+        AsyncSqliteSaver.from_conn_string(str(theirs.db)) as sqlite_saver,
+    ):
+        ours.graph = build(ConvstoreSaver(store=store))
+        theirs.graph = build(sqlite_saver)
+        for turn in range(1, turns + 1):
+            # Interleaved, alternating which goes first.
+            runs = (ours, theirs) if turn % 2 else (theirs, ours)
+            for run in runs:
+                await run.turn(turn)
+        results = {}
+        for run in (ours, theirs):
+            results[run.name] = {
+                "bytes": dict(run.bytes),
+                "ms per step (first 50 turns)": statistics.median(run.step_ms[:50]),
+                "ms per step (last 50 turns)": statistics.median(run.step_ms[-50:]),
+                "ms per step (all)": statistics.median(run.step_ms),
+            }
+        # A cold read: a saver that has seen nothing of the thread, then the same one again.
+        cold = build(ConvstoreSaver(store=store))
+        first = time.perf_counter()
+        await cold.aget_state(config(THREAD))
+        results[ours.name]["aget_state ms (cold)"] = (time.perf_counter() - first) * 1000
+        results[ours.name]["aget_state ms (warm)"] = await _median_ms(
+            lambda: cold.aget_state(config(THREAD))
+        )
+        results[theirs.name]["aget_state ms (cold)"] = await _median_ms(
+            lambda: theirs.graph.aget_state(config(THREAD))
+        )
+        results[theirs.name]["aget_state ms (warm)"] = results[theirs.name]["aget_state ms (cold)"]
+    return results
+
+
+def _median_of(reps: list[dict[str, dict[str, Any]]], saver: str, key: str) -> Any:
+    values = [rep[saver][key] for rep in reps]
+    if isinstance(values[0], dict):
+        return {mark: statistics.median(v[mark] for v in values) for mark in values[0]}
+    return statistics.median(values)
+
+
+async def main_async(turns: int, reps: int) -> dict[str, dict[str, Any]]:
+    results = []
+    for _ in range(reps):
+        with tempfile.TemporaryDirectory(prefix="lg-bench-") as tmp:
+            results.append(await one_repetition(turns, Path(tmp)))
+    return {
+        saver: {key: _median_of(results, saver, key) for key in results[0][saver]}
+        for saver in results[0]
+    }
+
+
+def report(summary: dict[str, dict[str, Any]], turns: int) -> str:
+    ours, theirs = summary["ConvstoreSaver"], summary["AsyncSqliteSaver"]
+    marks = [m for m in MARKS if m <= turns]
+    lines = [
+        f"LangGraph agent, {turns} turns ({STEPS_PER_TURN} checkpoints and 4 messages a turn)",
+        f"{'':32}{'ConvstoreSaver':>18}{'AsyncSqliteSaver':>18}{'ratio':>10}",
+    ]
+    for mark in marks:
+        a, b = ours["bytes"][mark], theirs["bytes"][mark]
+        lines.append(f"{f'database bytes, {mark} turns':32}{a:>18,}{b:>18,}{b / a:>9.1f}x")
+    for key in (
+        "ms per step (first 50 turns)",
+        "ms per step (last 50 turns)",
+        "ms per step (all)",
+        "aget_state ms (cold)",
+        "aget_state ms (warm)",
+    ):
+        a, b = ours[key], theirs[key]
+        lines.append(f"{key:32}{a:>18.2f}{b:>18.2f}{b / a:>9.2f}x")
+    if marks and marks[0] == 50 and turns >= 200:
+        growth = ours["bytes"][200] / ours["bytes"][50]
+        lines.append(f"ConvstoreSaver bytes(200) / bytes(50) = {growth:.2f} (linear: 4)")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--json-out", type=Path)
+    args = parser.parse_args()
+    summary = asyncio.run(main_async(args.turns, args.reps))
+    print(report(summary, args.turns))
+    if args.json_out is not None:
+        args.json_out.write_text(json.dumps(summary, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""The inspector on long conversations: opening one costs the newest page, not the history.
+
+Opens the conversation page (newest 100 messages) and an older page (``?before=``) of
+conversations of 1,000 and 10,000 messages through the ASGI app, interleaved, and prints the
+median wall time per request. Run: ``.venv/bin/python -m bench.web_bench``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from convstore import ConversationStore, Message
+from convstore.web import create_app
+
+SIZES = (1_000, 10_000)
+ROUNDS = 7
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as where:
+        url = f"sqlite+aiosqlite:///{Path(where) / 'bench.db'}"
+        async with ConversationStore(url, blobs=f"{where}/blobs") as store:
+            ids: dict[int, str] = {}
+            for size in SIZES:
+                conversation = await store.create_conversation(title=f"{size} messages")
+                for start in range(0, size, 1_000):
+                    batch = [
+                        Message.user(f"question {i}: " + "lorem ipsum " * 8)
+                        if i % 2 == 0
+                        else Message.assistant(f"answer {i}: " + "dolor sit amet " * 12)
+                        for i in range(start, start + 1_000)
+                    ]
+                    await store.append(conversation.id, batch)
+                ids[size] = conversation.id
+            transport = httpx.ASGITransport(app=create_app(store))
+            async with httpx.AsyncClient(transport=transport, base_url="http://bench") as http:
+                timings: dict[tuple[int, str], list[float]] = {}
+                for _ in range(ROUNDS):
+                    for size, cid in ids.items():
+                        for label, path in (
+                            ("newest 100", f"/conversations/{cid}"),
+                            ("older page", f"/conversations/{cid}?before={size // 2}"),
+                        ):
+                            began = time.perf_counter()
+                            response = await http.get(path)
+                            timings.setdefault((size, label), []).append(
+                                time.perf_counter() - began
+                            )
+                            assert response.status_code == 200
+                            assert response.text.count("data-seq=") == 100
+    print(f"{'messages':>9}  {'page':<11} {'median ms':>10}  (of {ROUNDS}, interleaved)")
+    for (size, label), values in timings.items():
+        print(f"{size:>9,}  {label:<11} {statistics.median(values) * 1000:>10.1f}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

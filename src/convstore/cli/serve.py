@@ -1,0 +1,79 @@
+"""``convstore serve``: the read-only web inspector (`convstore.web`) on uvicorn.
+
+Invariants:
+
+- It binds to 127.0.0.1 unless ``--host`` says otherwise, and refuses any host outside the
+  loopback range without a token (``--token`` or ``CONVSTORE_TOKEN``): a store full of other
+  people's conversations is never served to a network unauthenticated.
+- It opens only an existing database, and never writes to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import sys
+
+from convstore.cli.commands import _existing_store
+from convstore.errors import MissingDependencyError
+
+__all__ = ["add_arguments", "is_loopback", "serve"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``serve`` command's own options."""
+    parser.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help="address to listen on (default %(default)s; any other than loopback needs --token)",
+    )
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="port (default %(default)s; 0: any free)"
+    )
+    parser.add_argument("--tenant", help="show only this tenant's conversations and attachments")
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("CONVSTORE_TOKEN") or None,
+        help="require this token on every request (env CONVSTORE_TOKEN); open the page once "
+        "with ?token=... or send 'Authorization: Bearer ...'",
+    )
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+async def serve(args: argparse.Namespace) -> int:
+    """Serve the inspector until interrupted."""
+    if not is_loopback(args.host) and not args.token:
+        print(
+            f"convstore: serving on {args.host} (beyond this machine) needs --token or "
+            "CONVSTORE_TOKEN",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        from convstore.web import create_app
+        from convstore.web._server import run
+    except ImportError as exc:  # uvicorn, or the extra's others (a MissingDependencyError)
+        raise MissingDependencyError("convstore serve", exc.name or "uvicorn", "web") from exc
+    async with _existing_store(args) as store:
+        app = create_app(store, tenant=args.tenant, token=args.token)
+        note = " (token required: open it once with ?token=...)" if args.token else ""
+
+        def announce(host: str, port: int) -> None:
+            shown = f"[{host}]" if ":" in host else host
+            print(f"convstore inspector: http://{shown}:{port}/{note}", flush=True)
+
+        await run(app, host=args.host, port=args.port, announce=announce)
+    return 0

@@ -1,0 +1,304 @@
+"""The inspector's HTML pages: each handler reads through the public store API and renders.
+
+Invariants:
+
+- Read-only: no handler calls a store method that writes.
+- Every store call passes the app's tenant, so a confined app sees nothing of another tenant's:
+  their conversations are 404 exactly like missing ones.
+- Handlers parse query parameters strictly: a malformed number is a 400, never a guess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+from urllib.parse import quote, urlencode
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.templating import Jinja2Templates
+
+from convstore.capabilities import TARGETS
+from convstore.cli.transfer import conversation_document
+from convstore.db.migrations import head_revision
+from convstore.errors import ConvstoreError, InvalidInputError, NotFoundError
+from convstore.store import ConversationStore, fsck
+from convstore.web import _compat
+from convstore.web._views import (
+    calls_by_id,
+    compaction_marks,
+    file_view,
+    output_json,
+    pretty_json,
+    shorten_media,
+)
+
+__all__ = ["Pages"]
+
+CONVERSATIONS_PER_PAGE: Final = 50
+MESSAGES_PER_PAGE: Final = 100
+"""A long conversation opens with its newest messages; older ones come a page at a time."""
+_COUNT_PAGE: Final = 1_000
+_COUNT_LIMIT: Final = 100_000
+"""Health counts conversations up to this many, then says "at least"."""
+
+Handler = Callable[[Request, Exception], Awaitable[Response]]
+
+
+def _int_param(request: Request, name: str, *, minimum: int = 0) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit() or int(raw) < minimum:
+        raise InvalidInputError(f"{name} must be a whole number of at least {minimum}")
+    return int(raw)
+
+
+def _metadata_filter(request: Request) -> dict[str, Any] | None:
+    """``?meta=key=value`` (repeatable): equality on metadata; the value is JSON if it parses."""
+    wanted: dict[str, Any] = {}
+    for item in request.query_params.getlist("meta"):
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise InvalidInputError("meta filters are written key=value")
+        try:
+            wanted[key] = json.loads(raw)
+        except ValueError:
+            wanted[key] = raw
+    return wanted or None
+
+
+def _query(**params: Any) -> str:
+    """A query string of the parameters that are set (``?a=1&b=x``, or ``""``)."""
+    kept = [
+        (k, str(item))
+        for k, v in params.items()
+        for item in (v if isinstance(v, list) else [v])
+        if item is not None and item != ""
+    ]
+    return "?" + urlencode(kept) if kept else ""
+
+
+class Pages:
+    """The page handlers, bound to one store and tenant."""
+
+    def __init__(
+        self, store: ConversationStore, *, tenant: str | None, templates: Jinja2Templates
+    ) -> None:
+        self._store = store
+        self._tenant = tenant
+        self._templates = templates
+
+    def _page(
+        self, request: Request, name: str, context: Mapping[str, Any], status: int = 200
+    ) -> Response:
+        root = request.scope.get("root_path", "") or ""
+        shared = {
+            "root": root,
+            "tenant": self._tenant,
+            "quote": lambda value: quote(str(value), safe=""),
+            "query": _query,
+        }
+        return self._templates.TemplateResponse(
+            request,
+            name,
+            {**shared, **context},
+            status_code=status,
+            headers={"cache-control": "no-store"},
+        )
+
+    # -- conversations ---------------------------------------------------------------------------
+
+    async def conversations(self, request: Request) -> Response:
+        """Conversations newest first, a page at a time; ``?q=`` searches."""
+        params = request.query_params
+        cursor = params.get("cursor") or None
+        q = (params.get("q") or "").strip()
+        tenant = self._tenant if self._tenant is not None else (params.get("tenant") or None)
+        metadata = _metadata_filter(request)
+        context: dict[str, Any] = {
+            "q": q,
+            "filter_tenant": tenant,
+            "meta": params.getlist("meta"),
+            "rows": [],
+            "hits": None,
+            "next_cursor": None,
+        }
+        search = getattr(self._store, "search", None)
+        if q and search is not None:
+            hits = await search(q, tenant=tenant, limit=CONVERSATIONS_PER_PAGE, cursor=cursor)
+            context["hits"] = list(hits)
+            context["next_cursor"] = hits.next_cursor
+        elif q:
+            matches = await _compat.title_search(
+                self._store,
+                q,
+                tenant=tenant,
+                metadata=metadata,
+                limit=CONVERSATIONS_PER_PAGE,
+                cursor=cursor,
+            )
+            context["rows"], context["next_cursor"] = matches.rows, matches.next_cursor
+        else:
+            page = await self._store.list_conversations(
+                tenant=tenant, limit=CONVERSATIONS_PER_PAGE, cursor=cursor, metadata=metadata
+            )
+            context["rows"], context["next_cursor"] = list(page), page.next_cursor
+        return self._page(request, "conversations.html", context)
+
+    # -- one conversation -----------------------------------------------------------------------
+
+    async def conversation(self, request: Request) -> Response:
+        """The active path (or ``?head=SEQ``'s), newest `MESSAGES_PER_PAGE` first."""
+        cid = request.path_params["cid"]
+        head = _int_param(request, "head", minimum=1)
+        before = _int_param(request, "before", minimum=1)
+        # Two independent reads: side by side (the database serves several readers at once).
+        tips, loaded = await asyncio.gather(
+            self._store.branches(cid, tenant=self._tenant),
+            _compat.load_path(
+                self._store,
+                cid,
+                tenant=self._tenant,
+                head_seq=head,
+                last=MESSAGES_PER_PAGE,
+                before_seq=before,
+            ),
+        )
+        stored_head = next((tip.head_seq for tip in tips if tip.active), None)
+        messages = loaded.messages
+        older = messages[0].seq if messages and messages[0].parent_seq is not None else None
+        return self._page(
+            request,
+            "conversation.html",
+            {
+                "conv": loaded,
+                "messages": messages,
+                "calls": calls_by_id(loaded),
+                "marks": compaction_marks(loaded),
+                "tips": tips,
+                "shown_head": head if head is not None else stored_head,
+                "stored_head": stored_head,
+                "head_param": head,
+                "older_before": older,
+                "paged": before is not None,
+                "file_view": file_view,
+                "output_json": output_json,
+                "pretty_json": pretty_json,
+                "targets": TARGETS,
+            },
+        )
+
+    async def document(self, request: Request) -> Response:
+        """The ``convstore show --json`` document of the conversation."""
+        cid = request.path_params["cid"]
+        loaded = await self._store.load(cid, tenant=self._tenant)
+        return JSONResponse(conversation_document(loaded), headers={"cache-control": "no-store"})
+
+    async def render(self, request: Request) -> Response:
+        """The request the conversation renders to for a target, beside its diagnostics."""
+        cid = request.path_params["cid"]
+        target = request.query_params.get("target") or TARGETS[0]
+        model = request.query_params.get("model") or None
+        last = _int_param(request, "last")
+        if target not in TARGETS:
+            raise InvalidInputError(f"unknown render target; targets are: {', '.join(TARGETS)}")
+        header = await self._store.load(cid, tenant=self._tenant, last=0)
+        rendered = await self._store.render(
+            cid,
+            target,
+            model=model,
+            tenant=self._tenant,
+            last=last,
+            # A preview shows what it can: a missing blob becomes a note, listed in diagnostics.
+            missing_attachments="placeholder",
+        )
+        diagnostics = rendered.diagnostics.to_dict()
+        return self._page(
+            request,
+            "render.html",
+            {
+                "conv": header,
+                "target": target,
+                "model": model or "",
+                "last": last,
+                "targets": TARGETS,
+                "payload_exact": json.dumps(
+                    rendered.payload, ensure_ascii=False, separators=(",", ":")
+                ),
+                "payload_shown": pretty_json(shorten_media(rendered.payload)),
+                "diagnostics": diagnostics,
+                "diagnostics_shown": pretty_json(shorten_media(diagnostics)),
+            },
+        )
+
+    # -- health ---------------------------------------------------------------------------------
+
+    async def health(self, request: Request) -> Response:
+        """Schema revision and counts; ``?fsck=1`` verifies every referenced blob."""
+        conversations = messages = 0
+        cursor: str | None = None
+        complete = True
+        while True:
+            page = await self._store.list_conversations(
+                tenant=self._tenant, limit=_COUNT_PAGE, cursor=cursor
+            )
+            conversations += len(page)
+            messages += sum(row.message_count for row in page)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+            if conversations >= _COUNT_LIMIT:
+                complete = False
+                break
+        report: dict[str, Any] = {
+            "status": "ok",
+            "schema_revision": head_revision(),
+            "conversations": conversations,
+            "messages": messages,
+            "counts_complete": complete,
+            "tenant": self._tenant,
+        }
+        want_fsck = request.query_params.get("fsck") in ("1", "true", "yes")
+        if want_fsck and self._tenant is not None:
+            # The blob store is shared by every tenant: a confined inspector does not report it.
+            raise InvalidInputError("fsck covers every tenant's blobs: serve without --tenant")
+        if want_fsck:
+            checked = await fsck(self._store)
+            report["fsck"] = {
+                "ok": checked.ok,
+                "referenced": checked.referenced,
+                "missing": checked.missing,
+                "corrupted": checked.corrupted,
+                "unreferenced": len(checked.unreferenced),
+            }
+        accept = request.headers.get("accept", "")
+        if request.query_params.get("format") == "json" or "application/json" in accept:
+            return JSONResponse(report, headers={"cache-control": "no-store"})
+        return self._page(request, "health.html", {"report": report})
+
+    # -- errors ---------------------------------------------------------------------------------
+
+    def exception_handlers(self) -> dict[Any, Handler]:
+        """Errors as pages: not found 404, bad input 400, anything else the store raised 500."""
+
+        async def convstore_error(request: Request, exc: Exception) -> Response:
+            if isinstance(exc, NotFoundError):
+                status, text = 404, "Not found."
+            elif isinstance(exc, InvalidInputError):
+                status, text = 400, str(exc)
+            else:
+                status, text = 500, f"The store could not answer: {type(exc).__name__}."
+            return self._page(request, "error.html", {"status": status, "text": text}, status)
+
+        async def http_error(request: Request, exc: Exception) -> Response:
+            assert isinstance(exc, HTTPException)
+            text = "Not found." if exc.status_code == 404 else str(exc.detail)
+            return self._page(
+                request, "error.html", {"status": exc.status_code, "text": text}, exc.status_code
+            )
+
+        return {ConvstoreError: convstore_error, HTTPException: http_error}

@@ -1,0 +1,31 @@
+"""Serving the inspector on uvicorn, for ``convstore serve``."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+
+import uvicorn
+from starlette.types import ASGIApp
+
+__all__ = ["run"]
+
+
+class _AnnouncingServer(uvicorn.Server):
+    """A uvicorn server that says where it listens once it does (the real port for 0)."""
+
+    def __init__(self, config: uvicorn.Config, announce: Callable[[str, int], None]) -> None:
+        super().__init__(config)
+        self._announce = announce
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if not self.should_exit and self.servers:
+            host, port = self.servers[0].sockets[0].getsockname()[:2]
+            self._announce(str(host), int(port))
+
+
+async def run(app: ASGIApp, *, host: str, port: int, announce: Callable[[str, int], None]) -> None:
+    """Serve ``app`` until interrupted (Ctrl-C or SIGTERM end it cleanly)."""
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", server_header=False)
+    await _AnnouncingServer(config, announce).serve()

@@ -1,0 +1,134 @@
+"""`ConvstoreSaver` under a real LangGraph agent, judged against LangGraph's `InMemorySaver`.
+
+The agent (tests/integrations/langgraph_agent.py: a model node, a tool node, a fake chat model
+from langchain_core, no network) runs the same turns on both savers. Every state either gives —
+after each turn, at every checkpoint of the history, in a new process that resumes the thread,
+at an older checkpoint (time travel) and after a fork from it — must be equal. The thread's
+conversation holds each message once, is the path the newest checkpoint holds, and renders to
+Anthropic and Gemini with every call answered.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from convstore import ConversationStore, Role
+from tests.integrations.pydantic_ai_google_adk_support import require
+
+require("langgraph")
+
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+
+from convstore.integrations.langgraph import ConvstoreSaver  # noqa: E402
+from tests.integrations.langgraph_agent import (  # noqa: E402
+    build,
+    config,
+    question,
+    snapshot,
+    snapshot_json,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+TURNS = 200
+
+
+async def _states(graph: Any, cfg: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [snapshot(state) async for state in graph.aget_state_history(cfg)]
+
+
+def _record_ids(messages: list[Any]) -> list[str]:
+    return [m.native.data["data"]["id"] for m in messages]
+
+
+async def test_agent_run_resume_time_travel_and_fork(db_url: str, tmp_path: Path) -> None:
+    thread = f"agent-{uuid.uuid4().hex}"
+    cfg = config(thread)
+    blobs = str(tmp_path / "blobs")
+    reference = build(InMemorySaver())
+
+    async with ConversationStore(
+        db_url, blobs=blobs, auto_migrate=True, sqlite_synchronous="normal"
+    ) as store:
+        ours = build(ConvstoreSaver(store=store))
+        for turn in range(1, TURNS + 1):
+            await ours.ainvoke({"messages": [question(turn)]}, cfg)
+            await reference.ainvoke({"messages": [question(turn)]}, cfg)
+            if turn % 50 == 0:
+                assert snapshot(await ours.aget_state(cfg)) == snapshot(
+                    await reference.aget_state(cfg)
+                ), turn
+            if turn == TURNS // 2:
+                past = (await ours.aget_state(cfg)).config
+                reference_past = (await reference.aget_state(cfg)).config
+
+        # Messages once: the conversation is the thread's message list, one row per message.
+        state = await ours.aget_state(cfg)
+        conversation = await store.load(thread)
+        assert len(conversation.messages) == 4 * TURNS
+        assert _record_ids(conversation.messages) == [m.id for m in state.values["messages"]]
+        assert all(call.status == "complete" for call in conversation.tool_calls)
+
+    # A new process resumes the thread from the database alone.
+    resumed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.integrations.langgraph_resume",
+            *(db_url, blobs, thread, str(TURNS + 1), str(TURNS + 2)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=240,
+    )
+    result = json.loads(resumed.stdout)
+    assert result["before"] == snapshot_json(await reference.aget_state(cfg))
+    for turn in (TURNS + 1, TURNS + 2):
+        await reference.ainvoke({"messages": [question(turn)]}, cfg)
+    assert result["after"] == snapshot_json(await reference.aget_state(cfg))
+
+    # Time travel to the end of turn 100 and a fork from there, through a saver that has seen
+    # nothing of the thread yet.
+    async with ConversationStore(db_url, blobs=blobs) as store:
+        ours = build(ConvstoreSaver(store=store))
+        assert snapshot(await ours.aget_state(past)) == snapshot(
+            await reference.aget_state(reference_past)
+        )
+        await ours.ainvoke({"messages": [question(1000)]}, past)
+        await reference.ainvoke({"messages": [question(1000)]}, reference_past)
+        forked = await ours.aget_state(cfg)
+        assert snapshot(forked) == snapshot(await reference.aget_state(cfg))
+        assert len(forked.values["messages"]) == 2 * TURNS + 4
+        # Every checkpoint of the thread (both branches), newest first, equals the reference's.
+        assert await _states(ours, cfg) == await _states(reference, cfg)
+
+        # The fork is a convstore branch, and the active path is what the fork's state holds.
+        branches = await store.branches(thread)
+        assert len(branches) == 2
+        conversation = await store.load(thread)
+        assert _record_ids(conversation.messages) == [m.id for m in forked.values["messages"]]
+
+        calls = sum(len(m.tool_calls) for m in conversation.messages)
+        assert calls == TURNS // 2 + 1
+        anthropic = await store.render(thread, "anthropic", model="claude-sonnet-4-5")
+        blocks = [
+            block
+            for message in anthropic.payload["messages"]
+            if isinstance(message["content"], list)
+            for block in message["content"]
+        ]
+        assert sum(b["type"] == "tool_use" for b in blocks) == calls
+        assert sum(b["type"] == "tool_result" for b in blocks) == calls
+        assert not anthropic.diagnostics.synthetic_results
+        gemini = await store.render(thread, "gemini", model="gemini-2.5-flash")
+        parts = [p for content in gemini.payload["contents"] for p in content["parts"]]
+        assert sum("functionCall" in p for p in parts) == calls
+        assert sum("functionResponse" in p for p in parts) == calls
+        assert not gemini.diagnostics.synthetic_results
+        assert conversation.messages[-1].role == Role.ASSISTANT
