@@ -15,9 +15,11 @@ flip between the last two answers), conversations interleaved, repetitions ``--m
 - ``branch``: ``append(parent_seq=tip - 3)`` of one user message (an edit), then back to the
   tip (not timed).
 
-Medians in milliseconds. With valgrind (`bench.callgrind_bench.unavailable`), the same moves run
-again in a process of their own under callgrind, on the same file, instrumentation on around
-each timed call only: instructions per move, every thread counted.
+Medians in milliseconds (keys ``{conversation}_{move}_ms``). With valgrind
+(`bench.callgrind_bench.unavailable`), the same moves run again in a process of their own under
+callgrind, on the same file, instrumentation on around each timed call only: instructions per
+move, every thread counted (``{conversation}_{move}_instructions``, medians; ``moves_callgrind``
+says whether they ran).
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ async def _one_round(store: Any, cid: str, turn: int, timed: Timer) -> None:
     await store.switch_branch(cid, head_seq=tip)
 
 
-async def measure(store: Any, conversations: dict[str, str], reps: int) -> dict[str, Any]:
+async def measure(store: Any, conversations: dict[str, str], reps: int) -> dict[str, float]:
     """Median milliseconds per move and conversation, conversations interleaved."""
     samples: dict[str, dict[str, list[float]]] = {n: {m: [] for m in MOVES} for n in conversations}
     for rep in range(reps + 1):  # the first round warms statements and caches: not recorded
@@ -82,8 +84,9 @@ async def measure(store: Any, conversations: dict[str, str], reps: int) -> dict[
 
             await _one_round(store, cid, TURN + 10 * rep, timed)
     return {
-        name: {f"{m}_ms": statistics.median(s) for m, s in moves.items()}
+        f"{name}_{move}_ms": statistics.median(times)
         for name, moves in samples.items()
+        for move, times in moves.items()
     }
 
 
@@ -123,7 +126,7 @@ def callgrind(db: Path, conversations: dict[str, str], reps: int, timeout: float
 
     reason = unavailable()
     if reason is not None:
-        return {"skipped": reason}
+        return {"moves_callgrind": f"skipped: {reason}"}
     with tempfile.TemporaryDirectory(prefix="bench-moves-cg-") as out:
         directory = Path(out)
         library = _build_helper(directory)
@@ -144,12 +147,38 @@ def callgrind(db: Path, conversations: dict[str, str], reps: int, timeout: float
                 counts.setdefault(trigger, []).append(int(total))
         if proc.returncode != 0 or not counts:
             tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
-            return {"error": f"exit status {proc.returncode}: {tail}"}
-    result: dict[str, Any] = {name: {} for name in conversations}
+            return {"moves_callgrind": f"failed: exit status {proc.returncode}: {tail}"}
+    result: dict[str, Any] = {"moves_callgrind": "ok"}
     for key, totals in counts.items():
         name, move = key.split(".", 1)
-        result[name][f"{move}_instructions"] = statistics.median(totals)
+        result[f"{name}_{move}_instructions"] = statistics.median(totals)
     return result
+
+
+SHAPES = (("small", "1,000, one chain"), ("large_chain", "{n}, one chain"),
+          ("large", "{n}, 100 branches"))  # fmt: skip
+
+
+def moves_table(run: dict[str, Any]) -> str:
+    """Markdown: each move's median time (and instructions) on each conversation of a run."""
+    n = f"{run.get('messages', 0):,}"
+    lines = [
+        "| move | " + " | ".join(label.format(n=n) for _, label in SHAPES) + " |",
+        "|---|" + "---:|" * len(SHAPES),
+    ]
+    for move in MOVES:
+        cells = []
+        for name, _ in SHAPES:
+            ms, count = run.get(f"{name}_{move}_ms"), run.get(f"{name}_{move}_instructions")
+            cell = "n/a" if ms is None else f"{ms:.2f} ms"
+            if count is not None:
+                cell += f" ({count / 1e6:.2f} M instr.)"
+            cells.append(cell)
+        lines.append(f"| `{move}` | " + " | ".join(cells) + " |")
+    status = run.get("moves_callgrind")
+    if status and status != "ok":
+        lines.append(f"\nInstructions: {status}.")
+    return "\n".join(lines)
 
 
 def _field(text: str, prefix: str) -> str | None:

@@ -96,11 +96,10 @@ async def run(messages: int, branches: int, lasts: int, moves_reps: int) -> dict
             moving = {"small": small, "large": large}
             if can_branch and moves_reps:
                 moving["large_chain"] = await moves_bench.chain_of(store, large)
-                result["moves"] = await moves_bench.measure(store, moving, moves_reps)
+                result.update(await moves_bench.measure(store, moving, moves_reps))
         if can_branch and moves_reps:
-            result["moves_callgrind"] = moves_bench.callgrind(
-                Path(tmp) / "scale.db", moving, reps=2, timeout=3600
-            )
+            counted = moves_bench.callgrind(Path(tmp) / "scale.db", moving, reps=2, timeout=3600)
+            result.update(counted)
     return result
 
 
