@@ -8,7 +8,10 @@ Runs in three ways, all against `convstore.db.schema.metadata`:
 - programmatically with a connection the caller already holds
   (``config.attributes["connection"]``): migrations run on it, inside the caller's transaction.
 
-SQLite cannot ALTER most things in place, so migrations run in batch mode there.
+SQLite cannot ALTER most things in place, so migrations run in batch mode there. On a
+PostgreSQL database partitioned by ``convstore partition``, the partitions (and the per-partition
+copies of foreign keys that PostgreSQL makes) are left out of the comparison with the models:
+the partitioned tables themselves carry the schema.
 """
 
 import asyncio
@@ -53,13 +56,41 @@ def _compare_server_default(
     return bare(inspected_default) != bare(rendered_metadata_default)
 
 
+def _partitions(connection: Connection) -> frozenset[str]:
+    """The tables that are partitions of another (PostgreSQL), named in no model."""
+    if connection.dialect.name != "postgresql":
+        return frozenset()
+    return frozenset(
+        connection.exec_driver_sql(
+            "SELECT relname FROM pg_class WHERE relispartition"
+            " AND relnamespace = current_schema()::regnamespace"
+        ).scalars()
+    )
+
+
 def _configure(connection: Connection) -> None:
+    partitions = _partitions(connection)
+
+    def include_name(name: str | None, type_: str, _parents: Any) -> bool:
+        return not (type_ == "table" and name in partitions)
+
+    def include_object(obj: Any, _name: Any, type_: str, reflected: bool, _compare: Any) -> bool:
+        # A foreign key to a partitioned table is mirrored by PostgreSQL as one key per
+        # partition, each reflected as a key of the referencing table.
+        return not (
+            reflected
+            and type_ == "foreign_key_constraint"
+            and obj.referred_table.name in partitions
+        )
+
     context.configure(
         connection=connection,
         target_metadata=metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
         compare_server_default=_compare_server_default,
+        include_name=include_name,
+        include_object=include_object,
     )
 
 

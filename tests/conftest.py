@@ -39,16 +39,26 @@ def s3_server() -> Iterator[S3Server]:
         yield server
 
 
+PG_PARTITIONS = int(os.environ.get("CONVSTORE_TEST_PG_PARTITIONS") or 0)
+"""When set, the shared PostgreSQL database is hash-partitioned into this many partitions per
+table (``convstore partition``) before the tests use it: ``make test`` runs the PostgreSQL store,
+concurrency and v2-operation suites this way too."""
+
+
 @pytest.fixture(scope="session")
 def pg_store_url(pg_cluster: PostgresCluster) -> str:
     """A migrated PostgreSQL database shared by the store tests of this session."""
     import asyncio
+
+    from convstore.db import partition
 
     url = pg_cluster.create_database("convstore_tests")
 
     async def migrate() -> None:
         async with ConversationStore(url, blobs="memory://migrate", auto_migrate=True):
             pass
+        if PG_PARTITIONS:
+            assert await partition(url, PG_PARTITIONS)
 
     asyncio.run(migrate())
     return url

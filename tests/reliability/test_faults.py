@@ -324,6 +324,40 @@ async def test_postgres_connection_terminated_mid_transaction(
         await assert_healthy(store)
 
 
+@pytest.mark.postgres
+async def test_postgres_pooled_connections_closed_by_the_server(
+    pg_cluster: PostgresCluster, tmp_path: Path
+) -> None:
+    """No pre-ping: connections the server ended while pooled are replaced, not failed with."""
+    import asyncpg
+
+    database = f"faults_{uuid.uuid4().hex[:12]}"
+    url = pg_cluster.create_database(database)
+    dsn = f"postgresql://{pg_cluster.user}@{pg_cluster.host}:{pg_cluster.port}/{database}"
+    async with ConversationStore(url, blobs=str(tmp_path / "blobs"), auto_migrate=True) as store:
+        conv = await store.create_conversation()
+        await started(conv.id, store)
+        # Several pooled connections, then the server ends every one of them.
+        await asyncio.gather(*(store.load(conv.id) for _ in range(4)))
+        observer = await asyncpg.connect(dsn)
+        try:
+            ended = await observer.fetchval(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE datname = $1 AND pid <> pg_backend_pid()",
+                database,
+            )
+        finally:
+            await observer.close()
+        assert ended >= 2
+        loaded = await store.load(conv.id)  # a read
+        stored = await store.append(conv.id, Message.user("still here"))  # the one statement
+        await store.update_conversation(conv.id, title="renamed")  # a general write
+        again = await store.load(conv.id)
+        assert [m.seq for m in again.messages] == [*(m.seq for m in loaded.messages), stored[0].seq]
+        assert again.title == "renamed"
+        await assert_healthy(store)
+
+
 async def test_sqlite_cancelled_append_is_whole_or_absent(tmp_path: Path) -> None:
     database = tmp_path / "faults.db"
     async with ConversationStore(f"sqlite+aiosqlite:///{database}", blobs="memory://c") as store:

@@ -1,6 +1,6 @@
 """Statement counts: a load is a fixed number of statements whatever the conversation's
-length, an append is one transaction, and moving the head (pop, truncate, switch, a new
-branch) costs the same at any length."""
+length, an append is one transaction (on PostgreSQL, one statement), and moving the head
+(pop, truncate, switch, a new branch) costs the same at any length."""
 
 from __future__ import annotations
 
@@ -77,6 +77,12 @@ async def test_append_is_one_transaction(store: ConversationStore) -> None:
             if s.strip().upper() in ("BEGIN IMMEDIATE", "COMMIT")
         ]
         assert control == ["BEGIN IMMEDIATE", "COMMIT"]
+    if store.backend.dialect_name == "postgresql":
+        # One statement, one round trip: its CTEs insert into each table once.
+        (statement,) = _queries(statements)
+        assert statement.count("INSERT INTO messages") == statement.count("INSERT INTO tool_calls")
+        assert statement.count("INSERT INTO") == 2
+        return
     # Each table is written with one executemany, whatever the batch holds.
     inserts = [s for s in _queries(statements) if s.lstrip().upper().startswith("INSERT")]
     tables = [s.split()[2] for s in inserts]

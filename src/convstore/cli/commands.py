@@ -18,21 +18,25 @@ from convstore.cli.transfer import conversation_document, import_document
 from convstore.cli.views import conversation_view, summary_table
 from convstore.db import migrate as migrate_database
 from convstore.db import parse_url, sqlite_path
+from convstore.db import partition as partition_database
 from convstore.errors import DatabaseNotFoundError, InvalidInputError
 from convstore.model import TOOL_DEFINITIONS, ToolDefinition
 from convstore.model._base import describe_validation_error
 from convstore.parsing import parse, parse_tools
-from convstore.store import ConversationStore, collect_garbage, fsck
+from convstore.store import ConversationStore, collect_garbage, fsck, record_blob_location
 from convstore.store.maintenance import blob_url
 from convstore.store.tools import MODEL_KEY, SOURCE_KEY, tools_metadata
 
 __all__ = [
+    "blobs_command",
     "demo",
     "fsck_command",
     "gc",
     "import_payload",
     "list_conversations",
     "migrate",
+    "partition",
+    "recorded_location_notice",
     "render",
     "show",
 ]
@@ -73,6 +77,16 @@ async def migrate(args: argparse.Namespace) -> int:
     """Upgrade the schema."""
     await migrate_database(args.url, args.revision)
     print(f"migrated {masked_url(args.url)} to {args.revision}")
+    return 0
+
+
+async def partition(args: argparse.Namespace) -> int:
+    """Hash-partition the per-conversation tables (PostgreSQL)."""
+    rebuilt = await partition_database(args.url, args.modulus)
+    if rebuilt:
+        print(f"partitioned {', '.join(rebuilt)} into {args.modulus} hash partitions each")
+    else:
+        print(f"already in {args.modulus} hash partitions per table: nothing to do")
     return 0
 
 
@@ -236,3 +250,38 @@ async def fsck_command(args: argparse.Namespace) -> int:
         f"{len(report.corrupted):,} corrupted; {len(report.unreferenced):,} unreferenced"
     )
     return 0 if report.ok else 1
+
+
+async def blobs_command(args: argparse.Namespace) -> int:
+    """``blobs show`` prints the recorded location; ``blobs set URL`` checks and records one."""
+    if args.blobs_command == "show":
+        async with _existing_store(args) as store:
+            print(store.recorded_blobs_url or "(none recorded)")
+        return 0
+    path = sqlite_path(args.url)
+    if path is not None and not path.exists():
+        raise DatabaseNotFoundError(str(path))
+    async with ConversationStore(args.url, blobs=args.location) as store:
+        report = await record_blob_location(store, progress=_ProgressLine())
+        print(
+            f"recorded {store.recorded_blobs_url}: all {report.referenced:,} referenced blobs "
+            "present and intact"
+        )
+    return 0
+
+
+async def recorded_location_notice(args: argparse.Namespace) -> str | None:
+    """What to say when ``--blobs`` is given and the recorded location no longer exists."""
+    path = sqlite_path(args.url)
+    if path is not None and not path.exists():
+        return None
+    # memory:// blobs: reading the recorded location must not record one.
+    async with ConversationStore(args.url, blobs="memory://convstore-cli-notice") as store:
+        recorded = store.recorded_blobs_url
+    if recorded is None or "://" in recorded or await asyncio.to_thread(Path(recorded).exists):
+        return None
+    return (
+        f"the blob location recorded in the database ({recorded}) does not exist (moved?); "
+        f"using --blobs {args.blobs}. To record it for every later command, run: "
+        f"convstore blobs set {args.blobs} --url {masked_url(args.url)}"
+    )

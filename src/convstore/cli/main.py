@@ -43,8 +43,12 @@ def _connection_options() -> argparse.ArgumentParser:
     group.add_argument(
         "--blobs",
         default=os.environ.get("CONVSTORE_BLOBS"),
-        help="blob storage URL or directory (env CONVSTORE_BLOBS; default: a "
-        "'convstore-blobs' directory beside the SQLite file)",
+        help="blob storage URL or directory (env CONVSTORE_BLOBS). Without it: the location "
+        "recorded in the database (in its settings table, by the first store that opened it), "
+        "else a 'convstore-blobs' directory beside the SQLite file. A directory beside or "
+        "under the SQLite file is recorded relative to it, so moving the project keeps its "
+        "attachments; any other directory as an absolute path, a URL as given. "
+        "'convstore blobs set URL' re-records it",
     )
     return options
 
@@ -64,6 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
     command("demo", "store a sample conversation on the embedded default and show it")
     migrate = command("migrate", "upgrade the database schema (creates it in an empty database)")
     migrate.add_argument("--revision", default="head", help="target revision (default: head)")
+    partition = command(
+        "partition",
+        "hash-partition the per-conversation tables of a PostgreSQL database by conversation "
+        "id, in place (docs/scaling.md); run again with the same modulus, it does nothing",
+    )
+    partition.add_argument(
+        "--modulus", type=int, required=True, metavar="N", help="how many partitions per table"
+    )
     listing = command("list", "list conversations, newest first, a page at a time")
     listing.add_argument("--tenant", help="only this tenant's conversations")
     listing.add_argument("--limit", type=int, default=50, help="how many per page (default 50)")
@@ -132,6 +144,22 @@ def build_parser() -> argparse.ArgumentParser:
         "store blobs before their rows)",
     )
     command("fsck", "check every referenced blob exists and matches its hash (exit 1 if not)")
+    blobs = command("blobs", "where the attachments live: show or re-record the location")
+    blobs_sub = blobs.add_subparsers(dest="blobs_command", required=True, metavar="ACTION")
+    record = blobs_sub.add_parser(
+        "set",
+        parents=[shared],
+        help="record URL as the blob location in the database (after checking it holds every "
+        "referenced blob)",
+        description="Record URL (a directory or fsspec URL) as the database's blob location, "
+        "used by every store opened without --blobs. It is checked first: every blob a "
+        "message references must be there and intact, or nothing is recorded. A directory "
+        "beside or under the SQLite file is recorded relative to it.",
+    )
+    record.add_argument("location", metavar="URL", help="the blob location to record")
+    blobs_sub.add_parser(
+        "show", parents=[shared], help="print the recorded blob location", description=None
+    )
     serve.add_arguments(command("serve", "serve the read-only web inspector (convstore[web])"))
     return parser
 
@@ -141,12 +169,14 @@ Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 _HANDLERS: dict[str, Handler] = {
     "demo": commands.demo,
     "migrate": commands.migrate,
+    "partition": commands.partition,
     "list": commands.list_conversations,
     "show": commands.show,
     "import": commands.import_payload,
     "render": commands.render,
     "gc": commands.gc,
     "fsck": commands.fsck_command,
+    "blobs": commands.blobs_command,
     "serve": serve.serve,
 }
 
@@ -174,6 +204,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler = _HANDLERS[args.command]
     try:
+        if args.blobs is not None and args.command not in ("blobs", "demo", "migrate"):
+            notice = asyncio.run(commands.recorded_location_notice(args))
+            if notice is not None:
+                print(f"convstore: {notice}", file=sys.stderr)
         return asyncio.run(handler(args))
     except ConvstoreError as exc:
         message = _without_password(str(exc), args.url)

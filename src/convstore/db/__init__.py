@@ -10,6 +10,7 @@ from convstore.db.backend import (
     create_backend,
     migrate,
     parse_url,
+    partition,
     sqlite_path,
 )
 from convstore.db.tx import Codec, Tx
@@ -22,5 +23,6 @@ __all__ = [
     "create_backend",
     "migrate",
     "parse_url",
+    "partition",
     "sqlite_path",
 ]

@@ -24,7 +24,15 @@ from convstore.db.statements import Statements
 from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError, MissingDependencyError
 
-__all__ = ["DEFAULT_URL", "Backend", "create_backend", "migrate", "parse_url", "sqlite_path"]
+__all__ = [
+    "DEFAULT_URL",
+    "Backend",
+    "create_backend",
+    "migrate",
+    "parse_url",
+    "partition",
+    "sqlite_path",
+]
 
 T = TypeVar("T")
 
@@ -136,6 +144,22 @@ async def migrate(url: str | URL = DEFAULT_URL, revision: str = "head") -> None:
     await backend.connect()
     try:
         await backend.migrate(revision)
+    finally:
+        await backend.close()
+
+
+async def partition(url: str | URL, modulus: int) -> list[str]:
+    """Hash-partition the per-conversation tables of the PostgreSQL database at ``url``.
+
+    What ``convstore partition`` runs (see `convstore.db.partitioning`): the tables rebuilt,
+    none when they already had ``modulus`` partitions.
+    """
+    backend = create_backend(url, auto_migrate=False)
+    if not isinstance(backend, SqlAlchemyBackend) or backend.dialect_name != "postgresql":
+        raise InvalidInputError("partitioning is for PostgreSQL databases only")
+    await backend.connect()
+    try:
+        return await backend.partition(modulus)
     finally:
         await backend.close()
 

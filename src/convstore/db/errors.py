@@ -18,11 +18,13 @@ from sqlalchemy import exc as sa_exc
 
 from convstore.errors import ConflictError, ConvstoreError, DatabaseError, ToolCallConflictError
 
-__all__ = ["is_transient", "translate"]
+__all__ = ["is_disconnect", "is_transient", "translate"]
 
 # PostgreSQL SQLSTATEs (https://www.postgresql.org/docs/current/errcodes-appendix.html).
 _PG_UNIQUE_VIOLATION = "23505"
 _PG_TRANSIENT = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
+# admin_shutdown, crash_shutdown, cannot_connect_now: the server ended the session.
+_PG_SESSION_ENDED = frozenset({"57P01", "57P02", "57P03"})
 
 
 def _root(exc: BaseException) -> BaseException:
@@ -48,6 +50,14 @@ def is_transient(exc: BaseException) -> bool:
         text = str(root).lower()
         return "locked" in text or "busy" in text
     return _sqlstate(root) in _PG_TRANSIENT
+
+
+def is_disconnect(exc: BaseException) -> bool:
+    """Whether the connection is gone (the server ended the session, or the socket closed)."""
+    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    state = _sqlstate(_root(exc))
+    return state is not None and (state in _PG_SESSION_ENDED or state.startswith("08"))
 
 
 def translate(exc: BaseException) -> ConvstoreError:

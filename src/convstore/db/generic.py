@@ -35,7 +35,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from convstore.db.errors import is_transient, translate
+from convstore.db.errors import is_disconnect, is_transient, translate
 from convstore.db.migrations import (
     SchemaState,
     head_revision,
@@ -43,6 +43,7 @@ from convstore.db.migrations import (
     unknown_schema_error,
     upgrade_connection,
 )
+from convstore.db.partitioning import partition_tables
 from convstore.db.statements import Statements, column_names
 from convstore.db.tx import Codec, PassthroughCodec, Row, Statement, Tx
 from convstore.errors import ClosedError, SchemaOutOfDateError
@@ -104,25 +105,32 @@ class GenericTx:
         self.codec: Codec = PassthroughCodec()
         self._conn = conn
         self._names = names
+        self.answered = 0
+        """Statements the server has answered: until one has, a lost connection lost nothing."""
 
     def fetch(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> list[Row]:
-        return [tuple(row) for row in self._conn.execute(stmt, self._names.only(stmt, params))]
+        rows = [tuple(row) for row in self._conn.execute(stmt, self._names.only(stmt, params))]
+        self.answered += 1
+        return rows
 
     def stream(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> Iterable[Row]:
         return self.fetch(stmt, params)  # the server sends every row anyway
 
     def execute(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> int:
         result = self._conn.execute(stmt, self._names.only(stmt, params))
+        self.answered += 1
         return int(result.rowcount)
 
     def execute_many(self, stmt: Statement, params: Sequence[Mapping[str, Any]]) -> None:
         if params:
             self._conn.execute(stmt, [self._names.only(stmt, p) for p in params])
+            self.answered += 1
 
     def insert_rows(self, stmt: Insert, rows: Sequence[Row]) -> None:
         if rows:
             names = column_names(stmt.table)  # type: ignore[arg-type]
             self._conn.execute(stmt, [dict(zip(names, row, strict=True)) for row in rows])
+            self.answered += 1
 
 
 class _Abandoned(Exception):  # noqa: N818 (control flow: the caller went away)
@@ -131,6 +139,16 @@ class _Abandoned(Exception):  # noqa: N818 (control flow: the caller went away)
 
 def _json_dumps(value: Any) -> str:
     return to_json(value).decode()
+
+
+def _refuse_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """Pool checkout: a connection the server closed while pooled is replaced, not handed out.
+
+    A local check (no round trip, unlike a pre-ping); the pool retries the checkout.
+    """
+    driver = getattr(dbapi_connection, "driver_connection", None)
+    if driver is not None and driver.is_closed():
+        raise sa_exc.DisconnectionError("the server closed this pooled connection")
 
 
 class SqlAlchemyBackend:
@@ -161,11 +179,14 @@ class SqlAlchemyBackend:
             self._engine = create_async_engine(
                 self._url,
                 pool_size=self._pool_size,
-                pool_pre_ping=True,
+                # A connection the server closed is noticed when used, not by a round trip
+                # before each operation (see `_fetch_one_statement`, `_read` and `_write`).
+                pool_pre_ping=False,
                 json_serializer=_json_dumps,
                 json_deserializer=from_json,
             )
             event.listen(self._engine.sync_engine, "before_cursor_execute", self._trace)
+            event.listen(self._engine.sync_engine.pool, "checkout", _refuse_closed)
 
     async def open(self) -> None:
         """Create the engine and check the schema."""
@@ -205,6 +226,15 @@ class SqlAlchemyBackend:
         except (sa_exc.SQLAlchemyError, OSError) as exc:  # OSError: the server is unreachable
             raise translate(exc) from exc
 
+    async def partition(self, modulus: int) -> list[str]:
+        """Hash-partition the per-conversation tables (`convstore.db.partitioning`)."""
+        try:
+            async with _loop_migration_lock(), self.engine.begin() as conn:
+                await conn.run_sync(_lock_migrations)
+                return await conn.run_sync(partition_tables, modulus)
+        except (sa_exc.SQLAlchemyError, OSError) as exc:
+            raise translate(exc) from exc
+
     async def write(self, fn: Callable[[Tx], T]) -> T:
         """Run ``fn`` in one transaction, retrying the whole of it on transient failures.
 
@@ -226,30 +256,74 @@ class SqlAlchemyBackend:
     async def _write(self, fn: Callable[[Tx], T]) -> T:
         engine = self.engine
         for attempt in range(1, _MAX_ATTEMPTS + 1):
+            txs: list[GenericTx] = []
+
+            def run(conn: Connection, txs: list[GenericTx] = txs) -> T:
+                txs.append(self._tx(conn))
+                return fn(txs[-1])
+
             try:
                 async with engine.begin() as conn:
-                    result: T = await conn.run_sync(lambda c: fn(self._tx(c)))
+                    result: T = await conn.run_sync(run)
             except (sa_exc.SQLAlchemyError, OSError) as exc:
-                if attempt < _MAX_ATTEMPTS and is_transient(exc):
+                # A connection found dead before the server answered anything (closed while
+                # pooled, not yet noticed): nothing was written, so the write starts over. Lost
+                # later, the outcome is unknown (DatabaseError, as for a lost COMMIT).
+                lost_early = is_disconnect(exc) and not (txs and txs[-1].answered)
+                if attempt < _MAX_ATTEMPTS and (is_transient(exc) or lost_early):
                     await asyncio.sleep(random.uniform(0, 0.01 * 2**attempt))  # noqa: S311
                     continue
                 raise translate(exc) from exc
             return result
         raise AssertionError("unreachable: the last attempt returns or raises")
 
+    async def fetch_one_statement(self, sql: str, arguments: Sequence[Any]) -> Any | None:
+        """Run one statement on the driver connection, in a transaction of its own.
+
+        The first row, or ``None`` when there is none or the server refused the statement (it
+        then changed nothing; the caller falls back to the general path, which reports the
+        error). A connection lost mid-statement raises `DatabaseError`: whether the statement
+        committed is unknown, so it is not retried. Cancelling the caller lets the statement
+        finish in the background (see `_to_the_end`): once sent, it commits or fails whole.
+        """
+        return await self._to_the_end(self._fetch_one_statement(sql, arguments))
+
+    async def _fetch_one_statement(self, sql: str, arguments: Sequence[Any]) -> Any | None:
+        import asyncpg  # the driver of every URL this backend serves besides SQLite's
+
+        try:
+            async with self.engine.connect() as conn:
+                raw = await conn.get_raw_connection()
+                driver: asyncpg.Connection = raw.driver_connection
+                for listener in list(self._listeners):  # not seen by SQLAlchemy's events
+                    listener(sql)
+                try:
+                    return await driver.fetchrow(sql, *arguments)
+                except asyncpg.PostgresError:
+                    return None  # reported by the server: the statement changed nothing
+                except BaseException:
+                    await conn.invalidate()
+                    raise
+        except (sa_exc.SQLAlchemyError, OSError, asyncpg.InterfaceError) as exc:
+            raise translate(exc) from exc
+
     async def read(self, fn: Callable[[Tx], T]) -> T:
         """Run ``fn`` in one ``REPEATABLE READ`` transaction; see `_to_the_end` on cancelling."""
         return await self._to_the_end(self._read(fn))
 
     async def _read(self, fn: Callable[[Tx], T]) -> T:
-        try:
-            async with self.engine.connect() as plain:
-                conn = await plain.execution_options(isolation_level="REPEATABLE READ")
-                async with conn.begin():
-                    result: T = await conn.run_sync(lambda c: fn(self._tx(c)))
-        except (sa_exc.SQLAlchemyError, OSError) as exc:
-            raise translate(exc) from exc
-        return result
+        for attempt in (1, 2):
+            try:
+                async with self.engine.connect() as plain:
+                    conn = await plain.execution_options(isolation_level="REPEATABLE READ")
+                    async with conn.begin():
+                        result: T = await conn.run_sync(lambda c: fn(self._tx(c)))
+            except (sa_exc.SQLAlchemyError, OSError) as exc:
+                if attempt == 1 and is_disconnect(exc):
+                    continue  # a read is safe to run again on a fresh connection
+                raise translate(exc) from exc
+            return result
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _tx(self, conn: Connection) -> GenericTx:
         return GenericTx(conn, self.statements, self._bind_names)

@@ -214,6 +214,26 @@ def _find_message(tenant_scoped: bool) -> Select[Any]:
     return stmt.order_by(messages.c.created_at.desc(), messages.c.conversation_id.desc()).limit(1)
 
 
+def _chain(*columns: Any) -> Select[Any]:
+    """``columns`` of every message of ``:cid``, by ``seq`` (an unbranched path, whole)."""
+    return (
+        select(*columns)
+        .where(messages.c.conversation_id == bindparam("cid"))
+        .order_by(messages.c.seq)
+    )
+
+
+def _chain_before(*columns: Any) -> Select[Any]:
+    """``columns`` of the newest ``:n`` messages below ``:before`` by ``seq``, newest first."""
+    return (
+        select(*columns)
+        .where(messages.c.conversation_id == bindparam("cid"))
+        .where(messages.c.seq < bindparam("before", type_=BigInteger))
+        .order_by(messages.c.seq.desc())
+        .limit(bindparam("n", type_=BigInteger))
+    )
+
+
 def _path_window(*columns: Any) -> Select[Any]:
     """``columns`` of the newest ``:n`` messages before ``:before`` on the path to ``:head``.
 
@@ -431,6 +451,7 @@ class Statements:
     """A blob's catalogue row, locked against appends referencing it (``FOR UPDATE``)."""
     select_setting: Select[Any]
     insert_setting_if_absent: Insert
+    delete_setting: Delete
     insert_tombstone: Insert
     delete_tombstone: Delete
     finish_tombstone: Update
@@ -481,25 +502,13 @@ class Statements:
             insert_message=insert(messages),
             insert_blob_ref=_upsert_ignore(dialect_name, blob_refs),
             insert_attachment=_upsert_ignore(dialect_name, attachments),
-            select_messages=select(*MESSAGE_COLUMNS)
-            .where(msg.conversation_id == cid)
-            .order_by(msg.seq),
-            select_messages_before=select(*MESSAGE_COLUMNS)
-            .where(msg.conversation_id == cid)
-            .where(msg.seq < bindparam("before", type_=BigInteger))
-            .order_by(msg.seq.desc())
-            .limit(bindparam("n", type_=BigInteger)),
+            select_messages=_chain(*MESSAGE_COLUMNS),
+            select_messages_before=_chain_before(*MESSAGE_COLUMNS),
             select_path_window=_path_window(*MESSAGE_COLUMNS),
             select_path_up=_path_up(),
             select_meet=_meet(),
-            select_native=select(*_NATIVE_COLUMNS)
-            .where(msg.conversation_id == cid)
-            .order_by(msg.seq),
-            select_native_before=select(*_NATIVE_COLUMNS)
-            .where(msg.conversation_id == cid)
-            .where(msg.seq < bindparam("before", type_=BigInteger))
-            .order_by(msg.seq.desc())
-            .limit(bindparam("n", type_=BigInteger)),
+            select_native=_chain(*_NATIVE_COLUMNS),
+            select_native_before=_chain_before(*_NATIVE_COLUMNS),
             select_native_path_window=_path_window(*_NATIVE_COLUMNS),
             select_messages_in=select(*MESSAGE_COLUMNS)
             .where(msg.conversation_id == cid)
@@ -633,6 +642,7 @@ class Statements:
             .with_for_update(),
             select_setting=select(settings.c.value).where(settings.c.key == bindparam("key")),
             insert_setting_if_absent=_upsert_ignore(dialect_name, settings),
+            delete_setting=delete(settings).where(settings.c.key == bindparam("key")),
             insert_tombstone=insert(blob_tombstones),
             # Parameters named apart from the columns: SQLAlchemy reserves column names in the
             # SET clause of an UPDATE for the values it sets.

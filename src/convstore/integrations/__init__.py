@@ -13,4 +13,8 @@ store API, and imports its framework only inside its own module (an optional ext
   ``ConversationStore`` backend (``pip install convstore[pydantic-ai]``).
 - `convstore.integrations.google_adk`: ``ConvstoreSessionService``, a google-adk
   ``BaseSessionService`` (``pip install convstore[google-adk]``).
+- `convstore.integrations.langgraph`: ``ConvstoreSaver``, a LangGraph checkpointer whose message
+  channels are the thread's conversation (``pip install convstore[langgraph]``).
+- `convstore.integrations.langchain`: ``ConvstoreChatMessageHistory``, a LangChain chat message
+  history (``pip install convstore[langchain]``).
 """

@@ -24,16 +24,21 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    ChatMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-    message_to_dict,
-    messages_from_dict,
-)
+from convstore.errors import MissingDependencyError
+
+try:
+    from langchain_core.messages import (
+        AIMessage,
+        BaseMessage,
+        ChatMessage,
+        HumanMessage,
+        SystemMessage,
+        ToolMessage,
+        message_to_dict,
+        messages_from_dict,
+    )
+except ImportError as _missing:
+    raise MissingDependencyError(__name__, "langchain-core", "langchain") from _missing
 from pydantic import JsonValue, ValidationError
 
 from convstore.errors import ConvstoreError, InvalidMessageError, ToolCallConflictError
@@ -59,7 +64,7 @@ from convstore.model import (
 from convstore.store import ConversationStore
 from convstore.store.ids import new_id
 
-__all__ = ["NATIVE_FORMAT", "append_stored", "from_stored", "to_stored"]
+__all__ = ["NATIVE_FORMAT", "append_stored", "from_records", "from_stored", "to_stored"]
 
 NATIVE_FORMAT = "langchain"
 """The native record format of a stored LangChain message."""
@@ -202,14 +207,22 @@ async def from_stored(
         m.native.data if m.native is not None and m.native.format == NATIVE_FORMAT else None
         for m in messages
     ]
-    restored = await restore(records, fetch, "standard")
-    out: list[BaseMessage] = []
-    for message, record in zip(messages, restored, strict=True):
-        if record is not None:
-            out.append(messages_from_dict([record])[0])  # type: ignore[list-item, unused-ignore]
-        else:
-            out.append(_from_parts(message))
-    return out
+    restored = await from_records(records, fetch)
+    return [
+        message if message is not None else _from_parts(stored)
+        for stored, message in zip(messages, restored, strict=True)
+    ]
+
+
+async def from_records(
+    records: Sequence[JsonValue], fetch: Callable[[FilePart], Awaitable[bytes]]
+) -> list[BaseMessage | None]:
+    """The LangChain messages of ``langchain`` native records (``None`` stays ``None``)."""
+    restored = await restore(list(records), fetch, "standard")
+    return [
+        None if record is None else messages_from_dict([record])[0]  # type: ignore[list-item, unused-ignore]
+        for record in restored
+    ]
 
 
 def _from_parts(message: Message) -> BaseMessage:

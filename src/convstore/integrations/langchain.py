@@ -25,8 +25,13 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
 
-from langchain_core.chat_history import BaseChatMessageHistory
-from langchain_core.messages import BaseMessage
+from convstore.errors import MissingDependencyError
+
+try:
+    from langchain_core.chat_history import BaseChatMessageHistory
+    from langchain_core.messages import BaseMessage
+except ImportError as _missing:
+    raise MissingDependencyError(__name__, "langchain-core", "langchain") from _missing
 
 from convstore.errors import AsyncOnlyError, ConversationNotFoundError, InvalidInputError
 from convstore.integrations._langchain_messages import append_stored, from_stored, to_stored

@@ -52,26 +52,37 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
-    BaseCheckpointSaver,
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-    get_checkpoint_id,
-    get_serializable_checkpoint_metadata,
-)
-from langgraph.checkpoint.serde.base import SerializerProtocol
+from convstore.errors import MissingDependencyError
+
+try:
+    from langchain_core.messages import BaseMessage
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import (
+        WRITES_IDX_MAP,
+        BaseCheckpointSaver,
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointTuple,
+        get_checkpoint_id,
+        get_serializable_checkpoint_metadata,
+    )
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+except ImportError as _missing:
+    raise MissingDependencyError(__name__, "langgraph-checkpoint", "langgraph") from _missing
 
 from convstore.errors import (
     AsyncOnlyError,
     ConversationNotFoundError,
     InvalidInputError,
 )
-from convstore.integrations._langchain_messages import append_stored, from_stored, to_stored
+from convstore.integrations._langchain_messages import (
+    NATIVE_FORMAT,
+    append_stored,
+    from_records,
+    from_stored,
+    to_stored,
+)
 from convstore.integrations._store_handle import StoreHandle
 from convstore.model import FilePart
 from convstore.store import ConversationStore
@@ -257,13 +268,25 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
         thread = self._thread(thread_id)
         missing = sorted({seq for seq in seqs if seq not in thread.by_seq})
         if missing:
-            stored = await store.get_messages(thread_id, missing, tenant=self.tenant)
 
             async def fetch(part: FilePart) -> bytes:
                 return await store.read_attachment(part, tenant=self.tenant)
 
-            for seq, message in zip(missing, await from_stored(stored, fetch), strict=True):
-                thread.remember(seq, message)
+            if len(missing) > 1:
+                # A first read of the thread: its active path (the newest list, while the graph
+                # has not forked back) holds most of them, as native records in one column.
+                path = await store.load_native(thread_id, format=NATIVE_FORMAT, tenant=self.tenant)
+                wanted = set(missing)
+                found = [(seq, data) for seq, _, data in path if seq in wanted and data is not None]
+                records = await from_records([data for _, data in found], fetch)
+                for (seq, _), message in zip(found, records, strict=True):
+                    if message is not None:
+                        thread.remember(seq, message)
+                missing = [seq for seq in missing if seq not in thread.by_seq]
+            if missing:
+                stored = await store.get_messages(thread_id, missing, tenant=self.tenant)
+                for seq, message in zip(missing, await from_stored(stored, fetch), strict=True):
+                    thread.remember(seq, message)
         # Copies: what the graph does to its state never reaches the cache of stored rows.
         messages = [thread.by_seq[seq].model_copy() for seq in seqs]
         thread.live = {id(m): (m, seq) for m, seq in zip(messages, seqs, strict=True)}

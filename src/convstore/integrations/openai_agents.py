@@ -83,8 +83,10 @@ class ConvstoreSession:
         session_id: the session, and the id of its conversation (1 to 64 characters).
         store: an open async `ConversationStore` to share (used on the caller's event loop,
             never closed by the session).
-        url: without ``store``, the database URL of a store the session owns: opened on first
-            use, released by `close`. Default: convstore's default SQLite file.
+        url: without ``store``, the database URL whose store the session leases: one store per
+            URL in the process, shared by every session on it, opened on first use; `close`
+            gives it back (the last session's closes it). Default: convstore's default SQLite
+            file.
         tenant: the tenant the conversation belongs to; or a function of the run context
             (``wrapper.context``) returning it, for one session object shared by tenants.
         session_settings: ``SessionSettings`` (or a dict of its fields); ``limit`` is the

@@ -143,8 +143,9 @@ class ConvstoreConversationStore(_FrameworkStore):
 
     Args:
         store: an open `ConversationStore` to share; the application closes it.
-        url: a database URL; the backend opens its own store on first use and closes it in
-            `close`.
+        url: a database URL; the backend leases the process's store on it (one per URL and
+            event loop, shared by every integration using it) on first use and gives it back in
+            `close` (the last user's closes it).
         blobs: the blob location for a store opened on ``url`` (its default otherwise).
     """
 

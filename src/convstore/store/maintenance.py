@@ -26,7 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from convstore.db import sqlite_path
 from convstore.db.tx import Tx
+from convstore.errors import InvalidInputError
+from convstore.store import settings
 from convstore.store.conversation_store import ConversationStore
 from convstore.store.reads import referenced_blobs
 
@@ -38,6 +41,7 @@ __all__ = [
     "blob_url",
     "collect_garbage",
     "fsck",
+    "record_blob_location",
 ]
 
 DEFAULT_GRACE = timedelta(hours=1)
@@ -218,3 +222,28 @@ async def fsck(
         [_label(*blob) for blob in corrupted],
         [_label(*blob) for blob in sorted(stored.difference(referenced))],
     )
+
+
+async def record_blob_location(
+    store: ConversationStore, *, progress: Progress = _silent
+) -> FsckReport:
+    """Record the store's blob location (its ``blobs=``) in the database, for every later store.
+
+    Only after `fsck` of that location finds every referenced blob present (and intact); else
+    `InvalidInputError` says how many are missing, and nothing is recorded. A directory beside
+    or under the SQLite file is recorded relative to it (see `convstore.store.settings`).
+    """
+    url = store.blobs_url
+    if not settings.recordable(url):
+        raise InvalidInputError(f"{url} does not outlive the process: nothing to record")
+    report = await fsck(store, progress=progress)
+    if report.missing or report.corrupted:
+        raise InvalidInputError(
+            f"{url} lacks {len(report.missing):,} and has {len(report.corrupted):,} corrupted "
+            f"of the {report.referenced:,} referenced blobs: not recorded"
+        )
+    database = sqlite_path(store.url)
+    location = settings.to_record(url, database)
+    await store.backend.write(lambda tx: settings.replace(tx, location))
+    store.recorded_blobs_url = settings.resolve(location, database)
+    return report

@@ -78,6 +78,8 @@ __all__ = [
     "finish_tombstones",
     "lock",
     "new_revision",
+    "plan_batch",
+    "stored_copies",
 ]
 
 OnConflict = Literal["raise", "keep-first"]
@@ -189,8 +191,8 @@ class _Batch:
 
     tx: Tx
     plan: AppendPlan
-    on_path: Callable[[int], bool]
-    """Whether a stored message is on the path the batch extends."""
+    find_call: Callable[[str], _DbCall | None]
+    """A call stored on the path the batch extends, by id (``None``: no such call)."""
     namespaces: dict[str, str]
     """The blob namespace of every blob the batch references, by digest."""
     message_rows: list[Row] = field(default_factory=list)
@@ -200,6 +202,13 @@ class _Batch:
     db_calls: dict[str, _DbCall | None] = field(default_factory=dict)
     completions: list[dict[str, Any]] = field(default_factory=list)
     interrupt_before: int | None = None
+
+    def walk(self, first_seq: int, parent_seq: int | None) -> None:
+        """Add the plan's messages as ``first_seq`` onwards, the first following ``parent_seq``."""
+        previous_seq = parent_seq
+        for offset, message in enumerate(self.plan.messages):
+            self.add(message, first_seq + offset, previous_seq)
+            previous_seq = first_seq + offset
 
     def add(self, message: Message, seq: int, parent_seq: int | None) -> None:
         codec, cid, now = self.tx.codec, self.plan.conversation_id, self.plan.now
@@ -287,18 +296,7 @@ class _Batch:
 
     def _db_call(self, call_id: str) -> _DbCall | None:
         if call_id not in self.db_calls:
-            rows = self.tx.fetch(
-                self.tx.statements.select_tool_call,
-                {"cid": self.plan.conversation_id, "call_id": call_id},
-            )
-            self.db_calls[call_id] = (
-                _DbCall(
-                    status=ToolCallStatus(rows[0][6]),
-                    result_at=(rows[0][8], rows[0][9]) if rows[0][8] is not None else None,
-                )
-                if rows and self.on_path(rows[0][1])
-                else None
-            )
+            self.db_calls[call_id] = self.find_call(call_id)
         return self.db_calls[call_id]
 
     def _stored_output(self, db_call: _DbCall) -> ToolOutput | None:
@@ -350,11 +348,8 @@ def append_messages(tx: Tx, plan: AppendPlan) -> tuple[AppendResult, ToolCall | 
     namespaces = _check_references(tx, plan)
     first_seq = header.last_seq + 1
     on_path = _path_test(tx, header, parent)
-    batch = _Batch(tx, plan, on_path, namespaces)
-    previous_seq = parent
-    for offset, message in enumerate(plan.messages):
-        batch.add(message, first_seq + offset, previous_seq)
-        previous_seq = first_seq + offset
+    batch = _Batch(tx, plan, lambda call_id: _stored_call(tx, cid, call_id, on_path), namespaces)
+    batch.walk(first_seq, parent)
     batch.write()
     if plan.idempotency_key is not None:
         tx.insert_rows(
@@ -363,26 +358,64 @@ def append_messages(tx: Tx, plan: AppendPlan) -> tuple[AppendResult, ToolCall | 
         )
     header.last_seq = first_seq + count - 1
     header.head_seq = header.last_seq
-    stored = AppendResult(revision=advance(tx, header, plan.now))
-    for offset, m in enumerate(plan.messages):
-        seq = first_seq + offset
-        stored.append(
-            _new_message(
-                {
-                    **m.__dict__,
-                    "seq": seq,
-                    "created_at": plan.now,
-                    "parent_seq": parent if offset == 0 else seq - 1,
-                    "conversation_id": cid,
-                }
-            )
-        )
+    revision = advance(tx, header, plan.now)
+    stored = stored_copies(plan.messages, cid, first_seq, parent, plan.now, revision)
     completed = None
     if plan.completion:
         result = plan.messages[0].parts[0]
         assert isinstance(result, ToolResultPart)
         completed = _call_as_stored(tx, cid, result)
     return stored, completed
+
+
+def plan_batch(tx: Tx, plan: AppendPlan) -> _Batch:
+    """The rows and lifecycle changes of ``plan``, planned without reading the database.
+
+    Sequence numbers start at 1 (relative to the conversation's ``last_seq``), the first
+    message follows no parent, and every earlier call the batch answers is taken as pending:
+    the caller must make those assumptions hold (see `convstore.store.one_statement`). ``tx``
+    supplies only the codec; planning runs no statement.
+    """
+    batch = _Batch(tx, plan, lambda _call_id: _DbCall(ToolCallStatus.PENDING, None), {})
+    batch.walk(1, None)
+    return batch
+
+
+def stored_copies(
+    messages: list[Message],
+    cid: str,
+    first_seq: int,
+    parent: int | None,
+    now: datetime,
+    revision: str,
+) -> AppendResult:
+    """What an append returns: its messages as stored from ``first_seq`` on, after ``parent``."""
+    stored = AppendResult(revision=revision)
+    for offset, m in enumerate(messages):
+        seq = first_seq + offset
+        stored.append(
+            _new_message(
+                {
+                    **m.__dict__,
+                    "seq": seq,
+                    "created_at": now,
+                    "parent_seq": parent if offset == 0 else seq - 1,
+                    "conversation_id": cid,
+                }
+            )
+        )
+    return stored
+
+
+def _stored_call(tx: Tx, cid: str, call_id: str, on_path: Callable[[int], bool]) -> _DbCall | None:
+    """The call ``call_id`` as stored, if it is on the path."""
+    rows = tx.fetch(tx.statements.select_tool_call, {"cid": cid, "call_id": call_id})
+    if not rows or not on_path(rows[0][1]):
+        return None
+    return _DbCall(
+        status=ToolCallStatus(rows[0][6]),
+        result_at=(rows[0][8], rows[0][9]) if rows[0][8] is not None else None,
+    )
 
 
 def _start_branch(tx: Tx, header: Header, parent: int | None, now: datetime) -> None:

@@ -1,0 +1,148 @@
+"""The common PostgreSQL append in one round trip (`convstore.db.pg_append`).
+
+Invariants:
+
+- Taken only for a batch that follows the head (no ``parent_seq``), has no idempotency key, is
+  not a ``complete_tool_call`` and references no attachment, on PostgreSQL. Everything else,
+  and anything this path declines, goes down the general path (`writes.append_messages`).
+- The rows are planned by the general path's own batch walker (`writes.plan_batch`), so they
+  are the general path's rows, with one assumption: every earlier call the batch answers is
+  pending or interrupted (or does not exist). The statement's guard checks that assumption and
+  the rest of what the general path checks first (conversation, tenant, revision, no branches)
+  and writes nothing when any fails.
+- Declining is free of side effects: an error while planning, a guard that fails, or a
+  statement the server refuses all leave the database untouched, and the general path then
+  runs as if this one had not been tried (raising exactly what it always raises).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Final
+
+from pydantic_core import to_json
+from sqlalchemy import Insert
+from typing_extensions import override
+
+from convstore.db.generic import SqlAlchemyBackend
+from convstore.db.pg_append import SQL, OneStatementAppend
+from convstore.db.statements import Statements
+from convstore.db.tx import Codec, Row, Statement
+from convstore.errors import ConvstoreError
+from convstore.model import Message, ToolCallPart, ToolResultPart
+from convstore.store import writes
+from convstore.store.results import AppendResult
+from convstore.store.writes import AppendPlan
+
+__all__ = ["append_in_one_statement", "eligible"]
+
+
+class _PlanningTx:
+    """What `writes.plan_batch` needs of a transaction: the codec; it runs no statement."""
+
+    statements: Statements
+    codec: Codec
+
+    def __init__(self, statements: Statements) -> None:
+        self.statements = statements
+        self.codec = _CODEC
+
+    def fetch(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> list[Row]:
+        raise AssertionError("planning reads nothing")
+
+    def stream(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> Iterable[Row]:
+        raise AssertionError("planning reads nothing")
+
+    def execute(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> int:
+        raise AssertionError("planning writes nothing")
+
+    def execute_many(self, stmt: Statement, params: Sequence[Mapping[str, Any]]) -> None:
+        raise AssertionError("planning writes nothing")
+
+    def insert_rows(self, stmt: Insert, rows: Sequence[Row]) -> None:
+        raise AssertionError("planning writes nothing")
+
+
+class _DriverCodec(Codec):
+    """Values as the statement binds them: JSON as compact text (cast to ``json`` inside)."""
+
+    @override
+    def dump_json(self, value: Any) -> Any:
+        return None if value is None else to_json(value).decode()
+
+    @override
+    def load_json(self, raw: Any) -> Any:
+        raise NotImplementedError  # planning never reads
+
+    @override
+    def dump_time(self, value: datetime) -> Any:
+        return value
+
+    @override
+    def load_time(self, raw: Any) -> datetime:
+        raise NotImplementedError
+
+
+_CODEC: Final = _DriverCodec()
+
+
+def eligible(backend: object, plan: AppendPlan) -> bool:
+    """Whether ``plan`` may try the one-statement path on ``backend``."""
+    return (
+        isinstance(backend, SqlAlchemyBackend)
+        and backend.dialect_name == "postgresql"
+        and plan.parent_seq is None
+        and plan.idempotency_key is None
+        and not plan.completion
+        and not plan.attachments
+        and not any(m.files for m in plan.messages)
+        and not _answers_an_earlier_call_twice(plan.messages)
+    )
+
+
+def _answers_an_earlier_call_twice(batch: list[Message]) -> bool:
+    """Whether two results answer one call the batch did not make (before them).
+
+    The second one's outcome depends on whether that call exists, which planning cannot know.
+    """
+    made: set[str] = set()
+    answered: set[str] = set()
+    for message in batch:
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                made.add(part.id)
+            elif isinstance(part, ToolResultPart) and part.call_id not in made:
+                if part.call_id in answered:
+                    return True
+                answered.add(part.call_id)
+    return False
+
+
+async def append_in_one_statement(
+    backend: SqlAlchemyBackend, plan: AppendPlan
+) -> AppendResult | None:
+    """The stored messages, or ``None``: the general path must take this append."""
+    try:
+        batch = writes.plan_batch(_PlanningTx(backend.statements), plan)
+    except ConvstoreError:
+        return None  # the general path raises it, after the checks that come first
+    revision = writes.new_revision()
+    append = OneStatementAppend(
+        cid=plan.conversation_id,
+        tenant=plan.tenant,
+        expected_revision=plan.expected_revision,
+        revision=revision,
+        now=plan.now,
+        message_rows=batch.message_rows,
+        call_rows=[tuple(row) for row in batch.new_calls.values()],
+        completions=batch.completions,
+        interrupt_before=batch.interrupt_before,
+    )
+    row = await backend.fetch_one_statement(SQL, append.arguments())
+    if row is None:
+        return None
+    base, head = row
+    return writes.stored_copies(
+        plan.messages, plan.conversation_id, base + 1, head, plan.now, revision
+    )
