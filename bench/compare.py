@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench.listing_bench import markdown as listing_markdown
 from bench.moves_bench import moves_table
 from bench.peers import BASELINE, POSTGRES_BASELINE, POSTGRES_STORES, STORES
 from bench.peers.convstore_v1 import V1_COMMIT
@@ -278,6 +279,15 @@ def run_scale(args: argparse.Namespace, v1_src: Path | None) -> dict[str, Any]:
         result, error = _run_json(command, args.timeout, env)
         out[name] = result if result is not None else f"failed: {error}"
     return out
+
+
+def run_listing(args: argparse.Namespace, databases: str) -> dict[str, Any] | str:
+    """`bench.listing_bench`: the conversation list and gc at scale."""
+    print(f"listing benchmark ({args.listing_sizes}) …", file=sys.stderr, flush=True)
+    command = [sys.executable, "-m", "bench.listing_bench", "--sizes", args.listing_sizes,
+               "--database", databases]  # fmt: skip
+    result, error = _run_json(command, args.timeout * 4)
+    return result if result is not None else f"failed: {error}"
 
 
 def run_callgrind(args: argparse.Namespace, v1_src: Path | None) -> dict[str, Any]:
@@ -710,6 +720,16 @@ def document(saved: dict[str, Any]) -> str:
         "",
         _moves(scale),
         "",
+        "## The conversation list and gc at scale",
+        "",
+        "`bench.listing_bench`: conversations created through the store's API by 64 concurrent "
+        "tasks, 10 tenants, metadata `project` (100 values) and `user` (100 values); the median "
+        "of 21 pages of 20 after a warm-up, each size growing the same database.",
+        "",
+        listing_markdown(saved["listing"])
+        if isinstance(saved.get("listing"), dict)
+        else str(saved.get("listing", "Not run.")),
+        "",
         "## Instructions per call (callgrind)",
         "",
         "Exact counts where wall time is noisy: every thread of the process, measured calls only "
@@ -755,6 +775,9 @@ def measure_all(args: argparse.Namespace, stores: list[str]) -> dict[str, Any]:
         callgrind: dict[str, Any] = {"skipped": "`--skip-callgrind`", "results": []}
         if not args.skip_callgrind:
             callgrind = run_callgrind(args, v1_src)
+        listing: dict[str, Any] | str = "Skipped (`--listing-sizes ''`)."
+        if args.listing_sizes:
+            listing = run_listing(args, "sqlite" if pg_missing else "sqlite,postgresql")
     render: dict[str, Any] | str = "Skipped (`--skip-render`)."
     if not args.skip_render:
         rendered, error = run_render(args)
@@ -773,6 +796,7 @@ def measure_all(args: argparse.Namespace, stores: list[str]) -> dict[str, Any]:
         "postgres_unavailable": pg_missing if pg_wanted else "",
         "scale": scale,
         "callgrind": callgrind,
+        "listing": listing,
         "render": render,
         "environment": environment(args, started, load_before),
     }
@@ -789,6 +813,11 @@ def main() -> None:
     )
     parser.add_argument("--skip-scale", action="store_true", help="no scale run (issue 11)")
     parser.add_argument("--skip-callgrind", action="store_true", help="no callgrind counts")
+    parser.add_argument(
+        "--listing-sizes",
+        default="1000,100000,1000000",
+        help="conversation counts of the listing and gc benchmark ('' to skip it)",
+    )
     parser.add_argument("--turns", type=int, default=500, help="turns of the one conversation")
     parser.add_argument(
         "--loop-turns", type=int, default=500, help="turns of the turn loop (500; 0: skip it)"

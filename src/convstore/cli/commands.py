@@ -23,7 +23,13 @@ from convstore.errors import DatabaseNotFoundError, InvalidInputError
 from convstore.model import TOOL_DEFINITIONS, ToolDefinition
 from convstore.model._base import describe_validation_error
 from convstore.parsing import parse, parse_tools
-from convstore.store import ConversationStore, collect_garbage, fsck, record_blob_location
+from convstore.store import (
+    ConversationStore,
+    GarbageReport,
+    collect_garbage,
+    fsck,
+    record_blob_location,
+)
 from convstore.store.maintenance import blob_url
 from convstore.store.tools import MODEL_KEY, SOURCE_KEY, tools_metadata
 
@@ -214,24 +220,47 @@ async def render(args: argparse.Namespace) -> int:
 
 
 async def gc(args: argparse.Namespace) -> int:
-    """Collect unreferenced blobs."""
+    """Collect unreferenced blobs (once, or every ``--watch`` seconds until interrupted)."""
     async with _existing_store(args) as store:
-        report = await collect_garbage(
-            store,
-            grace=timedelta(seconds=args.grace),
-            dry_run=args.dry_run,
-            progress=_ProgressLine(),
-        )
-        verb = "would delete" if report.dry_run else "deleted"
-        for sha in report.deleted:
-            print(f"{verb} {blob_url(store, sha)}")
-    print(
+        if args.watch is None:
+            report = await _collect_once(store, args)
+            for sha in report.deleted:
+                print(f"{_gc_verb(report)} {blob_url(store, sha)}")
+            print(_gc_summary(report, args.grace))
+            return 0
+        runs = deleted = 0
+        try:
+            while True:
+                report = await _collect_once(store, args)
+                runs += 1
+                deleted += len(report.deleted)
+                print(f"run {runs}: {_gc_summary(report, args.grace)}", flush=True)
+                await asyncio.sleep(args.watch)
+        except asyncio.CancelledError:  # Ctrl-C: the summary of every run, then a clean exit
+            print(f"{runs:,} runs; {_gc_verb(report)} {deleted:,} blobs in all", flush=True)
+            return 0
+
+
+async def _collect_once(store: ConversationStore, args: argparse.Namespace) -> GarbageReport:
+    return await collect_garbage(
+        store,
+        grace=timedelta(seconds=args.grace),
+        dry_run=args.dry_run,
+        progress=_ProgressLine(),
+    )
+
+
+def _gc_verb(report: GarbageReport) -> str:
+    return "would delete" if report.dry_run else "deleted"
+
+
+def _gc_summary(report: GarbageReport, grace: float) -> str:
+    return (
         f"{report.examined:,} blobs examined, {report.referenced:,} referenced; "
-        f"{verb} {len(report.deleted):,} unreferenced, kept {report.young:,} younger than "
-        f"{args.grace:g}s; {report.staging:,} stale staging objects"
+        f"{_gc_verb(report)} {len(report.deleted):,} unreferenced, kept {report.young:,} younger "
+        f"than {grace:g}s; {report.staging:,} stale staging objects"
         + (" found" if report.dry_run else " removed")
     )
-    return 0
 
 
 async def fsck_command(args: argparse.Namespace) -> int:

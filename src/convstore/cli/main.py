@@ -143,6 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep unreferenced blobs younger than this (default 3600: in-flight appends "
         "store blobs before their rows)",
     )
+    gc.add_argument(
+        "--watch",
+        type=float,
+        metavar="INTERVAL",
+        help="collect again every INTERVAL seconds, beside running writers, until interrupted "
+        "(a summary line per run)",
+    )
     command("fsck", "check every referenced blob exists and matches its hash (exit 1 if not)")
     blobs = command("blobs", "where the attachments live: show or re-record the location")
     blobs_sub = blobs.add_subparsers(dest="blobs_command", required=True, metavar="ACTION")

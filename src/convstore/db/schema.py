@@ -60,6 +60,7 @@ __all__ = [
     "checkpoint_writes",
     "checkpoints",
     "compactions",
+    "conversation_tags",
     "conversations",
     "messages",
     "metadata",
@@ -100,9 +101,32 @@ conversations: Final = Table(
     Column("head_seq", Integer, nullable=True),
     Column("revision", String(32), nullable=False, server_default="0"),
     Column("branched", Boolean, nullable=False, server_default=text("false")),
-    # Listing order (creation never changes); unlike updated_at it is not rewritten by appends.
-    Index(None, "tenant", "created_at"),
+    # Listing order (creation never changes; unlike updated_at it is not rewritten by appends),
+    # with the id as the tie-break, so any page is one index range, with or without a tenant.
+    Index(None, "created_at", "id"),
+    Index(None, "tenant", "created_at", "id"),
 )
+
+conversation_tags: Final = Table(
+    "conversation_tags",
+    metadata,
+    Column(
+        "conversation_id",
+        ID,
+        ForeignKey("conversations.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("tag", String(32), primary_key=True),
+    Column("tenant", String(255), nullable=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    # A metadata filter walks one tag's conversations newest first, with or without a tenant.
+    Index(None, "tag", "created_at", "conversation_id"),
+    Index(None, "tenant", "tag", "created_at", "conversation_id"),
+)
+"""One row per top-level metadata entry of a conversation: ``tag`` is a digest of the key and
+its value (`convstore.store.metadata_tags`), so equality filters are index ranges of fixed-size
+entries whatever the values hold. ``tenant`` and ``created_at`` copy the conversation's (neither
+ever changes), so a filtered page never reads a conversation it does not list."""
 
 messages: Final = Table(
     "messages",

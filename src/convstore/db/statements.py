@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import (
@@ -29,10 +30,12 @@ from sqlalchemy import (
     case,
     cast,
     delete,
+    exists,
     func,
     insert,
     literal_column,
     select,
+    tuple_,
     union_all,
     update,
 )
@@ -45,13 +48,21 @@ from convstore.db.schema import (
     blob_refs,
     blob_tombstones,
     compactions,
+    conversation_tags,
     conversations,
     messages,
     settings,
     tool_calls,
 )
 
-__all__ = ["CONVERSATION_COLUMNS", "MESSAGE_COLUMNS", "Scoped", "Statements", "column_names"]
+__all__ = [
+    "CONVERSATION_COLUMNS",
+    "MESSAGE_COLUMNS",
+    "Scoped",
+    "Statements",
+    "column_names",
+    "list_page",
+]
 
 S = TypeVar("S", Select[Any], Update, Delete)
 
@@ -169,25 +180,59 @@ def _message_count() -> Any:
     )
 
 
-def _list_conversations(after_cursor: bool) -> Callable[[bool], Select[Any]]:
-    def build(tenant_scoped: bool) -> Select[Any]:
-        stmt = select(*CONVERSATION_COLUMNS, _message_count())
+@cache
+def list_page(*, tenant_scoped: bool, after_cursor: bool, tags: int) -> Select[Any]:
+    """One page of conversations, newest first: one index range, whatever the page's depth.
+
+    ``tags``: how many metadata tags (``:tag0`` ...) a conversation must hold. With tags the
+    page is found among the first tag's rows (`conversation_tags`, where tenant and creation
+    are copied), the others checked by primary key, and only the page's conversations are
+    read; without, the conversations' own listing indexes are walked. The cursor is one row
+    comparison, ``(created_at, id) < (:after_created, :after_id)``, which both databases answer
+    as an index range (an ``OR`` of the two conditions they would filter row by row). Built
+    once per shape (the raw SQLite path compiles each statement object once).
+    """
+    limit = bindparam("limit", type_=BigInteger)
+    created = bindparam("after_created", type_=conversations.c.created_at.type)
+    after = tuple_(created, bindparam("after_id"))
+    columns = (*CONVERSATION_COLUMNS, _message_count())
+    if not tags:
+        conv = conversations.c
+        stmt = select(*columns)
         if tenant_scoped:
-            stmt = stmt.where(conversations.c.tenant == bindparam("for_tenant"))
+            stmt = stmt.where(conv.tenant == bindparam("for_tenant"))
         if after_cursor:
-            created = bindparam("after_created", type_=conversations.c.created_at.type)
-            cid: Any = bindparam("after_id")
-            stmt = stmt.where(
-                (conversations.c.created_at < created)
-                | ((conversations.c.created_at == created) & (conversations.c.id < cid))
-            )
+            stmt = stmt.where(tuple_(conv.created_at, conv.id) < after)
         # Creation order never changes, so a cursor walk neither skips nor repeats anything
         # while other writers update conversations.
-        return stmt.order_by(conversations.c.created_at.desc(), conversations.c.id.desc()).limit(
-            bindparam("limit", type_=BigInteger)
+        return stmt.order_by(conv.created_at.desc(), conv.id.desc()).limit(limit)
+    first = conversation_tags.alias("t0")
+    found = select(first.c.conversation_id, first.c.created_at).where(
+        first.c.tag == bindparam("tag0")
+    )
+    for index in range(1, tags):
+        other = conversation_tags.alias(f"t{index}")
+        found = found.where(
+            exists()
+            .where(other.c.conversation_id == first.c.conversation_id)
+            .where(other.c.tag == bindparam(f"tag{index}"))
         )
-
-    return build
+    if tenant_scoped:
+        found = found.where(first.c.tenant == bindparam("for_tenant"))
+    if after_cursor:
+        found = found.where(tuple_(first.c.created_at, first.c.conversation_id) < after)
+    # The page is settled among the tags alone, before any conversation row is read: a
+    # planner that joined first could scan the conversations to hash them.
+    page = (
+        found.order_by(first.c.created_at.desc(), first.c.conversation_id.desc())
+        .limit(limit)
+        .subquery("page")
+    )
+    return (
+        select(*columns)
+        .select_from(page.join(conversations, conversations.c.id == page.c.conversation_id))
+        .order_by(page.c.created_at.desc(), page.c.conversation_id.desc())
+    )
 
 
 def _attachment_namespaces(tenant_scoped: bool) -> Select[Any]:
@@ -371,8 +416,8 @@ class Statements:
     set_header: Update
     """Sets ``title``, ``metadata``, ``state``, ``revision`` and ``updated_at``."""
     delete_conversation: Scoped[Delete]
-    list_conversations: Scoped[Select[Any]]
-    list_conversations_after: Scoped[Select[Any]]
+    insert_conversation_tags: Insert
+    delete_conversation_tags: Delete
     # messages
     insert_message: Insert
     insert_blob_ref: Insert
@@ -497,8 +542,10 @@ class Statements:
                 updated_at=bindparam("now"),
             ),
             delete_conversation=_scoped(lambda s: delete(conversations).where(_by_conversation(s))),
-            list_conversations=_scoped(_list_conversations(after_cursor=False)),
-            list_conversations_after=_scoped(_list_conversations(after_cursor=True)),
+            insert_conversation_tags=insert(conversation_tags),
+            delete_conversation_tags=delete(conversation_tags).where(
+                conversation_tags.c.conversation_id == cid
+            ),
             insert_message=insert(messages),
             insert_blob_ref=_upsert_ignore(dialect_name, blob_refs),
             insert_attachment=_upsert_ignore(dialect_name, attachments),

@@ -38,6 +38,7 @@ from convstore.errors import InvalidInputError
 from convstore.model import Conversation, Message, Role, ToolCallStatus, ToolResultPart
 from convstore.store.ids import new_id
 from convstore.store.lifecycle import status_for
+from convstore.store.metadata_tags import write_tags
 from convstore.store.paths import diverge, walk_up
 from convstore.store.reads import load_conversation, messages_at, path_seqs
 from convstore.store.writes import Header, advance, lock, new_revision
@@ -298,6 +299,7 @@ def fork(
             )
         ],
     )
+    write_tags(tx, new_cid, header.tenant, stamp, codec.load_json(header.metadata))
     json_seqs = codec.dump_json(seqs)
     messages = tx.fetch(st.copy_messages, {"cid": cid, "seqs": json_seqs})
     tx.insert_rows(st.insert_message, [(new_cid, *row[1:]) for row in messages])

@@ -1,8 +1,8 @@
-"""Revision 0004 on a populated database of revision 0003: up, down and up again, no drift.
+"""Revision 0005 on a populated database of revision 0004: up, down and up again, no drift.
 
-0004 adds an index and moves ``tool_calls``' foreign key from the message to the
-conversation; it changes no row. So a database written by this code and downgraded to 0003 holds
-exactly what 0003's code would have written: branches, popped messages, calls in every state,
+0005 adds an index and moves ``tool_calls``' foreign key from the message to the
+conversation; it changes no row. So a database written by this code and downgraded to 0004 holds
+exactly what 0004's code would have written: branches, popped messages, calls in every state,
 blob references, a fork. From there each step must keep every row, and the store must load
 every conversation as before, pop (deleting the popped message's calls) and delete
 conversations at head.
@@ -25,7 +25,7 @@ from convstore.db.migrations import alembic_config, downgrade_connection
 from tests.db.test_migrations import _drift, _run
 from tests.support.postgres import PostgresCluster
 
-PREVIOUS = "0003"
+PREVIOUS = "0004"
 TABLES = ("conversations", "messages", "tool_calls", "blob_refs", "compactions", "attachments")
 
 
@@ -34,7 +34,7 @@ def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A new, empty database."""
     if request.param == "postgres":
         cluster: PostgresCluster = request.getfixturevalue("pg_cluster")
-        return cluster.create_database(f"up4_{uuid.uuid4().hex[:12]}")
+        return cluster.create_database(f"up5_{uuid.uuid4().hex[:12]}")
     return f"sqlite+aiosqlite:///{tmp_path / 'v2.db'}"
 
 
@@ -85,10 +85,10 @@ async def _loads(url: str, blobs: str, cids: list[str]) -> list[dict[str, Any]]:
         return [(await store.load(cid)).model_dump(mode="json") for cid in cids]
 
 
-async def test_a_populated_0003_database_upgrades_downgrades_and_upgrades_again(
+async def test_a_populated_0004_database_upgrades_downgrades_and_upgrades_again(
     empty_url: str,
 ) -> None:
-    blobs = f"memory://up4-{uuid.uuid4().hex}"
+    blobs = f"memory://up5-{uuid.uuid4().hex}"
     await migrate(empty_url)
     async with ConversationStore(empty_url, blobs=blobs) as store:
         cids = await _populate(store)
