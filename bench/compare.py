@@ -547,6 +547,12 @@ def scale_notes(scale: dict[str, Any]) -> str:
                 f"{run['small_last_cold_ms']:.2f} ms on 1k, {run['large_last_cold_ms']:.2f} ms on "
                 f"{run['messages']:,}; writing the large conversation took {run['fill_s']:.0f} s."
             )
+            if "small_append_ms" in run:  # appends alternate between the two conversations
+                small, large = run["small_append_ms"], run["large_append_ms"]
+                out.append(
+                    f"- {name}: append of one turn (5 messages), median {small:.2f} ms on 1k, "
+                    f"{large:.2f} ms on {run['messages']:,} ({large / small:.2f}x)."
+                )
     return "\n".join(out)
 
 

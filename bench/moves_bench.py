@@ -39,7 +39,7 @@ from typing import Any
 from bench.workload import turn_messages
 
 MOVES = ("pop", "truncate", "switch_branch", "branch")
-TURN = 10**8
+TURN = 2 * 10**8
 """Turn numbers of the re-appended turns (far from those the fill used)."""
 
 Timer = Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[None]]

@@ -1,4 +1,4 @@
-"""``load(last=50)`` on a 1,000-message and on a 100,000-message conversation with 100 branches.
+"""``load(last=50)`` and ``append`` on a 1,000-message and a 100,000-message conversation.
 
 Run: ``python -m bench.scale_bench [--messages 100000] [--branches 100] --json-out F``. Run by
 `bench.compare` for the current code and, with ``PYTHONPATH`` on the v1 source of d7b1e98, for
@@ -11,10 +11,11 @@ below it (edit and regenerate), whose tip the path continues from, a hundred tim
 is written in appends of 500 messages (`bench.workload.turn_messages`).
 So the active path runs through 100 forks, then on to the 100,000th message.
 Timed: ``load(id, last=50)``, back to back (``--lasts`` loads, median) and each after a
-``gc.collect()``, on each conversation. Then `bench.moves_bench`: ``pop``, ``truncate``,
-``switch_branch`` and a new branch at the end of each conversation and of a 100,000-message
-chain forked from the large one (wall medians, and callgrind instructions when valgrind is
-installed).
+``gc.collect()``, on each conversation; then ``append`` of one more turn (five messages),
+``--lasts`` times to each conversation in turn (median). Then `bench.moves_bench`: ``pop``,
+``truncate``, ``switch_branch`` and a new branch at the end of each conversation and of a
+100,000-message chain forked from the large one (wall medians, and callgrind instructions when
+valgrind is installed).
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ async def run(messages: int, branches: int, lasts: int, moves_reps: int) -> dict
                 await _median_ms(store, cid, 5, collect=False)  # warm the statements
                 result[f"{name}_last_ms"] = await _median_ms(store, cid, lasts, collect=False)
                 result[f"{name}_last_cold_ms"] = await _median_ms(store, cid, lasts, collect=True)
+            result.update(await _append_ms(store, {"small": small, "large": large}, lasts))
             moving = {"small": small, "large": large}
             if can_branch and moves_reps:
                 moving["large_chain"] = await moves_bench.chain_of(store, large)
@@ -101,6 +103,19 @@ async def run(messages: int, branches: int, lasts: int, moves_reps: int) -> dict
             counted = moves_bench.callgrind(Path(tmp) / "scale.db", moving, reps=2, timeout=3600)
             result.update(counted)
     return result
+
+
+async def _append_ms(store: Any, conversations: dict[str, str], times: int) -> dict[str, float]:
+    """Median time of appending one turn (five messages) to each conversation, alternately."""
+    samples: dict[str, list[float]] = {name: [] for name in conversations}
+    for n in range(times + 5):  # the first five warm the statements
+        for name, cid in conversations.items():
+            payload = turn_messages(10**8 + n)  # call ids no earlier turn used
+            start = time.perf_counter()
+            await store.append(cid, payload)
+            if n >= 5:
+                samples[name].append(time.perf_counter() - start)
+    return {f"{name}_append_ms": statistics.median(s) * 1e3 for name, s in samples.items()}
 
 
 def main() -> None:

@@ -121,6 +121,11 @@ def _json_list(dialect_name: str, name: str, *, integers: bool = False) -> Selec
             raise NotImplementedError(f"no JSON arrays for dialect {dialect_name!r}")
 
 
+_PENDING: Any = literal_column("'pending'")
+"""Written into the SQL rather than bound: SQLite matches a query to the partial index on
+pending calls by this value, and a bound value makes it re-prepare the statement on every
+execution (a twentieth of an append)."""
+
 CONVERSATION_COLUMNS = (
     conversations.c.id,
     conversations.c.tenant,
@@ -617,16 +622,16 @@ class Statements:
             ),
             interrupt_pending=update(tool_calls)
             .where(call.conversation_id == cid)
-            .where(call.status == "pending")
+            .where(call.status == _PENDING)
             .where(call.seq < bindparam("before_seq"))
             .values(status="interrupted", completed_at=bindparam("now")),
             select_pending=select(call.id, call.seq)
             .where(call.conversation_id == cid)
-            .where(call.status == "pending")
+            .where(call.status == _PENDING)
             .order_by(call.seq, call.idx),
             cancel_pending=update(tool_calls)
             .where(call.conversation_id == cid)
-            .where(call.status == "pending")
+            .where(call.status == _PENDING)
             .values(
                 status="cancelled", completed_at=bindparam("now"), cancelled_at=bindparam("now")
             )

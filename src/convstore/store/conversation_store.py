@@ -55,6 +55,7 @@ from convstore.store import (
     blob_io,
     branches,
     conversations,
+    lean_append,
     native,
     reads,
     settings,
@@ -126,6 +127,8 @@ class ConversationStore:
             "timeout": blob_timeout,
         }
         self._blobs: BlobStore | None = None
+        self._lean_appends = self._backend.dialect_name == "sqlite"
+        """Whether `append` may take `convstore.store.lean_append` (tests switch it off)."""
         self.recorded_blobs_url: str | None = None
         """The blob location recorded in the database (resolved to a usable path or URL), once
         open; with ``blobs=`` given it may differ from `blobs_url` (see ``convstore blobs set``)."""
@@ -417,6 +420,18 @@ class ConversationStore:
             )
         # Before any blob is written: a batch over a documented limit leaves nothing behind.
         check_messages(batch, max_attachment_size=self.blob_store.max_size)
+        if idempotency_key is None and self._lean_appends:
+            lean = lean_append.plan(
+                conversation_id,
+                batch,
+                arguments.now(),
+                tenant=tenant,
+                expected_revision=expected_revision,
+                parent_seq=parent_seq,
+                on_conflict=on_conflict,
+            )
+            if lean is not None:
+                return await self._backend.write(lean.run)
         try:
             stored, _ = await blob_io.write_batch(
                 self,
