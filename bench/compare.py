@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.listing_bench import markdown as listing_markdown
+from bench.moves_bench import moves_table
 from bench.peers import BASELINE, POSTGRES_BASELINE, POSTGRES_STORES, STORES
 from bench.peers.convstore_v1 import V1_COMMIT
 from bench.peers.runner import OFFLINE_ENVIRONMENT, spread, sqlite_default_synchronous
@@ -531,6 +532,11 @@ def layout_table(results: dict[str, dict[str, Any]], scale: dict[str, Any]) -> s
     return "\n".join(lines)
 
 
+def _moves(scale: dict[str, Any]) -> str:
+    run = (scale or {}).get("v2")
+    return moves_table(run) if isinstance(run, dict) else "Not run."
+
+
 def scale_notes(scale: dict[str, Any]) -> str:
     """Cold (after a collection) last-50 times and fill times of the scale runs."""
     out = []
@@ -712,6 +718,14 @@ def document(saved: dict[str, Any]) -> str:
         "",
         scale_notes(scale),
         "",
+        "## Moving the head at 1,000 and 100,000 messages (issue 19)",
+        "",
+        "`bench.moves_bench` in the same scale run: medians of each move at the end of each "
+        "conversation (the 100,000-message chain is a fork of the branched one at its head), "
+        "with callgrind instructions per call when valgrind is installed.",
+        "",
+        _moves(scale),
+        "",
         "## The conversation list and gc at scale",
         "",
         "`bench.listing_bench`: conversations created through the store's API by 64 concurrent "
@@ -861,6 +875,8 @@ def main() -> None:
     print()
     print(layout_table(saved["results"], saved.get("scale", {})))
     print(scale_notes(saved.get("scale", {})))
+    print()
+    print(_moves(saved.get("scale", {})))
     print()
     print(callgrind_table(saved.get("callgrind", {})))
     print()

@@ -36,6 +36,7 @@ from sqlalchemy import (
     literal_column,
     select,
     tuple_,
+    union_all,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -343,6 +344,90 @@ def _path_window(*columns: Any) -> Select[Any]:
     )
 
 
+def _path_up() -> Select[Any]:
+    """(seq, parent_seq, role) of the path ending at ``:start``, walked up from ``:start``.
+
+    The walk goes on while the message it stands on is above ``:floor`` or, when ``:to_user``
+    is 1, until it has passed a user message: it costs the distance walked, never the length
+    of the conversation. Rows come in no particular order.
+    """
+    cid: Any = bindparam("cid")
+    floor = bindparam("floor", type_=BigInteger)
+    to_user = bindparam("to_user", type_=Integer)
+    is_user = case((messages.c.role == "user", 1), else_=0)
+    up = (
+        select(messages.c.seq, messages.c.parent_seq, messages.c.role, is_user.label("seen"))
+        .where(messages.c.conversation_id == cid)
+        .where(messages.c.seq == bindparam("start", type_=BigInteger))
+        .cte("up", recursive=True)
+    )
+    step = messages.alias("step")
+    up = up.union_all(
+        select(
+            step.c.seq,
+            step.c.parent_seq,
+            step.c.role,
+            case((step.c.role == "user", 1), else_=up.c.seen),
+        )
+        .where(step.c.conversation_id == cid)
+        .where(step.c.seq == up.c.parent_seq)
+        .where((up.c.seq > floor) | ((up.c.seen == 0) & (to_user == 1)))
+    )
+    return select(up.c.seq, up.c.parent_seq, up.c.role)
+
+
+def _child() -> Select[Any]:
+    """A child of message ``:seq``, found by two index lookups.
+
+    The message ``:seq + 1`` if it is one (a chain's child), else one found by
+    ``ix_messages_branch_children`` (every other child is in that index).
+    """
+    msg = messages.c
+    cid: Any = bindparam("cid")
+    seq = bindparam("seq", type_=Integer)
+    children = union_all(
+        select(msg.seq)
+        .where(msg.conversation_id == cid)
+        .where(msg.seq == seq + 1)
+        .where(msg.parent_seq == seq),
+        select(msg.seq)
+        .where(msg.conversation_id == cid)
+        .where(msg.parent_seq == seq)
+        # The index's condition, with its literal (a parameter would hide from PostgreSQL's
+        # generic plans that the index applies).
+        .where(msg.parent_seq != msg.seq - literal_column("1")),
+    ).subquery("children")
+    return select(children.c.seq).limit(1)
+
+
+def _meet() -> Select[Any]:
+    """Walk up from ``:a`` and ``:b`` (0: the empty path) until the two walks meet.
+
+    Each step moves whichever side stands on the larger ``seq`` (a parent's ``seq`` is always
+    smaller than its child's) to its parent, 0 above a root. One row per step: the ``a``
+    values are the first path's messages after the meeting point, the ``b`` values the
+    second's, and the last row holds the meeting point (the paths' last shared message, or 0)
+    twice. The cost is the two paths' distance from it, not the conversation's length.
+    """
+    cid: Any = bindparam("cid")
+    start = select(
+        cast(bindparam("a", type_=Integer), Integer).label("a"),
+        cast(bindparam("b", type_=Integer), Integer).label("b"),
+    ).cte("meet", recursive=True)
+    step = messages.alias("step")
+    a_higher = start.c.a > start.c.b
+    meet = start.union_all(
+        select(
+            case((a_higher, func.coalesce(step.c.parent_seq, 0)), else_=start.c.a),
+            case((start.c.b > start.c.a, func.coalesce(step.c.parent_seq, 0)), else_=start.c.b),
+        )
+        .where(step.c.conversation_id == cid)
+        .where(step.c.seq == case((a_higher, start.c.a), else_=start.c.b))
+        .where(start.c.a != start.c.b)
+    )
+    return select(meet.c.a, meet.c.b)
+
+
 @dataclass(frozen=True, slots=True)
 class Statements:
     """The store's statements for one dialect."""
@@ -372,6 +457,8 @@ class Statements:
     select_messages_before: Select[Any]
     """The newest ``:n`` messages below ``:before`` by ``seq`` (windows of an unbranched one)."""
     select_path_window: Select[Any]
+    select_path_up: Select[Any]
+    select_meet: Select[Any]
     select_messages_in: Select[Any]
     """Messages whose ``seq`` is in the JSON array ``:seqs``."""
     select_message_keys: Select[Any]
@@ -391,7 +478,12 @@ class Statements:
     select_message_by_id: Select[Any]
     find_message: Scoped[Select[Any]]
     select_child: Select[Any]
+    """A child of message ``:seq``, if it has one: two index lookups, never a scan (the
+    message ``:seq + 1``, or a child found by ``ix_messages_branch_children``)."""
     delete_message: Delete
+    delete_calls_of: Delete
+    """The calls message ``:seq`` made (ids in ``:ids``): nothing cascades from a message to its
+    calls (see `convstore.db.schema.tool_calls`)."""
     message_id_taken: Select[Any]
     """Which of the JSON array ``:ids`` of application message ids a conversation holds."""
     copy_messages: Select[Any]
@@ -403,15 +495,16 @@ class Statements:
     """Every call of a conversation."""
     select_tool_calls_in: Select[Any]
     """The calls whose ids are in the JSON array ``:ids``."""
-    select_lifecycles: Select[Any]
-    """`LIFECYCLE_COLUMNS` of every call of a conversation."""
     select_lifecycles_in: Select[Any]
+    """(id, seq, status, result_kind, result_seq, result_idx, cancelled_at) of the calls in
+    ``:ids``."""
+    select_call_states: Select[Any]
+    """`LIFECYCLE_COLUMNS` of every call of a conversation."""
+    select_call_states_in: Select[Any]
     """`LIFECYCLE_COLUMNS` of the calls whose ids are in the JSON array ``:ids``."""
-    select_lifecycles_reaching_back: Select[Any]
-    """`select_lifecycles_in`, then name, provider id and arguments of the calls made before
+    select_call_states_reaching_back: Select[Any]
+    """`select_call_states_in`, then name, provider id and arguments of the calls made before
     ``:first`` (for a window answering calls it did not make, and has no part of)."""
-    select_cancellations: Select[Any]
-    """(id, cancelled_at) of the calls in ``:ids`` that were ever cancelled."""
     copy_tool_calls: Select[Any]
     set_lifecycle: Update
     """Sets a call's status, result and completion time (a result stored, a path switched,
@@ -505,6 +598,8 @@ class Statements:
             select_messages=_chain(*MESSAGE_COLUMNS),
             select_messages_before=_chain_before(*MESSAGE_COLUMNS),
             select_path_window=_path_window(*MESSAGE_COLUMNS),
+            select_path_up=_path_up(),
+            select_meet=_meet(),
             select_native=_chain(*_NATIVE_COLUMNS),
             select_native_before=_chain_before(*_NATIVE_COLUMNS),
             select_native_path_window=_path_window(*_NATIVE_COLUMNS),
@@ -526,13 +621,14 @@ class Statements:
             .where(msg.conversation_id == cid)
             .where(msg.message_id == bindparam("message_id")),
             find_message=_scoped(_find_message),
-            select_child=select(msg.seq)
-            .where(msg.conversation_id == cid)
-            .where(msg.parent_seq == bindparam("seq"))
-            .limit(1),
+            select_child=_child(),
             delete_message=delete(messages)
             .where(msg.conversation_id == cid)
             .where(msg.seq == bindparam("seq")),
+            delete_calls_of=delete(tool_calls)
+            .where(call.conversation_id == cid)
+            .where(call.id.in_(ids))
+            .where(call.seq == bindparam("seq")),
             message_id_taken=select(msg.message_id)
             .where(msg.conversation_id == cid)
             .where(msg.message_id.in_(ids)),
@@ -549,20 +645,27 @@ class Statements:
             .where(call.id.in_(ids))
             .order_by(call.seq, call.idx),
             # No ORDER BY: a load orders calls by the messages and parts that made them.
-            select_lifecycles=select(*LIFECYCLE_COLUMNS).where(call.conversation_id == cid),
-            select_lifecycles_in=select(*LIFECYCLE_COLUMNS)
+            select_call_states=select(*LIFECYCLE_COLUMNS).where(call.conversation_id == cid),
+            select_call_states_in=select(*LIFECYCLE_COLUMNS)
             .where(call.conversation_id == cid)
             .where(call.id.in_(ids)),
-            select_lifecycles_reaching_back=select(
+            select_call_states_reaching_back=select(
                 *LIFECYCLE_COLUMNS,
                 *(case((call.seq < bindparam("first"), c)) for c in _MADE_BEFORE_COLUMNS),
             )
             .where(call.conversation_id == cid)
             .where(call.id.in_(ids)),
-            select_cancellations=select(call.id, call.cancelled_at)
+            select_lifecycles_in=select(
+                call.id,
+                call.seq,
+                call.status,
+                call.result_kind,
+                call.result_seq,
+                call.result_idx,
+                call.cancelled_at,
+            )
             .where(call.conversation_id == cid)
-            .where(call.id.in_(ids))
-            .where(call.cancelled_at.is_not(None)),
+            .where(call.id.in_(ids)),
             copy_tool_calls=select(tool_calls)
             .where(call.conversation_id == cid)
             .where(call.id.in_(ids)),

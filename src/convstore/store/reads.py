@@ -268,9 +268,9 @@ def _calls_of(reader: _Messages, messages: list[Message], *, everything: bool) -
     if not ids:
         return []
     if everything:
-        rows = tx.fetch(st.select_lifecycles, {"cid": cid})
+        rows = tx.fetch(st.select_call_states, {"cid": cid})
     else:
-        stmt = st.select_lifecycles_reaching_back if reaching_back else st.select_lifecycles_in
+        stmt = st.select_call_states_reaching_back if reaching_back else st.select_call_states_in
         params = {"cid": cid, "ids": codec.dump_json(list(ids)), "first": messages[0].seq}
         rows = tx.fetch(stmt, params)
     if not rows:
@@ -375,7 +375,7 @@ def _load_other_path(
     if not path or path[0].seq != head_seq:
         raise MessageNotFoundError(f"head_seq {head_seq}", cid)
     path.reverse()
-    rows = tx.fetch(st.select_lifecycles, {"cid": cid})
+    rows = tx.fetch(st.select_call_states, {"cid": cid})
     made_at = {row[0]: row[1] for row in rows}
     created = {row[0]: codec.load_time(row[7]) for row in rows}
     cancelled = {row[0]: codec.load_time(row[9]) for row in rows if row[9] is not None}

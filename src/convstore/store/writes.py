@@ -61,7 +61,8 @@ from convstore.model import (
 )
 from convstore.model._base import trusted
 from convstore.store.lifecycle import Outcome, on_result, status_for
-from convstore.store.reads import messages_at, path_seqs
+from convstore.store.paths import PathAbove, walk_up
+from convstore.store.reads import messages_at
 from convstore.store.results import AppendResult
 
 _new_message = trusted(Message)
@@ -461,30 +462,25 @@ def _stored_call(tx: Tx, cid: str, call_id: str, on_path: Callable[[int], bool])
 
 def _start_branch(tx: Tx, header: Header, parent: int | None, now: datetime) -> None:
     """Make ``parent`` the end of the active path before a batch grows a branch from it."""
-    from convstore.store.branches import recompute_lifecycles  # branches builds on this module
+    from convstore.store.branches import move_head  # branches builds on this module
 
     if parent is not None and not messages_at(tx, header.cid, [parent]):
         raise InvalidInputError(
             f"parent_seq {parent} is not a message of conversation {header.cid!r}"
         )
     header.branched = True
-    header.head_seq = parent
-    recompute_lifecycles(tx, header.cid, parent, now)
+    move_head(tx, header, parent, now)
 
 
 def _path_test(tx: Tx, header: Header, end: int | None) -> Callable[[int], bool]:
-    """Whether a stored message is on the path ending at ``end``."""
+    """Whether a stored message is on the path ending at ``end``.
+
+    Reads the path upwards from ``end`` only as far as the messages asked about (the calls
+    a batch's results answer: usually the turn it continues).
+    """
     if not header.branched:
         return lambda _seq: True  # one chain: every message is on it
-    on_path: set[int] | None = None
-
-    def test(seq: int) -> bool:
-        nonlocal on_path
-        if on_path is None:
-            on_path = set(path_seqs(tx, header.cid, end))
-        return seq in on_path
-
-    return test
+    return PathAbove(tx, header.cid, end).contains
 
 
 def check_message_ids(tx: Tx, cid: str, messages: list[Message]) -> None:
@@ -598,9 +594,16 @@ def cancel_pending(
         rows = sorted(tx.fetch(st.cancel_pending, {"cid": cid, "now": stamp}), key=lambda r: r[1:])
         cancelled = [r[0] for r in rows]
     else:
-        on_path = set(path_seqs(tx, cid, header.head_seq))
+        # A pending call on the path has no user message after it there (it would be
+        # interrupted): the path back to its newest user message holds every one.
+        head = header.head_seq
+        tail = (
+            set()
+            if head is None
+            else {s for s, _, _ in walk_up(tx, cid, head, floor=head, to_user=True)}
+        )
         pending = tx.fetch(st.select_pending, {"cid": cid})
-        cancelled = [call_id for call_id, seq in pending if seq in on_path]
+        cancelled = [call_id for call_id, seq in pending if seq in tail]
         tx.execute_many(
             st.cancel_call, [{"cid": cid, "call_id": c, "now": stamp} for c in cancelled]
         )
