@@ -99,6 +99,8 @@ async def test_head_seq_windows_and_render(store: ConversationStore) -> None:
     # The window answers a call made before it: the call comes with it.
     assert [c.id for c in window.tool_calls] == ["call-1"]
     assert window.tool_calls[0].status == "complete"
+    longer = await store.load(cid, head_seq=tip_b, last=10)  # more than the path holds
+    assert [m.seq for m in longer.messages] == [1, 2, 3, tip_b]
     on_b = await store.load(cid, head_seq=tip_b, last=1)
     assert [m.seq for m in on_b.messages] == [tip_b]
     assert on_b.tool_calls == []

@@ -381,7 +381,7 @@ def _load_other_path(
     cancelled = {row[0]: codec.load_time(row[9]) for row in rows if row[9] is not None}
     derived = path_lifecycles(path, made_at, cancelled)
     below = [m for m in path if before_seq is None or (m.seq or 0) < before_seq]
-    messages = below if last is None else below[len(below) - last :] if last else []
+    messages = below if last is None else below[max(len(below) - last, 0) :] if last else []
     window = {m.seq for m in messages}
     wanted = {
         call_id: (call_id, made_at[call_id], 0, lc.status.value, lc.result_kind, lc.result_seq,
