@@ -111,7 +111,8 @@ $(ADK_STAMP): pyproject.toml constraints-google-adk.txt
 
 test-google-adk: $(ADK_STAMP)
 	$(ADK_VENV)/bin/mypy
-	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(ADK_VENV)/bin/pytest tests/integrations/test_google_adk.py tests/integrations/test_google_adk_docs.py
+	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(ADK_VENV)/bin/pytest tests/integrations/test_google_adk.py tests/integrations/test_google_adk_crash.py \
+		tests/integrations/test_google_adk_docs.py
 
 $(LG_STAMP): pyproject.toml constraints-langgraph.txt
 	test -x $(LG_VENV)/bin/python || $(PYTHON) -m venv $(LG_VENV)

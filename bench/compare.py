@@ -42,6 +42,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench.listing_bench import markdown as listing_markdown
+from bench.moves_bench import moves_table
 from bench.peers import BASELINE, POSTGRES_BASELINE, POSTGRES_STORES, STORES
 from bench.peers.convstore_v1 import V1_COMMIT
 from bench.peers.runner import OFFLINE_ENVIRONMENT, spread, sqlite_default_synchronous
@@ -277,6 +279,15 @@ def run_scale(args: argparse.Namespace, v1_src: Path | None) -> dict[str, Any]:
         result, error = _run_json(command, args.timeout, env)
         out[name] = result if result is not None else f"failed: {error}"
     return out
+
+
+def run_listing(args: argparse.Namespace, databases: str) -> dict[str, Any] | str:
+    """`bench.listing_bench`: the conversation list and gc at scale."""
+    print(f"listing benchmark ({args.listing_sizes}) …", file=sys.stderr, flush=True)
+    command = [sys.executable, "-m", "bench.listing_bench", "--sizes", args.listing_sizes,
+               "--database", databases]  # fmt: skip
+    result, error = _run_json(command, args.timeout * 4)
+    return result if result is not None else f"failed: {error}"
 
 
 def run_callgrind(args: argparse.Namespace, v1_src: Path | None) -> dict[str, Any]:
@@ -521,6 +532,11 @@ def layout_table(results: dict[str, dict[str, Any]], scale: dict[str, Any]) -> s
     return "\n".join(lines)
 
 
+def _moves(scale: dict[str, Any]) -> str:
+    run = (scale or {}).get("v2")
+    return moves_table(run) if isinstance(run, dict) else "Not run."
+
+
 def scale_notes(scale: dict[str, Any]) -> str:
     """Cold (after a collection) last-50 times and fill times of the scale runs."""
     out = []
@@ -531,6 +547,12 @@ def scale_notes(scale: dict[str, Any]) -> str:
                 f"{run['small_last_cold_ms']:.2f} ms on 1k, {run['large_last_cold_ms']:.2f} ms on "
                 f"{run['messages']:,}; writing the large conversation took {run['fill_s']:.0f} s."
             )
+            if "small_append_ms" in run:  # appends alternate between the two conversations
+                small, large = run["small_append_ms"], run["large_append_ms"]
+                out.append(
+                    f"- {name}: append of one turn (5 messages), median {small:.2f} ms on 1k, "
+                    f"{large:.2f} ms on {run['messages']:,} ({large / small:.2f}x)."
+                )
     return "\n".join(out)
 
 
@@ -696,6 +718,24 @@ def document(saved: dict[str, Any]) -> str:
         "",
         scale_notes(scale),
         "",
+        "## Moving the head at 1,000 and 100,000 messages (issue 19)",
+        "",
+        "`bench.moves_bench` in the same scale run: medians of each move at the end of each "
+        "conversation (the 100,000-message chain is a fork of the branched one at its head), "
+        "with callgrind instructions per call when valgrind is installed.",
+        "",
+        _moves(scale),
+        "",
+        "## The conversation list and gc at scale",
+        "",
+        "`bench.listing_bench`: conversations created through the store's API by 64 concurrent "
+        "tasks, 10 tenants, metadata `project` (100 values) and `user` (100 values); the median "
+        "of 21 pages of 20 after a warm-up, each size growing the same database.",
+        "",
+        listing_markdown(saved["listing"])
+        if isinstance(saved.get("listing"), dict)
+        else str(saved.get("listing", "Not run.")),
+        "",
         "## Instructions per call (callgrind)",
         "",
         "Exact counts where wall time is noisy: every thread of the process, measured calls only "
@@ -741,6 +781,9 @@ def measure_all(args: argparse.Namespace, stores: list[str]) -> dict[str, Any]:
         callgrind: dict[str, Any] = {"skipped": "`--skip-callgrind`", "results": []}
         if not args.skip_callgrind:
             callgrind = run_callgrind(args, v1_src)
+        listing: dict[str, Any] | str = "Skipped (`--listing-sizes ''`)."
+        if args.listing_sizes:
+            listing = run_listing(args, "sqlite" if pg_missing else "sqlite,postgresql")
     render: dict[str, Any] | str = "Skipped (`--skip-render`)."
     if not args.skip_render:
         rendered, error = run_render(args)
@@ -759,6 +802,7 @@ def measure_all(args: argparse.Namespace, stores: list[str]) -> dict[str, Any]:
         "postgres_unavailable": pg_missing if pg_wanted else "",
         "scale": scale,
         "callgrind": callgrind,
+        "listing": listing,
         "render": render,
         "environment": environment(args, started, load_before),
     }
@@ -775,6 +819,11 @@ def main() -> None:
     )
     parser.add_argument("--skip-scale", action="store_true", help="no scale run (issue 11)")
     parser.add_argument("--skip-callgrind", action="store_true", help="no callgrind counts")
+    parser.add_argument(
+        "--listing-sizes",
+        default="1000,100000,1000000",
+        help="conversation counts of the listing and gc benchmark ('' to skip it)",
+    )
     parser.add_argument("--turns", type=int, default=500, help="turns of the one conversation")
     parser.add_argument(
         "--loop-turns", type=int, default=500, help="turns of the turn loop (500; 0: skip it)"
@@ -826,6 +875,8 @@ def main() -> None:
     print()
     print(layout_table(saved["results"], saved.get("scale", {})))
     print(scale_notes(saved.get("scale", {})))
+    print()
+    print(_moves(saved.get("scale", {})))
     print()
     print(callgrind_table(saved.get("callgrind", {})))
     print()

@@ -152,7 +152,7 @@ def report(summary: dict[str, dict[str, Any]], turns: int) -> str:
         f"{'':32}{'ConvstoreSaver':>18}{'AsyncSqliteSaver':>18}{'ratio':>10}",
     ]
     for mark in marks:
-        a, b = ours["bytes"][mark], theirs["bytes"][mark]
+        a, b = int(ours["bytes"][mark]), int(theirs["bytes"][mark])
         lines.append(f"{f'database bytes, {mark} turns':32}{a:>18,}{b:>18,}{b / a:>9.1f}x")
     for key in (
         "ms per step (first 50 turns)",

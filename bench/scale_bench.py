@@ -1,4 +1,4 @@
-"""``load(last=50)`` on a 1,000-message and on a 100,000-message conversation with 100 branches.
+"""``load(last=50)`` and ``append`` on a 1,000-message and a 100,000-message conversation.
 
 Run: ``python -m bench.scale_bench [--messages 100000] [--branches 100] --json-out F``. Run by
 `bench.compare` for the current code and, with ``PYTHONPATH`` on the v1 source of d7b1e98, for
@@ -7,12 +7,15 @@ the same length, and the report says so).
 
 Both conversations live in one fresh SQLite file (the store's defaults). The large one
 starts with its 100 branches: ten messages on the head, then a two-message branch from five
-below it (edit and regenerate), whose tip the path continues from, a hundred times (growing a
-branch recomputes the lifecycles along the whole path, `convstore.store.branches`: early, that
-is cheap); the rest is written in appends of 500 messages (`bench.workload.turn_messages`).
+below it (edit and regenerate), whose tip the path continues from, a hundred times; the rest
+is written in appends of 500 messages (`bench.workload.turn_messages`).
 So the active path runs through 100 forks, then on to the 100,000th message.
 Timed: ``load(id, last=50)``, back to back (``--lasts`` loads, median) and each after a
-``gc.collect()``, on each conversation.
+``gc.collect()``, on each conversation; then ``append`` of one more turn (five messages),
+``--lasts`` times to each conversation in turn (median). Then `bench.moves_bench`: ``pop``,
+``truncate``, ``switch_branch`` and a new branch at the end of each conversation and of a
+100,000-message chain forked from the large one (wall medians, and callgrind instructions when
+valgrind is installed).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import moves_bench
 from bench.workload import turn_messages
 
 
@@ -66,7 +70,7 @@ async def _median_ms(store: Any, cid: str, times: int, collect: bool) -> float:
     return statistics.median(samples) * 1e3
 
 
-async def run(messages: int, branches: int, lasts: int) -> dict[str, Any]:
+async def run(messages: int, branches: int, lasts: int, moves_reps: int) -> dict[str, Any]:
     import convstore
 
     can_branch = "parent_seq" in inspect.signature(convstore.ConversationStore.append).parameters
@@ -90,7 +94,28 @@ async def run(messages: int, branches: int, lasts: int) -> dict[str, Any]:
                 await _median_ms(store, cid, 5, collect=False)  # warm the statements
                 result[f"{name}_last_ms"] = await _median_ms(store, cid, lasts, collect=False)
                 result[f"{name}_last_cold_ms"] = await _median_ms(store, cid, lasts, collect=True)
+            result.update(await _append_ms(store, {"small": small, "large": large}, lasts))
+            moving = {"small": small, "large": large}
+            if can_branch and moves_reps:
+                moving["large_chain"] = await moves_bench.chain_of(store, large)
+                result.update(await moves_bench.measure(store, moving, moves_reps))
+        if can_branch and moves_reps:
+            counted = moves_bench.callgrind(Path(tmp) / "scale.db", moving, reps=2, timeout=3600)
+            result.update(counted)
     return result
+
+
+async def _append_ms(store: Any, conversations: dict[str, str], times: int) -> dict[str, float]:
+    """Median time of appending one turn (five messages) to each conversation, alternately."""
+    samples: dict[str, list[float]] = {name: [] for name in conversations}
+    for n in range(times + 5):  # the first five warm the statements
+        for name, cid in conversations.items():
+            payload = turn_messages(10**8 + n)  # call ids no earlier turn used
+            start = time.perf_counter()
+            await store.append(cid, payload)
+            if n >= 5:
+                samples[name].append(time.perf_counter() - start)
+    return {f"{name}_append_ms": statistics.median(s) * 1e3 for name, s in samples.items()}
 
 
 def main() -> None:
@@ -98,9 +123,10 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--branches", type=int, default=100)
     parser.add_argument("--lasts", type=int, default=50)
+    parser.add_argument("--moves-reps", type=int, default=5, help="0: no moves (bench.moves_bench)")
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
-    result = asyncio.run(run(args.messages, args.branches, args.lasts))
+    result = asyncio.run(run(args.messages, args.branches, args.lasts, args.moves_reps))
     if args.json_out is not None:
         args.json_out.write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))

@@ -126,9 +126,12 @@ def _scale_rows(table: _Table, scale: dict[str, Any]) -> None:
             )
         )
     for operation in ("pop", "truncate", "switch_branch"):
+        # Both shapes of the large conversation (one chain, 100 branches): the slower counts.
+        shapes = [run.get(f"{shape}_{operation}_ms") for shape in ("large_chain", "large")]
+        measured = [v for v in shapes if v is not None]
         table.bound(
-            f"SQLite: `{operation}` at {large} messages ≤ 5 ms",
-            run.get(f"large_{operation}_ms"),
+            f"SQLite: `{operation}` at {large} messages (chain and 100 branches) ≤ 5 ms",
+            max(measured) if measured else None,
             5.0,
             "ms",
         )

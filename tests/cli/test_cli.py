@@ -87,6 +87,17 @@ def test_demo_stores_and_shows_a_conversation(tmp_path: Path) -> None:
         assert f"  {target}" in out
     assert (tmp_path / "convstore.db").exists()
     assert any((tmp_path / "convstore-blobs" / "sha256").rglob("*"))
+    # It names the database file and the next commands, and explains its per-provider lines.
+    assert f"database: {(tmp_path / 'convstore.db').resolve()}" in out
+    assert "convstore show demo-trip-to-lisbon" in out
+    assert "convstore render demo-trip-to-lisbon --to anthropic" in out
+    for word in ("items ", "media ", "synthetic ", "native (inside the", "user_message (a user"):
+        assert word in out
+    # The commands it prints work as printed.
+    shown = convstore("show", "demo-trip-to-lisbon", cwd=tmp_path)
+    assert shown.returncode == 0 and "Trip to Lisbon" in shown.stdout
+    rendered = convstore("render", "demo-trip-to-lisbon", "--to", "anthropic", cwd=tmp_path)
+    assert rendered.returncode == 0 and '"type": "image"' in rendered.stdout
 
 
 def test_migrate_list_show(tmp_path: Path, cli: Callable[..., Run]) -> None:

@@ -8,10 +8,7 @@ the native record) and renders to a provider.
 from __future__ import annotations
 
 import base64
-import random
-import struct
 import uuid
-import zlib
 from pathlib import Path
 
 import pytest
@@ -39,27 +36,9 @@ from langchain_core.messages import (  # noqa: E402
 )
 
 from convstore.integrations.langchain import ConvstoreChatMessageHistory  # noqa: E402
+from tests.support.images import noise_png  # noqa: E402
 
-
-def _png(width: int = 320, height: int = 240) -> bytes:
-    """A real PNG of photo-like noise (about 200 KB: it barely compresses)."""
-    rng = random.Random(7)
-    rows = b"".join(b"\x00" + rng.randbytes(width * 3) for _ in range(height))
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
-
-
-PNG = _png()
+PNG = noise_png(7, 320, 240)  # about 200 KB: it barely compresses
 
 
 def _conversation() -> list[BaseMessage]:

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
-import random
-import struct
 import uuid
-import zlib
 from datetime import UTC, datetime
 
 import pytest
@@ -27,6 +24,7 @@ from tests.integrations.pydantic_ai_google_adk_support import (  # noqa: F401 - 
     require,
     sqlite_file_bytes,
 )
+from tests.support.images import noise_png
 from tests.support.wire_rules import check_payload, media_in_payload
 
 require("pydantic_ai")
@@ -65,26 +63,8 @@ SIGNATURE = "EqQBCkYIBxgCKkD" + "a1b2" * 40
 INSTRUCTIONS = "Answer in French, in one sentence."
 
 
-def _png(seed: int, width: int = 24, height: int = 24) -> bytes:
-    """A valid RGB PNG of noise (incompressible, so ~1.7 KB) whose base64 uses both alphabets."""
-    rng = random.Random(seed)
-    rows = b"".join(b"\x00" + rng.randbytes(width * 3) for _ in range(height))
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        crc = zlib.crc32(kind + body) & 0xFFFFFFFF
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
-
-
-PROMPT_IMAGE = _png(1)
-TOOL_IMAGE = _png(2)
+PROMPT_IMAGE = noise_png(1, 24, 24)  # ~1.7 KB each
+TOOL_IMAGE = noise_png(2, 24, 24)
 IMAGES = (PROMPT_IMAGE, TOOL_IMAGE)
 
 
@@ -341,3 +321,23 @@ async def test_a_reserialized_conversation_continues_on_its_branch(
         for p in m.parts
         for part in (p.content if isinstance(getattr(p, "content", None), list) else [])
     )
+
+
+async def test_instructions_reach_renders_as_the_system_prompt(store: ConversationStore) -> None:
+    """Point 3: the agent's ``instructions=`` (on each request) are the system prompt, once."""
+    backend = ConvstoreConversationStore(store=store)
+    cid = f"fid-{uuid.uuid4().hex[:12]}"
+    requests = [
+        ModelRequest(parts=[UserPromptPart(text, timestamp=T0)], instructions=INSTRUCTIONS)
+        for text in ("Bonjour ?", "Encore ?")
+    ]
+    answers = [
+        ModelResponse(parts=[TextPart(text)], model_name=MODEL, timestamp=T0)
+        for text in ("Oui.", "Non.")
+    ]
+    messages = [requests[0], answers[0], requests[1], answers[1]]
+    await backend.save(Conversation(conversation_id=cid, messages=messages))
+    for target, model in (("anthropic", MODEL), ("openai-responses", "gpt-5")):
+        rendered = await store.render(cid, target, model=model)
+        system = rendered.payload.get("system") or rendered.payload.get("instructions")
+        assert system == INSTRUCTIONS, target

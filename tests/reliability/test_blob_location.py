@@ -64,3 +64,72 @@ async def test_an_explicit_location_wins_and_memory_is_never_recorded(
         assert explicit.blobs_url == str(tmp_path / "second")
     async with ConversationStore(fresh_url) as default:
         assert default.blobs_url == str((tmp_path / "first").resolve())
+
+
+# -- moving a project, re-recording the location (issue 20 point 5) ------------------------------
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from convstore.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_moving_a_project_keeps_its_attachments(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    url = f"sqlite+aiosqlite:///{project / 'app.db'}"
+    assert _cli(capsys, "demo", "--url", url)[0] == 0
+    code, recorded, _ = _cli(capsys, "blobs", "show", "--url", url)
+    assert code == 0 and recorded.strip() == str((project / "convstore-blobs").resolve())
+
+    moved = tmp_path / "moved"
+    project.rename(moved)
+    url = f"sqlite+aiosqlite:///{moved / 'app.db'}"
+    code, out, err = _cli(capsys, "fsck", "--url", url)
+    assert code == 0, out + err
+    assert "0 missing" in out
+    code, recorded, _ = _cli(capsys, "blobs", "show", "--url", url)
+    assert recorded.strip() == str((moved / "convstore-blobs").resolve())
+    code, listing, _ = _cli(capsys, "list", "--url", url)
+    cid = next(line.split()[0] for line in listing.splitlines() if "Lisbon" in line)
+    code, out, err = _cli(capsys, "render", cid, "--to", "anthropic", "--url", url)
+    assert code == 0, err
+    assert '"type": "image"' in out
+
+
+def test_a_gone_location_is_offered_to_be_re_recorded(
+    fresh_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import asyncio
+    import shutil
+
+    old, new, empty = tmp_path / "old-blobs", tmp_path / "new-blobs", tmp_path / "empty"
+    empty.mkdir()
+
+    async def write() -> None:
+        async with ConversationStore(fresh_url, blobs=str(old), auto_migrate=True) as store:
+            conv = await store.create_conversation()
+            await store.append(conv.id, Message.user("kept", FilePart.from_bytes(PNG)))
+
+    asyncio.run(write())
+    shutil.move(str(old), str(new))  # the directory was moved; the database still names it
+
+    code, out, err = _cli(capsys, "fsck", "--url", fresh_url, "--blobs", str(new))
+    assert code == 0, out + err
+    assert f"convstore blobs set {new}" in err and str(old) in err
+
+    # The check: a location without the referenced blobs is refused, nothing recorded.
+    code, _, err = _cli(capsys, "blobs", "set", str(empty), "--url", fresh_url)
+    assert code == 1 and "lacks 1 " in err
+    assert _cli(capsys, "blobs", "show", "--url", fresh_url)[1].strip() == str(old)
+
+    code, out, err = _cli(capsys, "blobs", "set", str(new), "--url", fresh_url)
+    assert code == 0, err
+    code, out, err = _cli(capsys, "fsck", "--url", fresh_url)  # no --blobs: the recorded one
+    assert code == 0 and "1 referenced blobs, 0 missing" in out
+    assert "blobs set" not in err

@@ -1,12 +1,18 @@
 """Statement counts: a load is a fixed number of statements whatever the conversation's
-length, and an append is one transaction (on PostgreSQL, one statement)."""
+length, an append is one transaction (on PostgreSQL, one statement), and moving the head
+(pop, truncate, switch, a new branch) costs the same at any length."""
 
 from __future__ import annotations
 
+import re
+import sqlite3
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from convstore import ConversationStore, Message, ToolCallPart
+from convstore.db.schema import metadata
 
 
 @contextmanager
@@ -84,3 +90,64 @@ async def test_append_is_one_transaction(store: ConversationStore) -> None:
         # sqlite3 reports each executemany row; count distinct statements in order instead.
         tables = list(dict.fromkeys(tables))
     assert tables == ["messages", "tool_calls"]
+
+
+async def _moves(store: ConversationStore, cid: str) -> list[list[str]]:
+    """pop, a new branch, switch_branch and truncate at the end of ``cid``: each one's queries."""
+    tip = (await store.load(cid, last=1)).head_seq
+    assert tip is not None
+    done = []
+    moves = [
+        lambda: store.pop(cid),  # the assistant's answer
+        lambda: store.pop(cid),  # a result: its call reopens
+        lambda: store.append(cid, Message.user("rephrased"), parent_seq=tip - 3),
+        lambda: store.switch_branch(cid, head_seq=tip - 2),
+        lambda: store.pop(cid),  # the calling message, which the new branch keeps
+        lambda: store.truncate(cid, after_seq=tip - 8),
+    ]
+    for move in moves:
+        with recorded(store) as statements:
+            await move()
+        done.append(_queries(statements))
+    return done
+
+
+async def test_moving_the_head_costs_the_same_on_40_and_2000_messages(tmp_path: Path) -> None:
+    """`pop`, `truncate`, `switch_branch` and a new branch run the same statements however long
+    the conversation, and on SQLite each statement finds its rows by index: no plan scans a
+    table (so `pop` finds children, and deletes a message's calls, without a scan)."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'moves.db'}"
+    async with ConversationStore(url, blobs=f"memory://moves-{uuid.uuid4().hex}") as store:
+        runs = []
+        for messages in (40, 2000):
+            cid = await _conversation_of(store, messages)
+            # A branch near the start: the path runs through a fork, then on to its end.
+            await store.append(cid, Message.user("edited"), parent_seq=2)
+            await store.switch_branch(cid, head_seq=messages)
+            await store.backend.trace_all()
+            runs.append(await _moves(store, cid))
+    small, large = runs
+    assert [len(s) for s in small] == [len(s) for s in large]
+    tables = {t.name for t in metadata.sorted_tables} | {"step"}  # step: the walks' alias
+    raw = sqlite3.connect(tmp_path / "moves.db")
+    try:
+        for statement in (s for move in large for s in move):
+            plan = [row[3] for row in raw.execute(f"EXPLAIN QUERY PLAN {statement}")]
+            assert not [d for d in plan if _reads_a_whole_conversation(d, tables)], (
+                statement,
+                plan,
+            )
+    finally:
+        raw.close()
+
+
+def _reads_a_whole_conversation(detail: str, tables: set[str]) -> bool:
+    """Whether a query-plan line reads a table whole, or a conversation's rows in it whole
+    (or from a ``seq`` on: the older part of a long one)."""
+    scan = re.match(r"SCAN (\w+)", detail)
+    if scan:
+        return scan.group(1) in tables
+    return bool(
+        re.search(r"\(conversation_id=\?\)$", detail)
+        or re.search(r"sqlite_autoindex_\w+ \(conversation_id=\? AND \w+[<>]", detail)
+    )

@@ -23,11 +23,18 @@ from convstore.errors import DatabaseNotFoundError, InvalidInputError
 from convstore.model import TOOL_DEFINITIONS, ToolDefinition
 from convstore.model._base import describe_validation_error
 from convstore.parsing import parse, parse_tools
-from convstore.store import ConversationStore, collect_garbage, fsck
+from convstore.store import (
+    ConversationStore,
+    GarbageReport,
+    collect_garbage,
+    fsck,
+    record_blob_location,
+)
 from convstore.store.maintenance import blob_url
 from convstore.store.tools import MODEL_KEY, SOURCE_KEY, tools_metadata
 
 __all__ = [
+    "blobs_command",
     "demo",
     "fsck_command",
     "gc",
@@ -35,6 +42,7 @@ __all__ = [
     "list_conversations",
     "migrate",
     "partition",
+    "recorded_location_notice",
     "render",
     "show",
 ]
@@ -212,24 +220,47 @@ async def render(args: argparse.Namespace) -> int:
 
 
 async def gc(args: argparse.Namespace) -> int:
-    """Collect unreferenced blobs."""
+    """Collect unreferenced blobs (once, or every ``--watch`` seconds until interrupted)."""
     async with _existing_store(args) as store:
-        report = await collect_garbage(
-            store,
-            grace=timedelta(seconds=args.grace),
-            dry_run=args.dry_run,
-            progress=_ProgressLine(),
-        )
-        verb = "would delete" if report.dry_run else "deleted"
-        for sha in report.deleted:
-            print(f"{verb} {blob_url(store, sha)}")
-    print(
+        if args.watch is None:
+            report = await _collect_once(store, args)
+            for sha in report.deleted:
+                print(f"{_gc_verb(report)} {blob_url(store, sha)}")
+            print(_gc_summary(report, args.grace))
+            return 0
+        runs = deleted = 0
+        try:
+            while True:
+                report = await _collect_once(store, args)
+                runs += 1
+                deleted += len(report.deleted)
+                print(f"run {runs}: {_gc_summary(report, args.grace)}", flush=True)
+                await asyncio.sleep(args.watch)
+        except asyncio.CancelledError:  # Ctrl-C: the summary of every run, then a clean exit
+            print(f"{runs:,} runs; {_gc_verb(report)} {deleted:,} blobs in all", flush=True)
+            return 0
+
+
+async def _collect_once(store: ConversationStore, args: argparse.Namespace) -> GarbageReport:
+    return await collect_garbage(
+        store,
+        grace=timedelta(seconds=args.grace),
+        dry_run=args.dry_run,
+        progress=_ProgressLine(),
+    )
+
+
+def _gc_verb(report: GarbageReport) -> str:
+    return "would delete" if report.dry_run else "deleted"
+
+
+def _gc_summary(report: GarbageReport, grace: float) -> str:
+    return (
         f"{report.examined:,} blobs examined, {report.referenced:,} referenced; "
-        f"{verb} {len(report.deleted):,} unreferenced, kept {report.young:,} younger than "
-        f"{args.grace:g}s; {report.staging:,} stale staging objects"
+        f"{_gc_verb(report)} {len(report.deleted):,} unreferenced, kept {report.young:,} younger "
+        f"than {grace:g}s; {report.staging:,} stale staging objects"
         + (" found" if report.dry_run else " removed")
     )
-    return 0
 
 
 async def fsck_command(args: argparse.Namespace) -> int:
@@ -248,3 +279,38 @@ async def fsck_command(args: argparse.Namespace) -> int:
         f"{len(report.corrupted):,} corrupted; {len(report.unreferenced):,} unreferenced"
     )
     return 0 if report.ok else 1
+
+
+async def blobs_command(args: argparse.Namespace) -> int:
+    """``blobs show`` prints the recorded location; ``blobs set URL`` checks and records one."""
+    if args.blobs_command == "show":
+        async with _existing_store(args) as store:
+            print(store.recorded_blobs_url or "(none recorded)")
+        return 0
+    path = sqlite_path(args.url)
+    if path is not None and not path.exists():
+        raise DatabaseNotFoundError(str(path))
+    async with ConversationStore(args.url, blobs=args.location) as store:
+        report = await record_blob_location(store, progress=_ProgressLine())
+        print(
+            f"recorded {store.recorded_blobs_url}: all {report.referenced:,} referenced blobs "
+            "present and intact"
+        )
+    return 0
+
+
+async def recorded_location_notice(args: argparse.Namespace) -> str | None:
+    """What to say when ``--blobs`` is given and the recorded location no longer exists."""
+    path = sqlite_path(args.url)
+    if path is not None and not path.exists():
+        return None
+    # memory:// blobs: reading the recorded location must not record one.
+    async with ConversationStore(args.url, blobs="memory://convstore-cli-notice") as store:
+        recorded = store.recorded_blobs_url
+    if recorded is None or "://" in recorded or await asyncio.to_thread(Path(recorded).exists):
+        return None
+    return (
+        f"the blob location recorded in the database ({recorded}) does not exist (moved?); "
+        f"using --blobs {args.blobs}. To record it for every later command, run: "
+        f"convstore blobs set {args.blobs} --url {masked_url(args.url)}"
+    )

@@ -3,19 +3,22 @@
 Stores one conversation with completed, failed and pending tool calls and a tool result that
 returns an image and a PDF, then shows what was stored: the conversation, the blobs (each
 stored once, however often referenced), the typed result read back, and the conversation
-rendered for every provider target.
+rendered for every provider target (with a legend of the words on each line), and last the
+database file and the commands to try next (``convstore show``, ``convstore render``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import struct
 import zlib
 from typing import Any
 
 from convstore.cli.views import conversation_view
-from convstore.errors import ConversationNotFoundError
+from convstore.db import DEFAULT_URL, parse_url, sqlite_path
+from convstore.errors import ConversationNotFoundError, ConvstoreError
 from convstore.model import (
     ContentOutput,
     ErrorOutput,
@@ -159,6 +162,7 @@ async def run_demo(store: ConversationStore) -> None:
     assert isinstance(loaded.get_tool_call("call_weather").output, JsonOutput)
 
     _heading("the same conversation rendered for every target")
+    print(_LEGEND)
     renders = {(t, m): await store.render(conversation.id, t, model=m) for t, m in _DEMO_TARGETS}
     for (target, model), rendered in renders.items():
         print(f"  {target:<17} {model:<22} {_render_summary(rendered)}")
@@ -166,6 +170,18 @@ async def run_demo(store: ConversationStore) -> None:
     print("\n  openai-chat payload (base64 shortened):")
     for line in json.dumps(_shorten(chat.payload), indent=2, ensure_ascii=False).splitlines():
         print("    " + line)
+
+    _heading("where it is, and what to try next")
+    database = sqlite_path(store.url)
+    where = str(database.resolve()) if database is not None else _masked(store.url)
+    print(f"  database: {where}")
+    print(f"  attachments: {store.blobs_url}")
+    url = "" if store.url == DEFAULT_URL else f" --url {shlex.quote(_masked(store.url))}"
+    print(f"  convstore show {conversation.id}{url}")
+    print(f"  convstore render {conversation.id} --to anthropic{url}")
+    print(f"  convstore render {conversation.id} --to gemini --model gemini-2.5-flash{url}")
+    print(f"  convstore list{url}")
+    print(f"  convstore fsck{url}")
 
 
 DEMO_ID = "demo-trip-to-lisbon"
@@ -180,6 +196,28 @@ _DEMO_TARGETS = (
     ("mistral", "mistral-medium-latest"),
     ("kimi", "kimi-k2-thinking"),
 )
+
+
+_LEGEND = """\
+  Each line: target, model, then what the request holds and how convstore made it valid:
+    items      entries in the request's list (messages / input / contents), system prompt
+               included where the target keeps it there
+    media      where the image and PDF went: user (in a user message), native (inside the
+               tool result), nested (Gemini 3 functionResponse parts), sibling (parts beside
+               Gemini 2.x function responses), user_message (a user message after the tool
+               messages, for Chat Completions and dialects), text_note (a text note: the
+               target takes no such file there)
+    synthetic  calls with no stored result (here the pending search_flights), answered with
+               a synthetic error result so the request is valid: wire id (why)
+"""
+
+
+def _masked(url: str) -> str:
+    """``url`` without its password (for printing)."""
+    try:
+        return parse_url(url).render_as_string(hide_password=True)
+    except ConvstoreError:
+        return "<an unparsable URL>"
 
 
 def _render_summary(rendered: Rendered) -> str:

@@ -43,8 +43,12 @@ def _connection_options() -> argparse.ArgumentParser:
     group.add_argument(
         "--blobs",
         default=os.environ.get("CONVSTORE_BLOBS"),
-        help="blob storage URL or directory (env CONVSTORE_BLOBS; default: a "
-        "'convstore-blobs' directory beside the SQLite file)",
+        help="blob storage URL or directory (env CONVSTORE_BLOBS). Without it: the location "
+        "recorded in the database (in its settings table, by the first store that opened it), "
+        "else a 'convstore-blobs' directory beside the SQLite file. A directory beside or "
+        "under the SQLite file is recorded relative to it, so moving the project keeps its "
+        "attachments; any other directory as an absolute path, a URL as given. "
+        "'convstore blobs set URL' re-records it",
     )
     return options
 
@@ -139,7 +143,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep unreferenced blobs younger than this (default 3600: in-flight appends "
         "store blobs before their rows)",
     )
+    gc.add_argument(
+        "--watch",
+        type=float,
+        metavar="INTERVAL",
+        help="collect again every INTERVAL seconds, beside running writers, until interrupted "
+        "(a summary line per run)",
+    )
     command("fsck", "check every referenced blob exists and matches its hash (exit 1 if not)")
+    blobs = command("blobs", "where the attachments live: show or re-record the location")
+    blobs_sub = blobs.add_subparsers(dest="blobs_command", required=True, metavar="ACTION")
+    record = blobs_sub.add_parser(
+        "set",
+        parents=[shared],
+        help="record URL as the blob location in the database (after checking it holds every "
+        "referenced blob)",
+        description="Record URL (a directory or fsspec URL) as the database's blob location, "
+        "used by every store opened without --blobs. It is checked first: every blob a "
+        "message references must be there and intact, or nothing is recorded. A directory "
+        "beside or under the SQLite file is recorded relative to it.",
+    )
+    record.add_argument("location", metavar="URL", help="the blob location to record")
+    blobs_sub.add_parser(
+        "show", parents=[shared], help="print the recorded blob location", description=None
+    )
     serve.add_arguments(command("serve", "serve the read-only web inspector (convstore[web])"))
     return parser
 
@@ -156,6 +183,7 @@ _HANDLERS: dict[str, Handler] = {
     "render": commands.render,
     "gc": commands.gc,
     "fsck": commands.fsck_command,
+    "blobs": commands.blobs_command,
     "serve": serve.serve,
 }
 
@@ -183,6 +211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler = _HANDLERS[args.command]
     try:
+        if args.blobs is not None and args.command not in ("blobs", "demo", "migrate"):
+            notice = asyncio.run(commands.recorded_location_notice(args))
+            if notice is not None:
+                print(f"convstore: {notice}", file=sys.stderr)
         return asyncio.run(handler(args))
     except ConvstoreError as exc:
         message = _without_password(str(exc), args.url)

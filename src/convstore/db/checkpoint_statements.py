@@ -70,7 +70,7 @@ class CheckpointStatements:
     """Every statement the checkpoint tables need, for one dialect."""
 
     conversation_tenant: Select[Any]
-    """``(tenant,)`` of conversation ``:cid`` (no row: there is none)."""
+    """``(tenant, last_seq)`` of conversation ``:cid`` (no row: there is none)."""
     insert_checkpoint: Insert
     insert_value: Insert
     insert_write: Insert
@@ -101,7 +101,7 @@ def checkpoint_statements(dialect_name: str) -> CheckpointStatements:
     val = checkpoint_values.c
     wr = checkpoint_writes.c
     return CheckpointStatements(
-        conversation_tenant=select(conversations.c.tenant).where(
+        conversation_tenant=select(conversations.c.tenant, conversations.c.last_seq).where(
             conversations.c.id == bindparam("cid")
         ),
         insert_checkpoint=_upsert(

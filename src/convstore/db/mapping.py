@@ -6,9 +6,10 @@ Invariants:
 - Both directions live here, side by side, so a field added to a model is added to its row and
   read back in one place. The round-trip property tests hold this module to that.
 - A message's parts are one JSON array (``messages.parts``): each part is an object with its
-  ``kind`` and every field whose value is not ``None`` (``synthetic`` only when true), nested
-  models as nested objects. Decoding fills absent fields with their defaults, so a field added
-  to a part later reads old rows unchanged.
+  ``kind`` and every field whose value is not ``None``, nested models as nested objects (rows
+  written as Python values, PostgreSQL's, also leave out ``synthetic`` when false). Decoding
+  fills absent fields with their defaults, so a field added to a part later reads old rows
+  unchanged.
 - A tool call's name and arguments are also kept in its ``tool_calls`` row, which holds its
   lifecycle; the part in the JSON array is what rendering replays.
 - Decoding builds models with `trusted`: these rows were validated when they were written.
@@ -20,11 +21,12 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Final
 
 from pydantic import BaseModel
+from pydantic_core import to_json
 
 from convstore.db.tx import Codec, Row
 from convstore.errors import DatabaseError, InvalidMessageError
@@ -56,7 +58,9 @@ __all__ = [
     "CALL_RESULT_IDX",
     "CALL_RESULT_KIND",
     "CALL_RESULT_SEQ",
+    "CALL_SEQ",
     "CALL_STATUS",
+    "STATUSES",
     "CallRow",
     "ConversationRow",
     "decode_compactions",
@@ -72,7 +76,8 @@ __all__ = [
 ]
 
 _ROLES: Final = {r.value: r for r in Role}
-_STATUSES: Final = {s.value: s for s in ToolCallStatus}
+STATUSES: Final = {s.value: s for s in ToolCallStatus}
+"""Each `ToolCallStatus` by its stored value (a dict lookup is cheaper than the enum call)."""
 _RESULT_KINDS: Final = {k.value: k for k in ResultKind}
 
 _new_compaction: Final = trusted(Compaction)
@@ -85,7 +90,8 @@ _new_usage: Final = trusted(Usage)
 CallRow = list[Any]
 """A mutable ``tool_calls`` row: an append may complete a call it created in the same batch."""
 
-# Positions in a CallRow that a completion changes.
+# Positions in a CallRow that a completion (or placing a planned batch) changes.
+CALL_SEQ: Final = 2
 CALL_STATUS: Final = 8
 CALL_RESULT_KIND: Final = 9
 CALL_RESULT_SEQ: Final = 10
@@ -190,15 +196,21 @@ def _to_json(model: BaseModel) -> dict[str, Any]:
     return out
 
 
-def encode_parts(parts: Iterable[Any]) -> list[dict[str, Any]]:
-    """A message's parts as the JSON array stored in ``messages.parts``."""
-    encoded = []
+def encode_parts(parts: Sequence[Any], codec: Codec) -> Any:
+    """A message's parts as the backend binds ``messages.parts`` (a JSON array)."""
     for part in parts:
+        if type(part) in _FILELESS:
+            continue  # most parts: skip the (slower) isinstance walk
         for file in _files_of(part):
             if file.data is not None or file.pending is not None:
                 raise InvalidMessageError("file bytes must be stored as a blob before the row")
-        encoded.append(_to_json(part))
-    return encoded
+    if codec.encodes_parts_from_models:
+        return to_json(parts, exclude_none=True).decode()
+    return codec.dump_json([_to_json(part) for part in parts])
+
+
+_FILELESS: Final = frozenset({TextPart, ThinkingPart, ToolCallPart})
+"""Part classes that never hold a file."""
 
 
 def _files_of(part: Any) -> list[FilePart]:
@@ -239,7 +251,7 @@ def encode_message(
         codec.dump_json(message.provider_details),
         parent_seq,
         text_column(message.id),
-        codec.dump_json(encode_parts(message.parts)),
+        encode_parts(message.parts, codec),
         None if native is None else codec.dump_json({"format": native.format, "data": native.data}),
         None if usage is None else codec.dump_json(usage.__dict__),
     )
@@ -424,7 +436,7 @@ def _decode_tool_calls(
                     "id": call_id,
                     "name": name,
                     "arguments": codec.load_json(args),
-                    "status": _STATUSES[status],
+                    "status": STATUSES[status],
                     "result_kind": None if result_kind is None else _RESULT_KINDS[result_kind],
                     "output": None if result_seq is None else outputs.get((result_seq, result_idx)),
                     "provider_id": provider_id,

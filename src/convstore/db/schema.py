@@ -15,15 +15,16 @@ Invariants:
 - A conversation's messages are keyed by ``(conversation_id, seq)``; ``seq`` comes from the
   conversation's ``last_seq`` counter, bumped in the same transaction, so it is unique per
   conversation and never reused (a popped message's number is gone for good).
-- Messages form a tree by ``parent_seq``; ``conversations.head_seq`` names the active path's
-  newest message. ``branched`` is false while the tree is one chain whose tip is the head, so
-  the common case reads messages by ``seq`` alone.
+- Messages form a tree by ``parent_seq`` (a parent's ``seq`` is always below its child's);
+  ``conversations.head_seq`` names the active path's newest message. ``branched`` is false
+  while the tree is one chain whose tip is the head, so the common case reads messages by
+  ``seq`` alone.
 - A message's canonical parts are one compact JSON array (``messages.parts``, see
   `convstore.db.mapping`); tool calls stay relational rows because their lifecycle is queried
   and updated in place; each file a message references has a ``blob_refs`` row (what gc, fsck
   and tenant visibility query). The bytes themselves never enter the database.
-- ``tool_calls`` rows hold each call's lifecycle as seen on the active path; switching paths
-  recomputes the lifecycles of the calls on the new path.
+- ``tool_calls`` rows hold each call's lifecycle as seen on the active path; moving the head
+  rederives the lifecycles the move can change (`convstore.store.branches`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ __all__ = [
     "checkpoint_writes",
     "checkpoints",
     "compactions",
+    "conversation_tags",
     "conversations",
     "messages",
     "metadata",
@@ -99,9 +101,32 @@ conversations: Final = Table(
     Column("head_seq", Integer, nullable=True),
     Column("revision", String(32), nullable=False, server_default="0"),
     Column("branched", Boolean, nullable=False, server_default=text("false")),
-    # Listing order (creation never changes); unlike updated_at it is not rewritten by appends.
-    Index(None, "tenant", "created_at"),
+    # Listing order (creation never changes; unlike updated_at it is not rewritten by appends),
+    # with the id as the tie-break, so any page is one index range, with or without a tenant.
+    Index(None, "created_at", "id"),
+    Index(None, "tenant", "created_at", "id"),
 )
+
+conversation_tags: Final = Table(
+    "conversation_tags",
+    metadata,
+    Column(
+        "conversation_id",
+        ID,
+        ForeignKey("conversations.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("tag", String(32), primary_key=True),
+    Column("tenant", String(255), nullable=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    # A metadata filter walks one tag's conversations newest first, with or without a tenant.
+    Index(None, "tag", "created_at", "conversation_id"),
+    Index(None, "tenant", "tag", "created_at", "conversation_id"),
+)
+"""One row per top-level metadata entry of a conversation: ``tag`` is a digest of the key and
+its value (`convstore.store.metadata_tags`), so equality filters are index ranges of fixed-size
+entries whatever the values hold. ``tenant`` and ``created_at`` copy the conversation's (neither
+ever changes), so a filtered page never reads a conversation it does not list."""
 
 messages: Final = Table(
     "messages",
@@ -138,6 +163,17 @@ messages: Final = Table(
         "message_id",
         sqlite_where=text("message_id IS NOT NULL"),
         postgresql_where=text("message_id IS NOT NULL"),
+    ),
+    # Children that do not follow their parent by one seq: the first message of a branch, or
+    # of an append after a pop. With the message ``seq + 1`` they are all of a message's
+    # children, so `pop` finds whether the head has any without a scan, while an append that
+    # continues a chain (the common case) writes no entry here.
+    Index(
+        "ix_messages_branch_children",
+        "conversation_id",
+        "parent_seq",
+        sqlite_where=text("parent_seq <> seq - 1"),
+        postgresql_where=text("parent_seq <> seq - 1"),
     ),
 )
 
@@ -182,7 +218,16 @@ unless it stored them after the deletion (see `convstore.store.maintenance`)."""
 tool_calls: Final = Table(
     "tool_calls",
     metadata,
-    Column("conversation_id", ID, primary_key=True),
+    # Tied to the conversation, not to the message that made the call: deleting a message
+    # would have to find its calls by (conversation_id, seq), which no index serves (one would
+    # cost every append a page), so every message delete scanned the conversation's calls
+    # (and deleting a conversation was quadratic). `pop` deletes a message's calls itself.
+    Column(
+        "conversation_id",
+        ID,
+        ForeignKey("conversations.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
     Column("id", CALL_ID, primary_key=True),
     Column("seq", Integer, nullable=False),
     Column("idx", Integer, nullable=False),
@@ -198,11 +243,6 @@ tool_calls: Final = Table(
     Column("created_at", UTCDateTime(), nullable=False),
     Column("completed_at", UTCDateTime(), nullable=True),
     Column("cancelled_at", UTCDateTime(), nullable=True),
-    ForeignKeyConstraint(
-        ["conversation_id", "seq"],
-        ["messages.conversation_id", "messages.seq"],
-        ondelete="CASCADE",
-    ),
     # Only pending calls: a user turn interrupts them and cancel_tool_calls cancels them, and
     # neither should scan a conversation's finished calls.
     Index(

@@ -29,6 +29,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import random
 import sqlite3
@@ -262,6 +263,53 @@ def _in_group(
     return outcomes
 
 
+WAL_CHECKPOINT_BYTES: Final = 32 * 1024 * 1024
+"""A WAL larger than this after a commit is checkpointed and truncated (see `_bound_wal`)."""
+
+_CHECKPOINT_WAIT_MS: Final = 250
+"""How long a bounding checkpoint waits for older readers before it gives up until next time."""
+
+
+def _in_group_bounded(
+    raw: sqlite3.Connection,
+    fns: Sequence[Callable[[Tx], Any]],
+    statements: Statements,
+    cache: _StatementCache,
+    wal: Path | None,
+) -> list[_Outcome]:
+    """`_in_group`, then `_bound_wal` in the same thread hop (no extra hop per write)."""
+    outcomes = _in_group(raw, fns, statements, cache)
+    if wal is not None:
+        _bound_wal(raw, wal)
+    return outcomes
+
+
+def _bound_wal(raw: sqlite3.Connection, wal: Path) -> None:
+    """Checkpoint and truncate the WAL once it passes `WAL_CHECKPOINT_BYTES`.
+
+    SQLite's own checkpoints are passive: while readers keep starting one after another, each
+    pins a recent snapshot, the log is never fully checkpointed and never restarts, and it
+    grows without bound. ``TRUNCATE`` waits for the readers on older snapshots (short reads
+    end quickly; new readers are not blocked), copies everything back and empties the log.
+    Writers of this store queue meanwhile. A reader that outlasts the short wait leaves the
+    checkpoint for the next commit.
+    """
+    try:
+        size = wal.stat().st_size
+    except OSError:
+        return
+    if size <= WAL_CHECKPOINT_BYTES:
+        return
+    (busy_ms,) = raw.execute("PRAGMA busy_timeout").fetchone()
+    raw.execute(f"PRAGMA busy_timeout = {_CHECKPOINT_WAIT_MS}")
+    try:
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except sqlite3.Error:
+        pass  # busy or locked: the next commit tries again
+    finally:
+        raw.execute(f"PRAGMA busy_timeout = {busy_ms}")
+
+
 @dataclass(slots=True)
 class _Write:
     fn: Callable[[Tx], Any]
@@ -292,6 +340,7 @@ class SqliteBackend:
         database = url.database
         self._memory = database in (None, "", ":memory:")
         self._path = None if self._memory else Path(str(database))
+        self._wal = None if self._path is None else self._path.with_name(self._path.name + "-wal")
         self._synchronous = synchronous.upper()
         self._busy_ms = int(busy_timeout * 1000)
         self._max_readers = 1 if self._memory else max(1, max_readers)
@@ -300,7 +349,11 @@ class SqliteBackend:
         self._cache = _StatementCache()
         self._writer: aiosqlite.Connection | None = None
         self._readers: list[aiosqlite.Connection] = []
-        self._idle: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+        self._opening = 0
+        """Reader connections being opened (they count against ``max_readers``)."""
+        self._idle: list[aiosqlite.Connection] = []
+        self._waiting: collections.deque[asyncio.Future[aiosqlite.Connection]] = collections.deque()
+        """Readers waiting for a connection, in arrival order (see `_checkout_reader`)."""
         self._listeners: list[Callable[[str], None]] = []
         self._queued: list[_Write] = []
         self._flusher: asyncio.Task[None] | None = None
@@ -445,7 +498,7 @@ class SqliteBackend:
         for attempt in range(1, _MAX_ATTEMPTS + 1):
             try:
                 outcomes = await _run_in_driver_thread(
-                    writer, _in_group, fns, self.statements, self._cache
+                    writer, _in_group_bounded, fns, self.statements, self._cache, self._wal
                 )
             except sqlite3.Error as exc:
                 if attempt < _MAX_ATTEMPTS and is_transient(exc):
@@ -482,14 +535,45 @@ class SqliteBackend:
                 conn, _in_transaction, "BEGIN", fn, self.statements, self._cache
             )
         finally:
-            self._idle.put_nowait(conn)
+            self._checkin_reader(conn)
 
     async def _checkout_reader(self) -> aiosqlite.Connection:
-        if self._idle.empty() and len(self._readers) < self._max_readers:
-            conn = await self._connect(reader=True)
+        """A reader connection, first come first served.
+
+        A returned connection goes straight to the longest-waiting reader, never back into a
+        pool that the returning task could take it from again at once: with a plain queue, a
+        loop of short reads kept overtaking a `load` that had been waiting for seconds.
+        """
+        if self._idle and not self._waiting:
+            return self._idle.pop()
+        if not self._waiting and len(self._readers) + self._opening < self._max_readers:
+            self._opening += 1
+            try:
+                conn = await self._connect(reader=True)
+            finally:
+                self._opening -= 1
             self._readers.append(conn)
             return conn
-        return await self._idle.get()
+        turn: asyncio.Future[aiosqlite.Connection] = asyncio.get_running_loop().create_future()
+        self._waiting.append(turn)
+        try:
+            return await turn
+        except BaseException:
+            if turn.done() and not turn.cancelled():
+                self._checkin_reader(turn.result())  # handed over as the waiter was cancelled
+            else:
+                self._waiting.remove(turn)
+            raise
+
+    def _checkin_reader(self, conn: aiosqlite.Connection) -> None:
+        if conn not in self._readers:
+            return  # the store closed (and closed it) meanwhile
+        while self._waiting:
+            turn = self._waiting.popleft()
+            if not turn.done():
+                turn.set_result(conn)
+                return
+        self._idle.append(conn)
 
     async def close(self) -> None:
         """Close every connection (idempotent), once the writes already queued are done."""
@@ -497,7 +581,11 @@ class SqliteBackend:
         connections = [*self._readers, *([self._writer] if self._writer else [])]
         self._writer = None
         self._readers = []
-        self._idle = asyncio.Queue()
+        self._idle = []
+        while self._waiting:
+            turn = self._waiting.popleft()
+            if not turn.done():
+                turn.set_exception(ClosedError("the store was closed while a read waited"))
         for conn in connections:
             await _close_quietly(conn)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import (
@@ -29,10 +30,13 @@ from sqlalchemy import (
     case,
     cast,
     delete,
+    exists,
     func,
     insert,
     literal_column,
     select,
+    tuple_,
+    union_all,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -44,13 +48,21 @@ from convstore.db.schema import (
     blob_refs,
     blob_tombstones,
     compactions,
+    conversation_tags,
     conversations,
     messages,
     settings,
     tool_calls,
 )
 
-__all__ = ["CONVERSATION_COLUMNS", "MESSAGE_COLUMNS", "Scoped", "Statements", "column_names"]
+__all__ = [
+    "CONVERSATION_COLUMNS",
+    "MESSAGE_COLUMNS",
+    "Scoped",
+    "Statements",
+    "column_names",
+    "list_page",
+]
 
 S = TypeVar("S", Select[Any], Update, Delete)
 
@@ -108,6 +120,11 @@ def _json_list(dialect_name: str, name: str, *, integers: bool = False) -> Selec
         case _:
             raise NotImplementedError(f"no JSON arrays for dialect {dialect_name!r}")
 
+
+_PENDING: Any = literal_column("'pending'")
+"""Written into the SQL rather than bound: SQLite matches a query to the partial index on
+pending calls by this value, and a bound value makes it re-prepare the statement on every
+execution (a twentieth of an append)."""
 
 CONVERSATION_COLUMNS = (
     conversations.c.id,
@@ -168,25 +185,59 @@ def _message_count() -> Any:
     )
 
 
-def _list_conversations(after_cursor: bool) -> Callable[[bool], Select[Any]]:
-    def build(tenant_scoped: bool) -> Select[Any]:
-        stmt = select(*CONVERSATION_COLUMNS, _message_count())
+@cache
+def list_page(*, tenant_scoped: bool, after_cursor: bool, tags: int) -> Select[Any]:
+    """One page of conversations, newest first: one index range, whatever the page's depth.
+
+    ``tags``: how many metadata tags (``:tag0`` ...) a conversation must hold. With tags the
+    page is found among the first tag's rows (`conversation_tags`, where tenant and creation
+    are copied), the others checked by primary key, and only the page's conversations are
+    read; without, the conversations' own listing indexes are walked. The cursor is one row
+    comparison, ``(created_at, id) < (:after_created, :after_id)``, which both databases answer
+    as an index range (an ``OR`` of the two conditions they would filter row by row). Built
+    once per shape (the raw SQLite path compiles each statement object once).
+    """
+    limit = bindparam("limit", type_=BigInteger)
+    created = bindparam("after_created", type_=conversations.c.created_at.type)
+    after = tuple_(created, bindparam("after_id"))
+    columns = (*CONVERSATION_COLUMNS, _message_count())
+    if not tags:
+        conv = conversations.c
+        stmt = select(*columns)
         if tenant_scoped:
-            stmt = stmt.where(conversations.c.tenant == bindparam("for_tenant"))
+            stmt = stmt.where(conv.tenant == bindparam("for_tenant"))
         if after_cursor:
-            created = bindparam("after_created", type_=conversations.c.created_at.type)
-            cid: Any = bindparam("after_id")
-            stmt = stmt.where(
-                (conversations.c.created_at < created)
-                | ((conversations.c.created_at == created) & (conversations.c.id < cid))
-            )
+            stmt = stmt.where(tuple_(conv.created_at, conv.id) < after)
         # Creation order never changes, so a cursor walk neither skips nor repeats anything
         # while other writers update conversations.
-        return stmt.order_by(conversations.c.created_at.desc(), conversations.c.id.desc()).limit(
-            bindparam("limit", type_=BigInteger)
+        return stmt.order_by(conv.created_at.desc(), conv.id.desc()).limit(limit)
+    first = conversation_tags.alias("t0")
+    found = select(first.c.conversation_id, first.c.created_at).where(
+        first.c.tag == bindparam("tag0")
+    )
+    for index in range(1, tags):
+        other = conversation_tags.alias(f"t{index}")
+        found = found.where(
+            exists()
+            .where(other.c.conversation_id == first.c.conversation_id)
+            .where(other.c.tag == bindparam(f"tag{index}"))
         )
-
-    return build
+    if tenant_scoped:
+        found = found.where(first.c.tenant == bindparam("for_tenant"))
+    if after_cursor:
+        found = found.where(tuple_(first.c.created_at, first.c.conversation_id) < after)
+    # The page is settled among the tags alone, before any conversation row is read: a
+    # planner that joined first could scan the conversations to hash them.
+    page = (
+        found.order_by(first.c.created_at.desc(), first.c.conversation_id.desc())
+        .limit(limit)
+        .subquery("page")
+    )
+    return (
+        select(*columns)
+        .select_from(page.join(conversations, conversations.c.id == page.c.conversation_id))
+        .order_by(page.c.created_at.desc(), page.c.conversation_id.desc())
+    )
 
 
 def _attachment_namespaces(tenant_scoped: bool) -> Select[Any]:
@@ -211,6 +262,26 @@ def _find_message(tenant_scoped: bool) -> Select[Any]:
     if tenant_scoped:
         stmt = stmt.where(conversations.c.tenant == bindparam("for_tenant"))
     return stmt.order_by(messages.c.created_at.desc(), messages.c.conversation_id.desc()).limit(1)
+
+
+def _chain(*columns: Any) -> Select[Any]:
+    """``columns`` of every message of ``:cid``, by ``seq`` (an unbranched path, whole)."""
+    return (
+        select(*columns)
+        .where(messages.c.conversation_id == bindparam("cid"))
+        .order_by(messages.c.seq)
+    )
+
+
+def _chain_before(*columns: Any) -> Select[Any]:
+    """``columns`` of the newest ``:n`` messages below ``:before`` by ``seq``, newest first."""
+    return (
+        select(*columns)
+        .where(messages.c.conversation_id == bindparam("cid"))
+        .where(messages.c.seq < bindparam("before", type_=BigInteger))
+        .order_by(messages.c.seq.desc())
+        .limit(bindparam("n", type_=BigInteger))
+    )
 
 
 def _path_window(*columns: Any) -> Select[Any]:
@@ -250,6 +321,90 @@ def _path_window(*columns: Any) -> Select[Any]:
     )
 
 
+def _path_up() -> Select[Any]:
+    """(seq, parent_seq, role) of the path ending at ``:start``, walked up from ``:start``.
+
+    The walk goes on while the message it stands on is above ``:floor`` or, when ``:to_user``
+    is 1, until it has passed a user message: it costs the distance walked, never the length
+    of the conversation. Rows come in no particular order.
+    """
+    cid: Any = bindparam("cid")
+    floor = bindparam("floor", type_=BigInteger)
+    to_user = bindparam("to_user", type_=Integer)
+    is_user = case((messages.c.role == "user", 1), else_=0)
+    up = (
+        select(messages.c.seq, messages.c.parent_seq, messages.c.role, is_user.label("seen"))
+        .where(messages.c.conversation_id == cid)
+        .where(messages.c.seq == bindparam("start", type_=BigInteger))
+        .cte("up", recursive=True)
+    )
+    step = messages.alias("step")
+    up = up.union_all(
+        select(
+            step.c.seq,
+            step.c.parent_seq,
+            step.c.role,
+            case((step.c.role == "user", 1), else_=up.c.seen),
+        )
+        .where(step.c.conversation_id == cid)
+        .where(step.c.seq == up.c.parent_seq)
+        .where((up.c.seq > floor) | ((up.c.seen == 0) & (to_user == 1)))
+    )
+    return select(up.c.seq, up.c.parent_seq, up.c.role)
+
+
+def _child() -> Select[Any]:
+    """A child of message ``:seq``, found by two index lookups.
+
+    The message ``:seq + 1`` if it is one (a chain's child), else one found by
+    ``ix_messages_branch_children`` (every other child is in that index).
+    """
+    msg = messages.c
+    cid: Any = bindparam("cid")
+    seq = bindparam("seq", type_=Integer)
+    children = union_all(
+        select(msg.seq)
+        .where(msg.conversation_id == cid)
+        .where(msg.seq == seq + 1)
+        .where(msg.parent_seq == seq),
+        select(msg.seq)
+        .where(msg.conversation_id == cid)
+        .where(msg.parent_seq == seq)
+        # The index's condition, with its literal (a parameter would hide from PostgreSQL's
+        # generic plans that the index applies).
+        .where(msg.parent_seq != msg.seq - literal_column("1")),
+    ).subquery("children")
+    return select(children.c.seq).limit(1)
+
+
+def _meet() -> Select[Any]:
+    """Walk up from ``:a`` and ``:b`` (0: the empty path) until the two walks meet.
+
+    Each step moves whichever side stands on the larger ``seq`` (a parent's ``seq`` is always
+    smaller than its child's) to its parent, 0 above a root. One row per step: the ``a``
+    values are the first path's messages after the meeting point, the ``b`` values the
+    second's, and the last row holds the meeting point (the paths' last shared message, or 0)
+    twice. The cost is the two paths' distance from it, not the conversation's length.
+    """
+    cid: Any = bindparam("cid")
+    start = select(
+        cast(bindparam("a", type_=Integer), Integer).label("a"),
+        cast(bindparam("b", type_=Integer), Integer).label("b"),
+    ).cte("meet", recursive=True)
+    step = messages.alias("step")
+    a_higher = start.c.a > start.c.b
+    meet = start.union_all(
+        select(
+            case((a_higher, func.coalesce(step.c.parent_seq, 0)), else_=start.c.a),
+            case((start.c.b > start.c.a, func.coalesce(step.c.parent_seq, 0)), else_=start.c.b),
+        )
+        .where(step.c.conversation_id == cid)
+        .where(step.c.seq == case((a_higher, start.c.a), else_=start.c.b))
+        .where(start.c.a != start.c.b)
+    )
+    return select(meet.c.a, meet.c.b)
+
+
 @dataclass(frozen=True, slots=True)
 class Statements:
     """The store's statements for one dialect."""
@@ -266,8 +421,8 @@ class Statements:
     set_header: Update
     """Sets ``title``, ``metadata``, ``state``, ``revision`` and ``updated_at``."""
     delete_conversation: Scoped[Delete]
-    list_conversations: Scoped[Select[Any]]
-    list_conversations_after: Scoped[Select[Any]]
+    insert_conversation_tags: Insert
+    delete_conversation_tags: Delete
     # messages
     insert_message: Insert
     insert_blob_ref: Insert
@@ -277,6 +432,8 @@ class Statements:
     select_messages_before: Select[Any]
     """The newest ``:n`` messages below ``:before`` by ``seq`` (windows of an unbranched one)."""
     select_path_window: Select[Any]
+    select_path_up: Select[Any]
+    select_meet: Select[Any]
     select_messages_in: Select[Any]
     """Messages whose ``seq`` is in the JSON array ``:seqs``."""
     select_native: Select[Any]
@@ -290,7 +447,12 @@ class Statements:
     select_message_by_id: Select[Any]
     find_message: Scoped[Select[Any]]
     select_child: Select[Any]
+    """A child of message ``:seq``, if it has one: two index lookups, never a scan (the
+    message ``:seq + 1``, or a child found by ``ix_messages_branch_children``)."""
     delete_message: Delete
+    delete_calls_of: Delete
+    """The calls message ``:seq`` made (ids in ``:ids``): nothing cascades from a message to its
+    calls (see `convstore.db.schema.tool_calls`)."""
     message_id_taken: Select[Any]
     """Which of the JSON array ``:ids`` of application message ids a conversation holds."""
     copy_messages: Select[Any]
@@ -302,8 +464,9 @@ class Statements:
     """Every call of a conversation."""
     select_tool_calls_in: Select[Any]
     """The calls whose ids are in the JSON array ``:ids``."""
-    select_cancellations: Select[Any]
-    """(id, cancelled_at) of the calls in ``:ids`` that were ever cancelled."""
+    select_lifecycles_in: Select[Any]
+    """(id, seq, status, result_kind, result_seq, result_idx, cancelled_at) of the calls in
+    ``:ids``."""
     copy_tool_calls: Select[Any]
     set_lifecycle: Update
     """Sets a call's status, result and completion time (a result stored, a path switched,
@@ -338,6 +501,7 @@ class Statements:
     """A blob's catalogue row, locked against appends referencing it (``FOR UPDATE``)."""
     select_setting: Select[Any]
     insert_setting_if_absent: Insert
+    delete_setting: Delete
     insert_tombstone: Insert
     delete_tombstone: Delete
     finish_tombstone: Update
@@ -383,28 +547,20 @@ class Statements:
                 updated_at=bindparam("now"),
             ),
             delete_conversation=_scoped(lambda s: delete(conversations).where(_by_conversation(s))),
-            list_conversations=_scoped(_list_conversations(after_cursor=False)),
-            list_conversations_after=_scoped(_list_conversations(after_cursor=True)),
+            insert_conversation_tags=insert(conversation_tags),
+            delete_conversation_tags=delete(conversation_tags).where(
+                conversation_tags.c.conversation_id == cid
+            ),
             insert_message=insert(messages),
             insert_blob_ref=_upsert_ignore(dialect_name, blob_refs),
             insert_attachment=_upsert_ignore(dialect_name, attachments),
-            select_messages=select(*MESSAGE_COLUMNS)
-            .where(msg.conversation_id == cid)
-            .order_by(msg.seq),
-            select_messages_before=select(*MESSAGE_COLUMNS)
-            .where(msg.conversation_id == cid)
-            .where(msg.seq < bindparam("before", type_=BigInteger))
-            .order_by(msg.seq.desc())
-            .limit(bindparam("n", type_=BigInteger)),
+            select_messages=_chain(*MESSAGE_COLUMNS),
+            select_messages_before=_chain_before(*MESSAGE_COLUMNS),
             select_path_window=_path_window(*MESSAGE_COLUMNS),
-            select_native=select(*_NATIVE_COLUMNS)
-            .where(msg.conversation_id == cid)
-            .order_by(msg.seq),
-            select_native_before=select(*_NATIVE_COLUMNS)
-            .where(msg.conversation_id == cid)
-            .where(msg.seq < bindparam("before", type_=BigInteger))
-            .order_by(msg.seq.desc())
-            .limit(bindparam("n", type_=BigInteger)),
+            select_path_up=_path_up(),
+            select_meet=_meet(),
+            select_native=_chain(*_NATIVE_COLUMNS),
+            select_native_before=_chain_before(*_NATIVE_COLUMNS),
             select_native_path_window=_path_window(*_NATIVE_COLUMNS),
             select_messages_in=select(*MESSAGE_COLUMNS)
             .where(msg.conversation_id == cid)
@@ -417,13 +573,14 @@ class Statements:
             .where(msg.conversation_id == cid)
             .where(msg.message_id == bindparam("message_id")),
             find_message=_scoped(_find_message),
-            select_child=select(msg.seq)
-            .where(msg.conversation_id == cid)
-            .where(msg.parent_seq == bindparam("seq"))
-            .limit(1),
+            select_child=_child(),
             delete_message=delete(messages)
             .where(msg.conversation_id == cid)
             .where(msg.seq == bindparam("seq")),
+            delete_calls_of=delete(tool_calls)
+            .where(call.conversation_id == cid)
+            .where(call.id.in_(ids))
+            .where(call.seq == bindparam("seq")),
             message_id_taken=select(msg.message_id)
             .where(msg.conversation_id == cid)
             .where(msg.message_id.in_(ids)),
@@ -439,10 +596,17 @@ class Statements:
             .where(call.conversation_id == cid)
             .where(call.id.in_(ids))
             .order_by(call.seq, call.idx),
-            select_cancellations=select(call.id, call.cancelled_at)
+            select_lifecycles_in=select(
+                call.id,
+                call.seq,
+                call.status,
+                call.result_kind,
+                call.result_seq,
+                call.result_idx,
+                call.cancelled_at,
+            )
             .where(call.conversation_id == cid)
-            .where(call.id.in_(ids))
-            .where(call.cancelled_at.is_not(None)),
+            .where(call.id.in_(ids)),
             copy_tool_calls=select(tool_calls)
             .where(call.conversation_id == cid)
             .where(call.id.in_(ids)),
@@ -458,16 +622,16 @@ class Statements:
             ),
             interrupt_pending=update(tool_calls)
             .where(call.conversation_id == cid)
-            .where(call.status == "pending")
+            .where(call.status == _PENDING)
             .where(call.seq < bindparam("before_seq"))
             .values(status="interrupted", completed_at=bindparam("now")),
             select_pending=select(call.id, call.seq)
             .where(call.conversation_id == cid)
-            .where(call.status == "pending")
+            .where(call.status == _PENDING)
             .order_by(call.seq, call.idx),
             cancel_pending=update(tool_calls)
             .where(call.conversation_id == cid)
-            .where(call.status == "pending")
+            .where(call.status == _PENDING)
             .values(
                 status="cancelled", completed_at=bindparam("now"), cancelled_at=bindparam("now")
             )
@@ -530,6 +694,7 @@ class Statements:
             .with_for_update(),
             select_setting=select(settings.c.value).where(settings.c.key == bindparam("key")),
             insert_setting_if_absent=_upsert_ignore(dialect_name, settings),
+            delete_setting=delete(settings).where(settings.c.key == bindparam("key")),
             insert_tombstone=insert(blob_tombstones),
             # Parameters named apart from the columns: SQLAlchemy reserves column names in the
             # SET clause of an UPDATE for the values it sets.

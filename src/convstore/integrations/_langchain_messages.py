@@ -22,7 +22,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from convstore.errors import MissingDependencyError
 
@@ -64,7 +64,16 @@ from convstore.model import (
 from convstore.store import ConversationStore
 from convstore.store.ids import new_id
 
-__all__ = ["NATIVE_FORMAT", "append_stored", "from_records", "from_stored", "to_stored"]
+__all__ = [
+    "NATIVE_FORMAT",
+    "append_stored",
+    "from_records",
+    "from_stored",
+    "resolving_repeats",
+    "to_stored",
+]
+
+_T = TypeVar("_T")
 
 NATIVE_FORMAT = "langchain"
 """The native record format of a stored LangChain message."""
@@ -264,28 +273,44 @@ async def append_stored(
     parent_seq: int | None = None,
     renamed: dict[str, str] | None = None,
 ) -> list[int]:
-    """Append ``batch`` (from `to_stored`); the seqs it was stored at.
+    """Append ``batch`` (from `to_stored`); the seqs it was stored at (see `resolving_repeats`)."""
 
-    The conversation may already hold what the batch repeats (an edit kept beside its original,
-    a message added twice, a fork from an older checkpoint repeating its calls):
+    async def append(messages: list[Message]) -> list[int]:
+        stored = await store.append(
+            conversation_id,
+            messages,
+            tenant=tenant,
+            parent_seq=parent_seq,
+            on_conflict="keep-first",
+        )
+        return [m.seq for m in stored if m.seq is not None]
 
-    - a message id it holds: the batch is stored without ``Message.id`` (records keep theirs);
+    return await resolving_repeats(append, batch, {} if renamed is None else renamed)
+
+
+async def resolving_repeats(
+    write: Callable[[list[Message]], Awaitable[_T]],
+    batch: list[Message],
+    renamed: dict[str, str],
+) -> _T:
+    """``write(batch)``, adjusted where the conversation already holds what the batch repeats.
+
+    An edit kept beside its original, a message added twice, a fork from an older checkpoint
+    repeating its calls:
+
+    - a message id the conversation holds: the batch is written without ``Message.id``
+      (records keep theirs);
     - a call id it holds: the batch's calls get ids of their own, ``<id>@<token>`` (the record
-      keeps the LangChain id), noted in ``renamed`` so that results stored later answer them;
-    - a second, different result for a call is kept as history (``on_conflict="keep-first"``).
+      keeps the LangChain id), noted in ``renamed`` so that results written later answer them.
+
+    ``write`` appends with ``on_conflict="keep-first"``: a second, different result for a call
+    is kept as history.
     """
-    renames = {} if renamed is None else renamed
-    batch = [_answer_renamed(m, renames) for m in batch]
+    batch = [_answer_renamed(m, renamed) for m in batch]
     ids_cleared = calls_renamed = False
     while True:
         try:
-            stored = await store.append(
-                conversation_id,
-                batch,
-                tenant=tenant,
-                parent_seq=parent_seq,
-                on_conflict="keep-first",
-            )
+            return await write(batch)
         except InvalidMessageError:
             if ids_cleared:
                 raise
@@ -295,9 +320,7 @@ async def append_stored(
             if calls_renamed:
                 raise
             calls_renamed = True
-            batch = _rename_calls(batch, renames)
-        else:
-            return [m.seq for m in stored if m.seq is not None]
+            batch = _rename_calls(batch, renamed)
 
 
 def _answer_renamed(message: Message, renamed: Mapping[str, str]) -> Message:

@@ -32,9 +32,10 @@ How ADK's model maps onto convstore's:
   session without a marker (built by hand) is checked as ADK does: it must hold the newest
   stored event.
 
-Limits: app and user state live in their own conversations, so their deltas are written right
-after the event, not in the same transaction (a process killed in between keeps the event and
-its session state but loses those deltas). `list_sessions` shows each session's state snapshot,
+An event's ``app:`` and ``user:`` deltas are written with the event in one transaction
+(``append(..., state_patches=...)``): a process killed at any point keeps both or neither.
+
+Limits: `list_sessions` shows each session's state snapshot,
 which lags only after a writer stopped between its append and its snapshot, until the next append
 (`get_session` always folds the missing events in).
 """
@@ -340,36 +341,23 @@ class ConvstoreSessionService(BaseSessionService):
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
         marker = session._storage_update_marker
+        patches = await self._scope_patches(store, session, event)
         try:
             if marker is None:
                 marker = await self._check_markerless(store, cid, session)
             try:
-                stored = await _append(store, cid, event, event.id, marker)
+                stored = await _append(store, cid, event, event.id, marker, patches)
             except InvalidMessageError:
                 if await self._already_stored(store, cid, event):
                     return event  # an equal re-delivery: idempotent, as ADK's own services are
                 # A different event reusing an id (ADK keeps both): the messages get a fresh
                 # handle; the event keeps its id in the native record.
-                stored = await _append(store, cid, event, f"{event.id}#{uuid.uuid4().hex}", marker)
+                key = f"{event.id}#{uuid.uuid4().hex}"
+                stored = await _append(store, cid, event, key, marker, patches)
         except ConversationNotFoundError as exc:
             raise SessionNotFoundError(f"Session {session.id} not found.") from exc
         except RevisionConflictError as exc:
             raise StaleSessionError(_STALE) from exc
-        delta = event.actions.state_delta if event.actions else None
-        if delta:
-            deltas = _session_util.extract_json_safe_state_delta(delta)
-            await asyncio.gather(
-                self._patch_scope(
-                    store, _app_cid(session.app_name), session.app_name, None, deltas["app"]
-                ),
-                self._patch_scope(
-                    store,
-                    _user_cid(session.app_name, session.user_id),
-                    session.app_name,
-                    session.user_id,
-                    deltas["user"],
-                ),
-            )
         session._storage_update_marker = await self._snapshot(store, cid, stored, event)
         session.last_update_time = event.timestamp
         return self._commit_event_to_session(session, event)
@@ -459,16 +447,50 @@ class ConvstoreSessionService(BaseSessionService):
         user: str | None,
         delta: dict[str, Any],
     ) -> dict[str, Any]:
-        """Apply ``delta`` to an app or user state conversation; its state afterwards."""
+        """Apply ``delta`` to an app or user state conversation; its state afterwards.
+
+        `create_session`'s initial scoped state (no event to write it with).
+        """
         if not delta:
             return await _scope_state(store, cid)
-        kind = "app" if user is None else "user"
-        metadata: dict[str, JsonValue] = {MARKER_KEY: FORMAT, "adk.kind": kind, "adk.app": app}
-        if user is not None:
-            metadata["adk.user"] = user
-        await store.get_or_create_conversation(cid, metadata=metadata)
+        await _scope_conversation(store, cid, app, user)
         conv = await store.update_state(cid, {key: [value] for key, value in delta.items()})
         return _unwrap(conv.state)
+
+    async def _scope_patches(
+        self, store: ConversationStore, session: Session, event: Event
+    ) -> dict[str, dict[str, JsonValue]]:
+        """The event's ``app:`` and ``user:`` deltas as state patches of their conversations.
+
+        The patches are written with the event, in its transaction (`_append`): a crash leaves
+        both or neither. Only the (empty) scope conversations are made beforehand.
+        """
+        delta = event.actions.state_delta if event.actions else None
+        if not delta:
+            return {}
+        deltas = _session_util.extract_json_safe_state_delta(delta)
+        app, user = session.app_name, session.user_id
+        patches: dict[str, dict[str, JsonValue]] = {}
+        for cid, scope_user, scoped in (
+            (_app_cid(app), None, deltas["app"]),
+            (_user_cid(app, user), user, deltas["user"]),
+        ):
+            if not scoped:
+                continue
+            await _scope_conversation(store, cid, app, scope_user)
+            patches[cid] = {key: [value] for key, value in scoped.items()}
+        return patches
+
+
+async def _scope_conversation(
+    store: ConversationStore, cid: str, app: str, user: str | None
+) -> None:
+    """Make the conversation holding an app's (``user=None``) or a user's scoped state."""
+    kind = "app" if user is None else "user"
+    metadata: dict[str, JsonValue] = {MARKER_KEY: FORMAT, "adk.kind": kind, "adk.app": app}
+    if user is not None:
+        metadata["adk.user"] = user
+    await store.get_or_create_conversation(cid, metadata=metadata)
 
 
 async def _scope_state(store: ConversationStore, cid: str) -> dict[str, Any]:
@@ -519,15 +541,24 @@ def _since(events: list[Event], after: float) -> list[Event]:
 
 
 async def _append(
-    store: ConversationStore, cid: str, event: Event, key: str, marker: str | None
+    store: ConversationStore,
+    cid: str,
+    event: Event,
+    key: str,
+    marker: str | None,
+    patches: dict[str, dict[str, JsonValue]],
 ) -> list[Message]:
-    """Append the event's messages (named after ``key``), checked against ``marker``.
+    """Append the event's messages (named after ``key``) with its scoped state, one transaction.
 
-    A second, different result for a call is kept as history (the call keeps its first), as
-    ADK stores whatever events it is given.
+    Checked against ``marker``. A second, different result for a call is kept as history (the
+    call keeps its first), as ADK stores whatever events it is given.
     """
     return await store.append(
-        cid, _messages(event, key), expected_revision=marker, on_conflict="keep-first"
+        cid,
+        _messages(event, key),
+        expected_revision=marker,
+        on_conflict="keep-first",
+        state_patches=patches or None,
     )
 
 

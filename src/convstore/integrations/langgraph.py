@@ -45,10 +45,9 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import json
 import random
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -81,17 +80,23 @@ from convstore.integrations._langchain_messages import (
     append_stored,
     from_records,
     from_stored,
+    resolving_repeats,
     to_stored,
 )
 from convstore.integrations._store_handle import StoreHandle
-from convstore.model import FilePart
+from convstore.model import FilePart, Message
 from convstore.store import ConversationStore
-from convstore.store.checkpoints import ChannelValue, CheckpointRecord, PendingWrite
+from convstore.store.checkpoints import (
+    MESSAGES_VALUE_TYPE,
+    ChannelValue,
+    CheckpointRecord,
+    MessageList,
+    PendingWrite,
+    message_list_value,
+    message_seqs,
+)
 
-__all__ = ["MESSAGES_TYPE", "ConvstoreSaver"]
-
-MESSAGES_TYPE = "convstore.messages"
-"""The value type of a channel version that holds message seqs (runs) instead of a value."""
+__all__ = ["ConvstoreSaver"]
 
 _EMPTY = "empty"
 _THREADS_CACHED = 64
@@ -235,7 +240,7 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
         checkpoint: Checkpoint = self.serde.loads_typed((record.checkpoint_type, record.checkpoint))
         values: dict[str, Any] = {}
         for value in record.values:
-            if value.value_type == MESSAGES_TYPE:
+            if value.value_type == MESSAGES_VALUE_TYPE:
                 assert value.value is not None  # written with the runs
                 values[value.channel] = await self._read_messages(
                     store, record.conversation_id, value.value
@@ -264,7 +269,7 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
     async def _read_messages(
         self, store: ConversationStore, thread_id: str, runs: bytes
     ) -> list[BaseMessage]:
-        seqs = [seq for first, count in json.loads(runs) for seq in range(first, first + count)]
+        seqs = message_seqs(runs)
         thread = self._thread(thread_id)
         missing = sorted({seq for seq in seqs if seq not in thread.by_seq})
         if missing:
@@ -319,27 +324,74 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
         await self._ensure_thread(store, thread_id)
         copy = checkpoint.copy()
         channel_values: dict[str, Any] = copy.pop("channel_values")  # type: ignore[misc, unused-ignore]
+        thread = self._thread(thread_id)
         values: list[ChannelValue] = []
+        lists: list[tuple[MessageList, list[BaseMessage]]] = []
         for channel, version in new_versions.items():
-            value_type, data = await self._dump_value(store, thread_id, channel_values, channel)
-            values.append(ChannelValue(channel, str(version), value_type, data))
+            if channel not in channel_values:
+                values.append(ChannelValue(channel, str(version), _EMPTY, None))
+                continue
+            value = channel_values[channel]
+            planned = self._plan_list(thread, channel, str(version), value)
+            if planned is not None:
+                lists.append(planned)
+            else:
+                value_type, data = self.serde.dumps_typed(value)
+                values.append(ChannelValue(channel, str(version), value_type, data))
         checkpoint_type, data = self.serde.dumps_typed(copy)
         try:
             meta = dict(get_serializable_checkpoint_metadata(config, metadata))
         except (TypeError, ValueError) as exc:
             raise InvalidInputError(f"checkpoint metadata must be JSON: {exc}") from exc
-        await store.checkpoints.put(
-            thread_id,
-            checkpoint_ns=ns,
-            checkpoint_id=checkpoint["id"],
-            parent_checkpoint_id=configurable.get("checkpoint_id"),
-            checkpoint_type=checkpoint_type,
-            checkpoint=data,
-            channel_versions={k: str(v) for k, v in checkpoint["channel_versions"].items()},
-            metadata=meta,
-            values=values,
-            tenant=self.tenant,
-        )
+        # New messages go in the checkpoint's own transaction; a graph with several message
+        # channels stores the other channels' new messages just before.
+        growing = [planned for planned in lists if planned[0].new]
+        last = growing[-1] if growing else None
+        for planned in lists:
+            if planned is last:
+                continue
+            listed, messages = planned
+            seqs = list(listed.kept)
+            if listed.new:
+                seqs += await append_stored(
+                    store,
+                    thread_id,
+                    list(listed.new),
+                    tenant=self.tenant,
+                    parent_seq=seqs[-1] if seqs else None,
+                    renamed=thread.renamed,
+                )
+            self._remember(thread, messages, seqs)
+            values.append(
+                ChannelValue(
+                    listed.channel, listed.version, MESSAGES_VALUE_TYPE, message_list_value(seqs)
+                )
+            )
+
+        async def put(batch: list[Message]) -> list[int]:
+            return await store.checkpoints.put(
+                thread_id,
+                checkpoint_ns=ns,
+                checkpoint_id=checkpoint["id"],
+                parent_checkpoint_id=configurable.get("checkpoint_id"),
+                checkpoint_type=checkpoint_type,
+                checkpoint=data,
+                channel_versions={k: str(v) for k, v in checkpoint["channel_versions"].items()},
+                metadata=meta,
+                values=values,
+                messages=(
+                    None
+                    if last is None
+                    else MessageList(last[0].channel, last[0].version, last[0].kept, batch)
+                ),
+                tenant=self.tenant,
+            )
+
+        if last is None:
+            await put([])
+        else:
+            new = await resolving_repeats(put, list(last[0].new), thread.renamed)
+            self._remember(thread, last[1], [*last[0].kept, *new])
         return _config(thread_id, ns, checkpoint["id"])
 
     async def _ensure_thread(self, store: ConversationStore, thread_id: str) -> None:
@@ -347,33 +399,20 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
             await store.get_or_create_conversation(thread_id, tenant=self.tenant)
             self._known_threads.add(thread_id)
 
-    async def _dump_value(
-        self,
-        store: ConversationStore,
-        thread_id: str,
-        channel_values: Mapping[str, Any],
-        channel: str,
-    ) -> tuple[str, bytes | None]:
-        if channel not in channel_values:
-            return _EMPTY, None
-        value = channel_values[channel]
-        if isinstance(value, list) and value and all(isinstance(m, BaseMessage) for m in value):
-            runs = await self._store_messages(store, thread_id, value)
-            if runs is not None:
-                return MESSAGES_TYPE, runs
-        dumped: tuple[str, bytes] = self.serde.dumps_typed(value)
-        return dumped
+    def _plan_list(
+        self, thread: _Thread, channel: str, version: str, value: Any
+    ) -> tuple[MessageList, list[BaseMessage]] | None:
+        """How a list of messages is stored: the seqs it reuses and the messages to append.
 
-    async def _store_messages(
-        self, store: ConversationStore, thread_id: str, messages: list[BaseMessage]
-    ) -> bytes | None:
-        """The runs of seqs holding ``messages``, storing those not stored yet.
-
-        ``None``: the list cannot be kept as messages (one would not read back equal).
+        ``None``: not a list of messages, or one that cannot be kept as messages (one would not
+        read back equal).
         """
-        thread = self._thread(thread_id)
+        if not (
+            isinstance(value, list) and value and all(isinstance(m, BaseMessage) for m in value)
+        ):
+            return None
         seqs: list[int] = []
-        for message in messages:
+        for message in value:
             # Stored messages are reused while they come in storage order (a list that grew, or
             # lost messages); from the first that is new or out of order (a fork from an older
             # checkpoint) on, the rest is stored under the message before it, so the list stays
@@ -382,24 +421,18 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
             if seq is None:
                 break
             seqs.append(seq)
-        first_new = len(seqs)
-        if first_new < len(messages):
-            batch = [to_stored(m) for m in messages[first_new:]]
-            if any(m is None for m in batch):
-                return None
-            new = await append_stored(
-                store,
-                thread_id,
-                [m for m in batch if m is not None],
-                tenant=self.tenant,
-                parent_seq=seqs[-1] if seqs else None,
-                renamed=thread.renamed,
-            )
-            for message, seq in zip(messages[first_new:], new, strict=True):
-                seqs.append(seq)
+        new = [to_stored(m) for m in value[len(seqs) :]]
+        if any(m is None for m in new):
+            return None
+        return MessageList(channel, version, seqs, [m for m in new if m is not None]), value
+
+    @staticmethod
+    def _remember(thread: _Thread, messages: list[BaseMessage], seqs: list[int]) -> None:
+        """Note where ``messages`` are stored (copies of the new ones: rows never change)."""
+        for message, seq in zip(messages, seqs, strict=True):
+            if seq not in thread.by_seq:
                 thread.remember(seq, message.model_copy(deep=True))
         thread.live = {id(m): (m, seq) for m, seq in zip(messages, seqs, strict=True)}
-        return json.dumps(_runs(seqs)).encode()
 
     async def aput_writes(
         self,
@@ -495,14 +528,3 @@ def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
             "checkpoint_id": checkpoint_id,
         }
     }
-
-
-def _runs(seqs: Sequence[int]) -> list[list[int]]:
-    """``seqs`` as ``[first, count]`` runs of consecutive numbers, in order."""
-    runs: list[list[int]] = []
-    for seq in seqs:
-        if runs and runs[-1][0] + runs[-1][1] == seq:
-            runs[-1][1] += 1
-        else:
-            runs.append([seq, 1])
-    return runs

@@ -5,7 +5,13 @@ the tool-call state machine; ``attachments`` the blobs-before-rows step.
 """
 
 from convstore.store.conversation_store import DEFAULT_MAX_ATTACHMENT_SIZE, ConversationStore
-from convstore.store.maintenance import FsckReport, GarbageReport, collect_garbage, fsck
+from convstore.store.maintenance import (
+    FsckReport,
+    GarbageReport,
+    collect_garbage,
+    fsck,
+    record_blob_location,
+)
 from convstore.store.native import NativeEntry, NativePath
 from convstore.store.reads import ConversationPage, ConversationSummary
 from convstore.store.results import AppendResult
@@ -22,4 +28,5 @@ __all__ = [
     "NativePath",
     "collect_garbage",
     "fsck",
+    "record_blob_location",
 ]

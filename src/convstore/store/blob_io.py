@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from convstore.errors import AttachmentCorruptedError, AttachmentNotFoundError, BlobStorageError
@@ -44,9 +45,17 @@ def namespace_of(dedupe: Literal["tenant", "global"], tenant: str | None) -> str
 
 
 async def write_batch(
-    store: ConversationStore, conversation_id: str, batch: list[Message], **plan: Any
+    store: ConversationStore,
+    conversation_id: str,
+    batch: list[Message],
+    *,
+    also: Callable[[Any], None] | None = None,
+    **plan: Any,
 ) -> tuple[AppendResult, ToolCall | None]:
-    """Store the batch's files, then its rows; retried if gc is collecting a blob it uses."""
+    """Store the batch's files, then its rows; retried if gc is collecting a blob it uses.
+
+    ``also(tx)`` runs after the rows in the same transaction (`append`'s ``state_patches``).
+    """
     backend, blobs = store.backend, store.blob_store
     if any(needs_storing(f) for m in batch for f in m.files):
         tenant = plan.get("tenant")
@@ -64,14 +73,19 @@ async def write_batch(
             written=written_times(stored_blobs),
             **plan,
         )
-        if one_statement.eligible(backend, append):
+        if also is None and one_statement.eligible(backend, append):
             stored = await one_statement.append_in_one_statement(backend, append)  # type: ignore[arg-type]
             if stored is not None:
                 return stored, None
+
+        def write(tx: Any, append: AppendPlan = append) -> tuple[AppendResult, ToolCall | None]:
+            written = writes.append_messages(tx, append)
+            if also is not None:
+                also(tx)
+            return written
+
         try:
-            return await backend.write(
-                lambda tx, append=append: writes.append_messages(tx, append)  # type: ignore[misc]
-            )
+            return await backend.write(write)
         except writes.BlobBeingCollectedError as collected:
             if attempt == _COLLECTED_RETRIES - 1:
                 break

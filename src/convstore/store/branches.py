@@ -8,19 +8,29 @@ Invariants:
   anywhere in the tree, `fork` copies the path to a point into a new conversation.
 - A popped message is deleted only when no other message descends from it; otherwise it stays
   for the branches that run through it and only the head moves. Deleting a message deletes the
-  calls it made and its blob references (so gc may collect its blobs), by cascade.
-- ``tool_calls`` rows describe lifecycles on the active path. Whenever the path changes other
-  than by growing at its end, `recompute_lifecycles` rederives them from the path: the first
-  result after the call on the path completes it, unless it was stored after the call was
-  cancelled (then it is history, as it was when appended); otherwise a call ever cancelled is
-  cancelled (``cancelled_at`` keeps that across paths); otherwise a later user message
-  interrupts it; otherwise it is pending.
+  calls it made (here) and its blob references (by cascade), so gc may collect its blobs.
+  Finding either costs index lookups, never a scan of the conversation.
+- ``tool_calls`` rows describe lifecycles on the active path (rows of calls off it are left
+  as they were, and rederived when their messages join the path again). A call's lifecycle on
+  a path: the first result after the call on the path completes it, unless it was stored after
+  the call was cancelled (then it is history, as it was when appended); otherwise a call ever
+  cancelled is cancelled (``cancelled_at`` keeps that across paths); otherwise a later user
+  message interrupts it; otherwise it is pending.
+- When the head moves other than by growing the path at its end, the path keeps what it shares
+  with the old one (root → the last shared message) and swaps the rest. `settle` rederives only
+  the lifecycles that can change: the calls made in the part that joins, the calls answered in
+  either swapped part, and, when a user message left or joined, the calls after the shared
+  part's newest user message. Everything else on the shared part keeps its (correct) row. So
+  a move costs the swapped parts and the turn they hang from, not the conversation's length.
 - Sequence numbers are never reused: a fork keeps the source's numbers, and the source's
   counter is never wound back.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from convstore.db.tx import Tx
@@ -28,75 +38,124 @@ from convstore.errors import InvalidInputError
 from convstore.model import Conversation, Message, Role, ToolCallStatus, ToolResultPart
 from convstore.store.ids import new_id
 from convstore.store.lifecycle import status_for
-from convstore.store.reads import load_conversation, messages_at, path_seqs, tree
+from convstore.store.metadata_tags import write_tags
+from convstore.store.paths import diverge, walk_up
+from convstore.store.reads import load_conversation, messages_at, path_seqs
 from convstore.store.writes import Header, advance, lock, new_revision
 
-__all__ = ["fork", "pop", "recompute_lifecycles", "switch_branch", "truncate"]
+__all__ = ["fork", "move_head", "pop", "settle", "switch_branch", "truncate"]
+
+_SETTLED = (ToolCallStatus.COMPLETE.value, ToolCallStatus.ERROR.value)
 
 
-def recompute_lifecycles(tx: Tx, cid: str, end: int | None, now: datetime) -> None:
-    """Rederive the lifecycle of every call on the path root → ``end``."""
-    st, codec = tx.statements, tx.codec
-    path = path_seqs(tx, cid, end)
-    if not path:
-        return
-    roles = {seq: role for seq, _parent, role, _created in tree(tx, cid)}
-    wanted = [s for s in path if roles.get(s) in (Role.ASSISTANT.value, Role.TOOL.value)]
-    messages = messages_at(tx, cid, wanted)
-    calls = [(m.seq or 0, p.id) for m in messages for p in m.tool_calls]
-    if not calls:
-        return
-    rows = {
-        row[0]: row
-        for row in tx.fetch(
-            st.select_tool_calls_in, {"cid": cid, "ids": codec.dump_json([c for _, c in calls])}
+@dataclass(frozen=True, slots=True)
+class _Lifecycle:
+    """A call's stored lifecycle columns."""
+
+    seq: int
+    status: str
+    result_kind: str | None
+    result_seq: int | None
+    result_idx: int | None
+    cancelled_at: datetime | None
+
+
+def _lifecycles(tx: Tx, cid: str, ids: Iterable[str]) -> dict[str, _Lifecycle]:
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    codec = tx.codec
+    return {
+        call_id: _Lifecycle(
+            seq, status, kind, rseq, ridx, None if cancelled is None else codec.load_time(cancelled)
+        )
+        for call_id, seq, status, kind, rseq, ridx, cancelled in tx.fetch(
+            tx.statements.select_lifecycles_in, {"cid": cid, "ids": codec.dump_json(wanted)}
         )
     }
-    results: list[tuple[int, int, ToolResultPart]] = [
-        (m.seq or 0, idx, part)
-        for m in messages
-        if m.role is Role.TOOL
-        for idx, part in enumerate(m.parts)
-        if isinstance(part, ToolResultPart)
-    ]
-    users = [s for s in path if roles.get(s) == Role.USER.value]
-    created = {m.seq: m.created_at for m in messages}
-    cancelled = {
-        call_id: codec.load_time(at)
-        for call_id, at in tx.fetch(
-            st.select_cancellations, {"cid": cid, "ids": codec.dump_json([c for _, c in calls])}
-        )
-    }
-    stamp = codec.dump_time(now)
+
+
+def settle(
+    tx: Tx,
+    cid: str,
+    shared: int | None,
+    left: Sequence[Message],
+    joined: Sequence[Message],
+    now: datetime,
+) -> None:
+    """The path was root → ``shared`` + ``left`` and is root → ``shared`` + ``joined`` now.
+
+    ``joined`` is in path order. Rederives the lifecycle of every call on the new path that the
+    swap can change (see the module's invariants) and stores those that did change.
+    """
+    user = Role.USER
+    joined_calls = {p.id: m.seq for m in joined for p in m.tool_calls}
+    answered = {p.call_id for m in (*left, *joined) for p in m.tool_results}
+    users_moved = any(m.role is user for m in (*left, *joined))
+    if not (joined_calls or answered or users_moved):
+        return
+    rows = _lifecycles(tx, cid, {*joined_calls, *answered})
+    # The shared part is read upwards from its end, only as far as the calls asked about (and,
+    # if a user message moved, back to its newest user message).
+    below = [r.seq for r in rows.values() if shared is not None and r.seq <= shared]
+    walked: list[tuple[int, int | None, str]] = []
+    if shared is not None and (below or users_moved):
+        walked = walk_up(tx, cid, shared, floor=min(below, default=shared), to_user=users_moved)
+    on_shared = {seq for seq, _, _ in walked}
+    shared_users = sorted(seq for seq, _, role in walked if role == user.value)
+    if users_moved:
+        # Calls after the shared part's newest user message: a user message that left may
+        # have interrupted them, one that joined may interrupt them now.
+        newest = shared_users[-1] if shared_users else 0
+        tail = [s for s, _, role in walked if s > newest and role == Role.ASSISTANT.value]
+        made = [p.id for m in messages_at(tx, cid, tail) for p in m.tool_calls]
+        rows.update(_lifecycles(tx, cid, [i for i in made if i not in rows]))
+    joined_users = sorted(m.seq or 0 for m in joined if m.role is user)
+    results: dict[str, list[tuple[int, int, ToolResultPart, datetime | None]]] = {}
+    for m in joined:
+        for idx, part in enumerate(m.parts):
+            if isinstance(part, ToolResultPart):
+                results.setdefault(part.call_id, []).append((m.seq or 0, idx, part, m.created_at))
+
+    def user_after(seq: int, users: list[int]) -> bool:
+        return bisect_right(users, seq) < len(users)
+
+    stamp = tx.codec.dump_time(now)
     changes = []
-    for seq, call_id in calls:
-        row = rows.get(call_id)
-        if row is None or row[1] != seq:
-            continue
-        cancelled_at = cancelled.get(call_id)
-
-        def answers(rs: int, result: ToolResultPart, call_id: str = call_id, seq: int = seq,
-                    cancelled_at: datetime | None = cancelled_at) -> bool:  # fmt: skip
-            if rs <= seq or result.call_id != call_id:
-                return False
-            # A result stored after the cancellation was refused (or kept as history only).
-            stored_at = created.get(rs)
-            return cancelled_at is None or (stored_at is not None and stored_at < cancelled_at)
-
-        answer = next(((rs, ri, r) for rs, ri, r in results if answers(rs, r)), None)
-        wanted_row: tuple[str, str | None, int | None, int | None]
+    for call_id, row in sorted(rows.items(), key=lambda item: (item[1].seq, item[0])):
+        if call_id in joined_calls:
+            if joined_calls[call_id] != row.seq:
+                continue  # the id names a call made elsewhere in the tree
+        elif row.seq not in on_shared:
+            continue  # not on the new path
+        elif row.status in _SETTLED and row.result_seq in on_shared:
+            continue  # answered on the shared part: nothing after it can change that
+        answer = next(
+            (
+                (rs, ri, result)
+                for rs, ri, result, stored_at in results.get(call_id, ())
+                # A result stored after the cancellation was refused (or kept as history only).
+                if rs > row.seq
+                and (
+                    row.cancelled_at is None
+                    or (stored_at is not None and stored_at < row.cancelled_at)
+                )
+            ),
+            None,
+        )
+        wanted: tuple[str, str | None, int | None, int | None]
         if answer is not None:
             rs, ri, result = answer
-            wanted_row = (status_for(result.output).value, result.output.kind, rs, ri)
-        elif cancelled_at is not None:
-            wanted_row = (ToolCallStatus.CANCELLED.value, None, None, None)
-        elif any(u > seq for u in users):
-            wanted_row = (ToolCallStatus.INTERRUPTED.value, None, None, None)
+            wanted = (status_for(result.output).value, result.output.kind, rs, ri)
+        elif row.cancelled_at is not None:
+            wanted = (ToolCallStatus.CANCELLED.value, None, None, None)
+        elif user_after(row.seq, joined_users) or user_after(row.seq, shared_users):
+            wanted = (ToolCallStatus.INTERRUPTED.value, None, None, None)
         else:
-            wanted_row = (ToolCallStatus.PENDING.value, None, None, None)
-        if (row[6], row[7], row[8], row[9]) == wanted_row:
+            wanted = (ToolCallStatus.PENDING.value, None, None, None)
+        if (row.status, row.result_kind, row.result_seq, row.result_idx) == wanted:
             continue
-        status, kind, rseq, ridx = wanted_row
+        status, kind, rseq, ridx = wanted
         changes.append(
             {
                 "cid": cid,
@@ -109,27 +168,23 @@ def recompute_lifecycles(tx: Tx, cid: str, end: int | None, now: datetime) -> No
             }
         )
     if changes:
-        tx.execute_many(st.set_lifecycle, changes)
+        tx.execute_many(tx.statements.set_lifecycle, changes)
 
 
-def _after_leaving_path(tx: Tx, header: Header, message: Message, now: datetime) -> None:
-    """The head ``message`` left the path: rederive what it decided for earlier calls.
-
-    A tool message may have answered calls (now unanswered again); a user message may have
-    interrupted them (now pending again, unless another user turn still follows them).
-    """
-    if message.role is Role.USER:
-        recompute_lifecycles(tx, header.cid, header.head_seq, now)
-        return
-    answered = {p.call_id for p in message.parts if isinstance(p, ToolResultPart)}
-    if not answered:
-        return
-    rows = tx.fetch(
-        tx.statements.select_tool_calls_in,
-        {"cid": header.cid, "ids": tx.codec.dump_json(sorted(answered))},
+def move_head(tx: Tx, header: Header, to: int | None, now: datetime) -> None:
+    """Make ``to`` the head (``None``: the empty path) and settle the lifecycles it moves."""
+    parting = diverge(tx, header.cid, header.head_seq, to)
+    moved = messages_at(tx, header.cid, [*parting.first_only, *parting.second_only])
+    leaving = set(parting.first_only)
+    header.head_seq = to
+    settle(
+        tx,
+        header.cid,
+        parting.shared,
+        [m for m in moved if m.seq in leaving],
+        [m for m in moved if m.seq not in leaving],
+        now,
     )
-    if any(row[8] == message.seq for row in rows):
-        recompute_lifecycles(tx, header.cid, header.head_seq, now)
 
 
 def pop(
@@ -139,24 +194,27 @@ def pop(
     header = lock(tx, cid, tenant, expected_revision)
     if header.head_seq is None:
         raise InvalidInputError(f"conversation {cid!r} has no message to pop")
-    message = _pop_one(tx, header, now)
+    (message,) = messages_at(tx, cid, [header.head_seq])
+    _remove(tx, header, message)
+    header.head_seq = message.parent_seq
+    settle(tx, cid, message.parent_seq, [message], [], now)
     advance(tx, header, now)
     return message
 
 
-def _pop_one(tx: Tx, header: Header, now: datetime) -> Message:
+def _remove(tx: Tx, header: Header, message: Message) -> None:
+    """Delete ``message``, unless another message descends from it (then it stays)."""
     st = tx.statements
-    seq = header.head_seq
-    assert seq is not None
-    (message,) = messages_at(tx, header.cid, [seq])
-    has_children = bool(tx.fetch(st.select_child, {"cid": header.cid, "seq": seq}))
-    if has_children:
+    if tx.fetch(st.select_child, {"cid": header.cid, "seq": message.seq}):
         header.branched = True  # the head now sits inside the tree
     else:
-        tx.execute(st.delete_message, {"cid": header.cid, "seq": seq})
-    header.head_seq = message.parent_seq
-    _after_leaving_path(tx, header, message, now)
-    return message
+        calls = [p.id for p in message.tool_calls]
+        if calls:
+            tx.execute(
+                st.delete_calls_of,
+                {"cid": header.cid, "seq": message.seq, "ids": tx.codec.dump_json(calls)},
+            )
+        tx.execute(st.delete_message, {"cid": header.cid, "seq": message.seq})
 
 
 def truncate(
@@ -169,13 +227,19 @@ def truncate(
 ) -> list[Message]:
     """Pop until ``after_seq`` is the head (``0``: until the path is empty); the popped ones."""
     header = lock(tx, cid, tenant, expected_revision)
-    if after_seq != 0 and after_seq not in set(path_seqs(tx, cid, header.head_seq)):
+    head = header.head_seq
+    walked = [] if head is None else [s for s, _, _ in walk_up(tx, cid, head, floor=after_seq)]
+    if after_seq != 0 and after_seq not in walked:
         raise InvalidInputError(
             f"after_seq {after_seq} is not on the active path of conversation {cid!r}"
         )
-    popped = []
-    while header.head_seq is not None and header.head_seq != after_seq:
-        popped.append(_pop_one(tx, header, now))
+    popped = messages_at(tx, cid, [s for s in walked if s > after_seq])
+    popped.reverse()  # newest first: each is removed after the one that descends from it
+    for message in popped:
+        _remove(tx, header, message)
+    if popped:
+        header.head_seq = after_seq or None
+        settle(tx, cid, header.head_seq, popped, [], now)
     advance(tx, header, now)
     return popped
 
@@ -194,8 +258,7 @@ def switch_branch(
         raise InvalidInputError(f"head_seq {head_seq} is not a message of conversation {cid!r}")
     if head_seq != header.head_seq:
         header.branched = True
-        header.head_seq = head_seq
-        recompute_lifecycles(tx, cid, head_seq, now)
+        move_head(tx, header, head_seq, now)
     advance(tx, header, now)
 
 
@@ -236,6 +299,7 @@ def fork(
             )
         ],
     )
+    write_tags(tx, new_cid, header.tenant, stamp, codec.load_json(header.metadata))
     json_seqs = codec.dump_json(seqs)
     messages = tx.fetch(st.copy_messages, {"cid": cid, "seqs": json_seqs})
     tx.insert_rows(st.insert_message, [(new_cid, *row[1:]) for row in messages])
@@ -246,7 +310,7 @@ def fork(
     if call_ids:
         calls = tx.fetch(st.copy_tool_calls, {"cid": cid, "ids": codec.dump_json(call_ids)})
         tx.insert_rows(st.insert_tool_call, [(new_cid, *row[1:]) for row in calls])
-        recompute_lifecycles(tx, new_cid, at_seq, now)
+        settle(tx, new_cid, None, [], copied, now)  # the whole path joins the new conversation
     compactions = tx.fetch(st.copy_compactions, {"cid": cid, "at_seq": at_seq})
     tx.insert_rows(st.insert_compaction_row, [(new_cid, *row[1:]) for row in compactions])
     return _header_only(load_conversation(tx, new_cid, None, 0))

@@ -18,6 +18,7 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -27,13 +28,29 @@ from pydantic import JsonValue
 from convstore.db.checkpoint_statements import CheckpointStatements, checkpoint_statements
 from convstore.db.tx import Row, Tx
 from convstore.errors import ConversationNotFoundError, InvalidInputError
-from convstore.limits import MAX_CONVERSATION_ID_LENGTH, check_json_object, check_text
-from convstore.store import arguments
+from convstore.limits import (
+    MAX_CONVERSATION_ID_LENGTH,
+    check_count,
+    check_json_object,
+    check_messages,
+    check_text,
+)
+from convstore.model import Message
+from convstore.store import arguments, blob_io
 
 if TYPE_CHECKING:
     from convstore.store.conversation_store import ConversationStore
 
-__all__ = ["ChannelValue", "CheckpointRecord", "Checkpoints", "PendingWrite"]
+__all__ = [
+    "MESSAGES_VALUE_TYPE",
+    "ChannelValue",
+    "CheckpointRecord",
+    "Checkpoints",
+    "MessageList",
+    "PendingWrite",
+    "message_list_value",
+    "message_seqs",
+]
 
 _KEY_LENGTH = 255
 
@@ -47,6 +64,41 @@ class ChannelValue:
     value_type: str
     """What wrote ``value`` (the serializer's type tag)."""
     value: bytes | None
+
+
+MESSAGES_VALUE_TYPE = "convstore.messages"
+"""The ``value_type`` of a channel value that is a list of the conversation's messages: its
+``value`` is their seqs as JSON runs ``[[first_seq, count], ...]`` (`message_seqs`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageList:
+    """A channel value that is a list of the conversation's messages, kept as their seqs."""
+
+    channel: str
+    version: str
+    kept: Sequence[int]
+    """The seqs of the list's first messages, already stored, in list order."""
+    new: Sequence[Message] = ()
+    """The rest of the list, appended in the checkpoint's transaction under the last kept
+    message (after the head when none is kept)."""
+
+
+def message_seqs(value: bytes) -> list[int]:
+    """The seqs a `MESSAGES_VALUE_TYPE` value lists, in order."""
+    runs = json.loads(value)
+    return [seq for first, count in runs for seq in range(first, first + count)]
+
+
+def message_list_value(seqs: Sequence[int]) -> bytes:
+    """The `MESSAGES_VALUE_TYPE` value listing ``seqs``: ``[first, count]`` runs, as JSON."""
+    runs: list[list[int]] = []
+    for seq in seqs:
+        if runs and runs[-1][0] + runs[-1][1] == seq:
+            runs[-1][1] += 1
+        else:
+            runs.append([seq, 1])
+    return json.dumps(runs, separators=(",", ":")).encode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +154,16 @@ class Checkpoints:
         channel_versions: Mapping[str, str],
         metadata: Mapping[str, Any],
         values: Sequence[ChannelValue] = (),
+        messages: MessageList | None = None,
         tenant: str | None = None,
-    ) -> None:
+    ) -> list[int]:
         """Store a checkpoint (replacing one with the same id) and the channel values it adds.
 
         ``values`` are the values at versions not stored before; one already stored for its
-        (namespace, channel, version) is kept as it is.
+        (namespace, channel, version) is kept as it is. ``messages``: one more value, a list of
+        messages of the conversation (`MessageList`); its new messages are appended in the
+        same transaction as the checkpoint, as `ConversationStore.append` does
+        (``on_conflict="keep-first"``). Returns the seqs they were stored at.
         """
         stmts = self._statements()
         _check_thread(conversation_id, tenant, checkpoint_ns)
@@ -124,11 +180,24 @@ class Checkpoints:
         for value in values:
             _check_key(value.channel)
             _check_key(value.version)
+        if messages is not None:
+            _check_key(messages.channel)
+            _check_key(messages.version)
+            for seq in messages.kept:
+                check_count(seq, "seq")
 
-        def put(tx: Tx) -> None:
+        def put(tx: Tx, new_seqs: Sequence[int] = ()) -> None:
             _require_thread(tx, stmts, conversation_id, tenant)
             codec = tx.codec
-            if values:
+            if messages is not None:
+                listed = message_list_value([*messages.kept, *new_seqs])
+                values_ = [
+                    *values,
+                    ChannelValue(messages.channel, messages.version, MESSAGES_VALUE_TYPE, listed),
+                ]
+            else:
+                values_ = list(values)
+            if values_:
                 tx.execute_many(
                     stmts.insert_value,
                     [
@@ -140,7 +209,7 @@ class Checkpoints:
                             "value_type": v.value_type,
                             "value": v.value,
                         }
-                        for v in values
+                        for v in values_
                     ],
                 )
             tx.execute(
@@ -157,7 +226,28 @@ class Checkpoints:
                 },
             )
 
-        await self._store.backend.write(put)
+        if messages is None or not messages.new:
+            await self._store.backend.write(put)
+            return []
+        batch = arguments.as_messages(list(messages.new))
+        check_messages(batch, max_attachment_size=self._store.blob_store.max_size)
+        parent = messages.kept[-1] if messages.kept else None
+
+        def put_after_append(tx: Tx) -> None:
+            # The batch took the conversation's newest seqs, consecutive.
+            last_seq = tx.fetch(stmts.conversation_tenant, {"cid": conversation_id})[0][1]
+            put(tx, range(last_seq - len(batch) + 1, last_seq + 1))
+
+        stored, _ = await blob_io.write_batch(
+            self._store,
+            conversation_id,
+            batch,
+            also=put_after_append,
+            tenant=tenant,
+            on_conflict="keep-first",
+            parent_seq=parent,
+        )
+        return [m.seq for m in stored if m.seq is not None]
 
     async def put_writes(
         self,

@@ -13,14 +13,14 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, Self
 
 from pydantic import JsonValue
 
 from convstore.blobs import BlobStore
-from convstore.db import DEFAULT_URL, create_backend
+from convstore.db import DEFAULT_URL, create_backend, sqlite_path
 from convstore.db.backend import Backend
 from convstore.errors import (
     ClosedError,
@@ -55,6 +55,7 @@ from convstore.store import (
     blob_io,
     branches,
     conversations,
+    lean_append,
     native,
     reads,
     settings,
@@ -126,6 +127,11 @@ class ConversationStore:
             "timeout": blob_timeout,
         }
         self._blobs: BlobStore | None = None
+        self._lean_appends = self._backend.dialect_name == "sqlite"
+        """Whether `append` may take `convstore.store.lean_append` (tests switch it off)."""
+        self.recorded_blobs_url: str | None = None
+        """The blob location recorded in the database (resolved to a usable path or URL), once
+        open; with ``blobs=`` given it may differ from `blobs_url` (see ``convstore blobs set``)."""
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -154,12 +160,16 @@ class ConversationStore:
         return self
 
     async def _blob_location(self) -> str | None:
-        """The recorded blob location; records this store's first if there is none."""
+        """The recorded blob location (resolved); records this store's first if there is none."""
+        database = sqlite_path(self.url)
         recorded = await self._backend.read(settings.blob_location)
         if recorded is None and settings.recordable(self.blobs_url):
-            location = settings.absolute(self.blobs_url)
+            location = settings.to_record(self.blobs_url, database)
             recorded = await self._backend.write(lambda tx: settings.record(tx, location))
-        return recorded
+        self.recorded_blobs_url = (
+            settings.resolve(recorded, database) if recorded is not None else None
+        )
+        return self.recorded_blobs_url
 
     async def close(self) -> None:
         """Release connections (idempotent)."""
@@ -361,6 +371,7 @@ class ConversationStore:
         on_conflict: OnConflict = "raise",
         expected_revision: str | None = None,
         parent_seq: int | None = None,
+        state_patches: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> AppendResult:
         """Store messages at the end of a conversation, atomically; the stored copies.
 
@@ -378,6 +389,12 @@ class ConversationStore:
             parent_seq: the message the batch follows. Left out: the head. Another message:
                 the batch starts a new branch from it (edit and regenerate) and the head
                 moves to the batch's last message.
+            state_patches: ``{conversation id: RFC 7396 merge patch}`` applied to the state of
+                *other* conversations of the same tenant in the same transaction as the
+                messages (a framework's app- or user-scoped state changed by the event it
+                appends): both are stored, or neither. A patched conversation that does not
+                exist or belongs to another tenant raises `ConversationNotFoundError`, and
+                nothing is written. Each patched conversation gets a new revision.
 
         Returns:
             The stored messages, with ``seq``, ``parent_seq``, ``conversation_id`` and
@@ -392,7 +409,10 @@ class ConversationStore:
             isinstance(parent_seq, bool) or not isinstance(parent_seq, int) or parent_seq < 1
         ):
             raise InvalidInputError("parent_seq is the seq of a message of the conversation")
+        also = self._state_patcher(conversation_id, tenant, state_patches)
         if not batch:
+            if also is not None:
+                raise InvalidInputError("state_patches are applied with an append of messages")
             return AppendResult(
                 revision=await self._backend.read(
                     lambda tx: reads.revision_of(tx, conversation_id, tenant)
@@ -400,6 +420,18 @@ class ConversationStore:
             )
         # Before any blob is written: a batch over a documented limit leaves nothing behind.
         check_messages(batch, max_attachment_size=self.blob_store.max_size)
+        if idempotency_key is None and self._lean_appends:
+            lean = lean_append.plan(
+                conversation_id,
+                batch,
+                arguments.now(),
+                tenant=tenant,
+                expected_revision=expected_revision,
+                parent_seq=parent_seq,
+                on_conflict=on_conflict,
+            )
+            if lean is not None:
+                return await self._backend.write(lean.run)
         try:
             stored, _ = await blob_io.write_batch(
                 self,
@@ -410,11 +442,45 @@ class ConversationStore:
                 on_conflict=on_conflict,
                 expected_revision=expected_revision,
                 parent_seq=parent_seq,
+                also=also,
             )
         except NoChange as replay:
             replayed: AppendResult = replay.value[0]
             return replayed
         return stored
+
+    def _state_patcher(
+        self,
+        conversation_id: str,
+        tenant: str | None,
+        state_patches: Mapping[str, Mapping[str, Any]] | None,
+    ) -> Callable[[Any], None] | None:
+        """What `append` runs after its rows, in its transaction, for ``state_patches``."""
+        if not state_patches:
+            return None
+        if not isinstance(state_patches, Mapping):
+            raise InvalidInputError("state_patches maps conversation ids to merge patches")
+        checked: dict[str, dict[str, JsonValue]] = {}
+        for cid, patch in state_patches.items():
+            arguments.check_ref(cid, None)
+            if cid == conversation_id:
+                raise InvalidInputError(
+                    "state_patches patch other conversations; use update_state for this one"
+                )
+            if not isinstance(patch, Mapping):
+                raise InvalidInputError("a state patch is a JSON object (RFC 7396 merge patch)")
+            checked[cid] = arguments.json_object(patch, f"state patch of {cid!r}")
+            check_json_object(checked[cid], f"state patch of {cid!r}")
+        now = arguments.now()
+
+        def patch_states(tx: Any) -> None:
+            owner = reads.conversation_tenant(tx, conversation_id)
+            for cid, patch in checked.items():
+                if reads.conversation_tenant(tx, cid) != owner:
+                    raise ConversationNotFoundError(cid)  # another tenant's: never says which
+                conversations.update_header(tx, cid, owner, None, now, state_patch=patch)
+
+        return patch_states
 
     async def load(
         self,

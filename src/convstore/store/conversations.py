@@ -21,6 +21,7 @@ from convstore.db.mapping import decode_conversation
 from convstore.db.tx import Tx
 from convstore.errors import ConversationNotFoundError
 from convstore.model import Conversation
+from convstore.store.metadata_tags import replace_tags, write_tags
 from convstore.store.writes import Header, lock, new_revision
 
 __all__ = ["UNSET", "get_or_create", "insert", "merge_patch", "update_header"]
@@ -62,6 +63,10 @@ def _row(
             None, new_revision(), False)  # fmt: skip
 
 
+_CREATED, _REVISION = 5, 9
+"""Where `_row` puts the new conversation's creation time and revision."""
+
+
 def _header(tx: Tx, cid: str, tenant: str | None) -> Conversation:
     rows = tx.fetch(
         tx.statements.select_conversation.pick(tenant), {"cid": cid, "for_tenant": tenant}
@@ -81,6 +86,7 @@ def insert(
 ) -> Conversation:
     """A new conversation (a taken id is a database uniqueness error)."""
     tx.insert_rows(tx.statements.insert_conversation, [_row(cid, tenant, title, metadata, now, tx)])
+    write_tags(tx, cid, tenant, tx.codec.dump_time(now), metadata)
     return _header(tx, cid, None)
 
 
@@ -93,10 +99,12 @@ def get_or_create(
     now: datetime,
 ) -> Conversation:
     """The conversation ``cid``, created first if no conversation has that id."""
-    tx.insert_rows(
-        tx.statements.insert_conversation_if_absent, [_row(cid, tenant, title, metadata, now, tx)]
-    )
-    return _header(tx, cid, tenant)
+    row = _row(cid, tenant, title, metadata, now, tx)
+    tx.insert_rows(tx.statements.insert_conversation_if_absent, [row])
+    conversation = _header(tx, cid, tenant)
+    if conversation.revision == row[_REVISION]:  # this call created it
+        write_tags(tx, cid, tenant, row[_CREATED], metadata)
+    return conversation
 
 
 def update_header(
@@ -116,6 +124,8 @@ def update_header(
     state = codec.load_json(header.state) or {}
     if state_patch is not UNSET:
         state = merge_patch(state, state_patch)
+    if metadata is not UNSET:
+        replace_tags(tx, cid, header.tenant, header.created_at, metadata)
     tx.execute(
         tx.statements.set_header,
         {

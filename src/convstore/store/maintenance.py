@@ -26,7 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from convstore.db import sqlite_path
 from convstore.db.tx import Tx
+from convstore.errors import InvalidInputError
+from convstore.store import settings
 from convstore.store.conversation_store import ConversationStore
 from convstore.store.reads import referenced_blobs
 
@@ -38,6 +41,7 @@ __all__ = [
     "blob_url",
     "collect_garbage",
     "fsck",
+    "record_blob_location",
 ]
 
 DEFAULT_GRACE = timedelta(hours=1)
@@ -119,6 +123,7 @@ async def collect_garbage(
     examined, young, deleted, staging = 0, 0, [], 0
     for namespace in await root.namespaces():
         blobs = root.namespace(namespace)
+        batch: list[str] = []
         async for info in blobs.iter_blobs():
             examined += 1
             if examined % 500 == 0:
@@ -128,60 +133,116 @@ async def collect_garbage(
             if info.modified >= cutoff:
                 young += 1
                 continue
-            if dry_run or await _collect(store, namespace, info.sha256, cutoff):
-                deleted.append(_label(namespace, info.sha256))
+            batch.append(info.sha256)
+            if len(batch) >= GC_BATCH:
+                deleted += await _settle(store, namespace, batch, cutoff, dry_run)
+                progress("deleting", len(deleted), None)
+                batch = []
+        if batch:
+            deleted += await _settle(store, namespace, batch, cutoff, dry_run)
         staging += await blobs.sweep_staging(older_than=cutoff, dry_run=dry_run)
     progress("scanning", examined, examined)
     return GarbageReport(examined, len(referenced), deleted, young, staging, dry_run)
 
 
-async def _collect(store: ConversationStore, namespace: str, sha256: str, cutoff: datetime) -> bool:
-    """Delete one candidate blob unless an append has taken it since the listing."""
-    now = datetime.now(UTC)  # only a record of when the mark was made, never compared
+GC_BATCH = 256
+"""Candidates marked, deleted and unmarked together: one write transaction each way."""
 
-    def mark(tx: Tx) -> bool:
+GC_CONCURRENCY = 16
+"""Storage deletions in flight at once."""
+
+
+async def _settle(
+    store: ConversationStore, namespace: str, candidates: list[str], cutoff: datetime, dry_run: bool
+) -> list[str]:
+    """Delete what a batch of candidates still may lose; their labels."""
+    if dry_run:
+        return [_label(namespace, sha256) for sha256 in candidates]
+    gone = await _collect(store, namespace, sorted(candidates), cutoff)
+    return [_label(namespace, sha256) for sha256 in gone]
+
+
+async def _collect(
+    store: ConversationStore, namespace: str, candidates: list[str], cutoff: datetime
+) -> list[str]:
+    """Delete the candidate blobs no append has taken since the listing; the ones deleted.
+
+    Candidates come sorted by digest, the order appends lock catalogue rows in too, so the
+    collector and an append never wait for each other in a cycle.
+    """
+    now = datetime.now(UTC)  # only a record of when the marks were made, never compared
+
+    def mark(tx: Tx) -> list[str]:
         st = tx.statements
-        params = {"namespace": namespace, "sha256": sha256}
-        # Hold the catalogue row (made if an append stored the bytes but never committed) so
-        # that appends referencing the blob wait for this mark, or this waits for them.
         stamp = tx.codec.dump_time(now)
-        tx.insert_rows(st.insert_attachment, [(sha256, 0, "application/octet-stream", stamp)])
-        tx.fetch(st.lock_attachment_exclusive, {"sha256": sha256})
-        if tx.fetch(st.select_blob_referenced_in, params):
-            return False  # an append committed a reference since the listing
-        tx.execute(st.delete_tombstone, {"ns": namespace, "digest": sha256})  # an earlier one
-        tx.insert_rows(st.insert_tombstone, [(namespace, sha256, stamp, None)])
-        return True
+        # Hold each catalogue row (made if an append stored the bytes but never committed) so
+        # that appends referencing the blob wait for this mark, or this waits for them.
+        tx.insert_rows(
+            st.insert_attachment,
+            [(sha256, 0, "application/octet-stream", stamp) for sha256 in candidates],
+        )
+        marked = []
+        for sha256 in candidates:
+            tx.fetch(st.lock_attachment_exclusive, {"sha256": sha256})
+            params = {"namespace": namespace, "sha256": sha256}
+            if tx.fetch(st.select_blob_referenced_in, params):
+                continue  # an append committed a reference since the listing
+            marked.append(sha256)
+        gone = [{"ns": namespace, "digest": sha256} for sha256 in marked]
+        if gone:
+            tx.execute_many(st.delete_tombstone, gone)  # earlier, unfinished marks
+            tx.insert_rows(st.insert_tombstone, [(namespace, sha, stamp, None) for sha in marked])
+        return marked
 
-    if not await store.backend.write(mark):
-        return False
+    marked = await store.backend.write(mark)
+    if not marked:
+        return []
     blobs = store.blob_store.namespace(namespace)
-    params = {"ns": namespace, "digest": sha256}
-    deleted_at: datetime | None = None
-    try:
+    limit = asyncio.Semaphore(GC_CONCURRENCY)
+
+    async def delete(sha256: str) -> bool:
         # Every append that stored or touched these bytes before the mark committed did so
         # before this stat. One that touches them after it finds the mark in its transaction
         # (a deletion in progress, or one recorded as later than its put) and stores them again.
-        current = await blobs.info(sha256)
-        if current is None or current.modified >= cutoff:
-            return False
-        await blobs.delete(sha256)
+        async with limit:
+            current = await blobs.info(sha256)
+            if current is None or current.modified >= cutoff:
+                return False
+            await blobs.delete(sha256)
+            return True
+
+    deleted: list[str] = []
+    deleted_at: datetime | None = None
+    try:
+        outcomes = await asyncio.gather(*(delete(sha) for sha in marked), return_exceptions=True)
+        deleted = [sha for sha, done in zip(marked, outcomes, strict=True) if done is True]
+        # After every deletion of the batch: an append whose put came before this instant may
+        # have touched bytes that are gone, and stores them again.
         deleted_at = await blobs.storage_now()
+        failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
+        if failure is not None:
+            raise failure
     finally:
+        finished_at = deleted_at
 
         def unmark(tx: Tx) -> None:
             st = tx.statements
-            if deleted_at is None:
-                tx.execute(st.delete_tombstone, params)
-            else:
-                tx.execute(
-                    st.finish_tombstone, {**params, "deleted_at": tx.codec.dump_time(deleted_at)}
+            kept = [{"ns": namespace, "digest": sha} for sha in marked if sha not in deleted]
+            if kept:
+                tx.execute_many(st.delete_tombstone, kept)
+            if deleted and finished_at is not None:
+                stamp = tx.codec.dump_time(finished_at)
+                tx.execute_many(
+                    st.finish_tombstone,
+                    [{"ns": namespace, "digest": sha, "deleted_at": stamp} for sha in deleted],
                 )
                 # The catalogue row goes with the last reference in any namespace.
-                tx.execute(st.delete_unreferenced_attachment, {"sha256": sha256})
+                tx.execute_many(
+                    st.delete_unreferenced_attachment, [{"sha256": sha} for sha in deleted]
+                )
 
         await store.backend.write(unmark)
-    return True
+    return deleted
 
 
 async def fsck(
@@ -218,3 +279,28 @@ async def fsck(
         [_label(*blob) for blob in corrupted],
         [_label(*blob) for blob in sorted(stored.difference(referenced))],
     )
+
+
+async def record_blob_location(
+    store: ConversationStore, *, progress: Progress = _silent
+) -> FsckReport:
+    """Record the store's blob location (its ``blobs=``) in the database, for every later store.
+
+    Only after `fsck` of that location finds every referenced blob present (and intact); else
+    `InvalidInputError` says how many are missing, and nothing is recorded. A directory beside
+    or under the SQLite file is recorded relative to it (see `convstore.store.settings`).
+    """
+    url = store.blobs_url
+    if not settings.recordable(url):
+        raise InvalidInputError(f"{url} does not outlive the process: nothing to record")
+    report = await fsck(store, progress=progress)
+    if report.missing or report.corrupted:
+        raise InvalidInputError(
+            f"{url} lacks {len(report.missing):,} and has {len(report.corrupted):,} corrupted "
+            f"of the {report.referenced:,} referenced blobs: not recorded"
+        )
+    database = sqlite_path(store.url)
+    location = settings.to_record(url, database)
+    await store.backend.write(lambda tx: settings.replace(tx, location))
+    store.recorded_blobs_url = settings.resolve(location, database)
+    return report

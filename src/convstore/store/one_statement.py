@@ -17,51 +17,22 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
 from pydantic_core import to_json
-from sqlalchemy import Insert
 from typing_extensions import override
 
 from convstore.db.generic import SqlAlchemyBackend
 from convstore.db.pg_append import SQL, OneStatementAppend
-from convstore.db.statements import Statements
-from convstore.db.tx import Codec, Row, Statement
+from convstore.db.tx import Codec
 from convstore.errors import ConvstoreError
-from convstore.model import Message, ToolCallPart, ToolResultPart
 from convstore.store import writes
+from convstore.store.planning import PlanningTx, planning_cannot_decide
 from convstore.store.results import AppendResult
 from convstore.store.writes import AppendPlan
 
 __all__ = ["append_in_one_statement", "eligible"]
-
-
-class _PlanningTx:
-    """What `writes.plan_batch` needs of a transaction: the codec; it runs no statement."""
-
-    statements: Statements
-    codec: Codec
-
-    def __init__(self, statements: Statements) -> None:
-        self.statements = statements
-        self.codec = _CODEC
-
-    def fetch(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> list[Row]:
-        raise AssertionError("planning reads nothing")
-
-    def stream(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> Iterable[Row]:
-        raise AssertionError("planning reads nothing")
-
-    def execute(self, stmt: Statement, params: Mapping[str, Any] | None = None) -> int:
-        raise AssertionError("planning writes nothing")
-
-    def execute_many(self, stmt: Statement, params: Sequence[Mapping[str, Any]]) -> None:
-        raise AssertionError("planning writes nothing")
-
-    def insert_rows(self, stmt: Insert, rows: Sequence[Row]) -> None:
-        raise AssertionError("planning writes nothing")
 
 
 class _DriverCodec(Codec):
@@ -97,26 +68,8 @@ def eligible(backend: object, plan: AppendPlan) -> bool:
         and not plan.completion
         and not plan.attachments
         and not any(m.files for m in plan.messages)
-        and not _answers_an_earlier_call_twice(plan.messages)
+        and not planning_cannot_decide(plan.messages)
     )
-
-
-def _answers_an_earlier_call_twice(batch: list[Message]) -> bool:
-    """Whether two results answer one call the batch did not make (before them).
-
-    The second one's outcome depends on whether that call exists, which planning cannot know.
-    """
-    made: set[str] = set()
-    answered: set[str] = set()
-    for message in batch:
-        for part in message.parts:
-            if isinstance(part, ToolCallPart):
-                made.add(part.id)
-            elif isinstance(part, ToolResultPart) and part.call_id not in made:
-                if part.call_id in answered:
-                    return True
-                answered.add(part.call_id)
-    return False
 
 
 async def append_in_one_statement(
@@ -124,7 +77,7 @@ async def append_in_one_statement(
 ) -> AppendResult | None:
     """The stored messages, or ``None``: the general path must take this append."""
     try:
-        batch = writes.plan_batch(_PlanningTx(backend.statements), plan)
+        batch = writes.plan_batch(PlanningTx(backend.statements, _CODEC), plan)
     except ConvstoreError:
         return None  # the general path raises it, after the checks that come first
     revision = writes.new_revision()

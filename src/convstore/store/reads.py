@@ -31,9 +31,11 @@ from convstore.db.mapping import (
     decode_tool_calls,
     outputs_of,
 )
+from convstore.db.statements import list_page
 from convstore.db.tx import Row, Tx
 from convstore.errors import ConversationNotFoundError, InvalidInputError, MessageNotFoundError
 from convstore.model import Branch, Conversation, Message, ToolCallPart, ToolResultPart
+from convstore.store.metadata_tags import tags_of
 
 __all__ = [
     "ConversationPage",
@@ -195,45 +197,38 @@ def list_conversations(
     """Conversations, newest first (by creation, then id), ``limit`` at a time.
 
     Creation order never changes, so a walk by cursor sees every conversation that existed
-    when it started exactly once, however the others are written meanwhile.
+    when it started exactly once, however the others are written meanwhile. One statement per
+    page (`convstore.db.statements.list_page`): an index range whatever the page's depth, the
+    metadata filter included, so a read never holds its snapshot across pages.
     """
-    st, codec = tx.statements, tx.codec
+    codec = tx.codec
+    tags = tags_of(metadata)
+    params: dict[str, Any] = {"for_tenant": tenant, "limit": limit + 1}
+    params.update({f"tag{i}": t for i, t in enumerate(tags)})
+    if cursor is not None:
+        after_created, params["after_id"] = _decode_cursor(cursor)
+        params["after_created"] = codec.dump_time(after_created)
+    stmt = list_page(
+        tenant_scoped=tenant is not None, after_cursor=cursor is not None, tags=len(tags)
+    )
     page = ConversationPage()
-    after = None if cursor is None else _decode_cursor(cursor)
-    batch = max(limit + 1, 64)
-    while len(page) <= limit:
-        params: dict[str, Any] = {"for_tenant": tenant, "limit": batch}
-        if after is None:
-            rows = tx.fetch(st.list_conversations.pick(tenant), params)
-        else:
-            params["after_created"] = codec.dump_time(after[0])
-            params["after_id"] = after[1]
-            rows = tx.fetch(st.list_conversations_after.pick(tenant), params)
-        for row in rows:
-            (cid, row_tenant, title, meta, _last, created, updated, _state, _head, revision,
-             _branched, count) = row  # fmt: skip
-            created_at = codec.load_time(created)
-            after = (created_at, cid)
-            meta = codec.load_json(meta) or {}
-            if metadata and any(k not in meta or meta[k] != v for k, v in metadata.items()):
-                continue
-            page.append(
-                ConversationSummary(
-                    id=cid,
-                    title=title,
-                    tenant=row_tenant,
-                    metadata=meta,
-                    message_count=count,
-                    created_at=created_at,
-                    updated_at=codec.load_time(updated),
-                    revision=revision,
-                    cursor=encode_cursor(created_at, cid),
-                )
+    for row in tx.fetch(stmt, params):
+        (cid, row_tenant, title, meta, _last, created, updated, _state, _head, revision,
+         _branched, count) = row  # fmt: skip
+        created_at = codec.load_time(created)
+        page.append(
+            ConversationSummary(
+                id=cid,
+                title=title,
+                tenant=row_tenant,
+                metadata=codec.load_json(meta) or {},
+                message_count=count,
+                created_at=created_at,
+                updated_at=codec.load_time(updated),
+                revision=revision,
+                cursor=encode_cursor(created_at, cid),
             )
-            if len(page) > limit:
-                break
-        if len(rows) < batch:
-            break
+        )
     if len(page) > limit:
         del page[limit:]
         page.next_cursor = page[-1].cursor if page else None

@@ -30,7 +30,9 @@ from convstore.db.mapping import (
     CALL_RESULT_IDX,
     CALL_RESULT_KIND,
     CALL_RESULT_SEQ,
+    CALL_SEQ,
     CALL_STATUS,
+    STATUSES,
     CallRow,
     decode_tool_calls,
     encode_message,
@@ -59,7 +61,8 @@ from convstore.model import (
 )
 from convstore.model._base import trusted
 from convstore.store.lifecycle import Outcome, on_result, status_for
-from convstore.store.reads import messages_at, path_seqs
+from convstore.store.paths import PathAbove, walk_up
+from convstore.store.reads import messages_at
 from convstore.store.results import AppendResult
 
 _new_message = trusted(Message)
@@ -69,9 +72,11 @@ __all__ = [
     "BlobBeingCollectedError",
     "Header",
     "NoChange",
+    "PlannedBatch",
     "advance",
     "append_messages",
     "cancel_pending",
+    "check_message_ids",
     "compact",
     "delete_conversation",
     "finish_tombstones",
@@ -212,8 +217,9 @@ class _Batch:
     def add(self, message: Message, seq: int, parent_seq: int | None) -> None:
         codec, cid, now = self.tx.codec, self.plan.conversation_id, self.plan.now
         self.message_rows.append(encode_message(cid, message, seq, parent_seq, now, codec))
-        for sha256 in {f.attachment.sha256 for f in message.files if f.attachment is not None}:
-            self.blob_rows.append((cid, seq, sha256, self.namespaces[sha256]))
+        if self.namespaces:  # the batch references blobs (most reference none)
+            for sha256 in {f.attachment.sha256 for f in message.files if f.attachment is not None}:
+                self.blob_rows.append((cid, seq, sha256, self.namespaces[sha256]))
         if message.role is Role.USER:
             self._interrupt_pending(seq)
         for idx, part in enumerate(message.parts):
@@ -239,7 +245,7 @@ class _Batch:
     def _apply_result(self, seq: int, idx: int, part: ToolResultPart) -> None:
         row = self.new_calls.get(part.call_id)
         if row is not None:
-            status = ToolCallStatus(row[CALL_STATUS])
+            status = STATUSES[row[CALL_STATUS]]
             answered = row[CALL_RESULT_SEQ] is not None
             stored = (
                 self.outputs[(row[CALL_RESULT_SEQ], row[CALL_RESULT_IDX])] if answered else None
@@ -307,6 +313,39 @@ class _Batch:
         stored = messages_at(self.tx, self.plan.conversation_id, [seq])
         return outputs_of(stored).get(db_call.result_at)
 
+    def placed(self, tx: Tx, last_seq: int, head_seq: int | None) -> _Batch:
+        """This batch, planned by `plan_batch`, as ``tx`` writes it after ``last_seq``.
+
+        Its first message follows ``head_seq``. A new batch: the planned one is unchanged (a
+        write retried after lock contention places it again).
+        """
+        rows = []
+        for row in self.message_rows:  # (cid, seq, ..., parent_seq at 7, ...)
+            parent = head_seq if row[7] is None else row[7] + last_seq
+            rows.append((row[0], row[1] + last_seq, *row[2:7], parent, *row[8:]))
+        calls = {}
+        for call_id, call in self.new_calls.items():
+            placed = list(call)
+            placed[CALL_SEQ] += last_seq
+            if placed[CALL_RESULT_SEQ] is not None:
+                placed[CALL_RESULT_SEQ] += last_seq
+            calls[call_id] = placed
+        return _Batch(
+            tx,
+            self.plan,
+            self.find_call,
+            self.namespaces,
+            message_rows=rows,
+            blob_rows=self.blob_rows,
+            new_calls=calls,
+            outputs=self.outputs,
+            db_calls=self.db_calls,
+            completions=[{**c, "result_seq": c["result_seq"] + last_seq} for c in self.completions],
+            interrupt_before=None
+            if self.interrupt_before is None
+            else self.interrupt_before + last_seq,
+        )
+
     def write(self) -> None:
         tx, st, plan = self.tx, self.tx.statements, self.plan
         tx.insert_rows(st.insert_message, self.message_rows)
@@ -343,7 +382,7 @@ def append_messages(tx: Tx, plan: AppendPlan) -> tuple[AppendResult, ToolCall | 
     parent = header.head_seq if plan.parent_seq is None else plan.parent_seq
     if parent != header.head_seq:
         _start_branch(tx, header, parent, plan.now)
-    _check_message_ids(tx, plan)
+    check_message_ids(tx, cid, plan.messages)
     namespaces = _check_references(tx, plan)
     first_seq = header.last_seq + 1
     on_path = _path_test(tx, header, parent)
@@ -367,7 +406,7 @@ def append_messages(tx: Tx, plan: AppendPlan) -> tuple[AppendResult, ToolCall | 
     return stored, completed
 
 
-def plan_batch(tx: Tx, plan: AppendPlan) -> _Batch:
+def plan_batch(tx: Tx, plan: AppendPlan) -> PlannedBatch:
     """The rows and lifecycle changes of ``plan``, planned without reading the database.
 
     Sequence numbers start at 1 (relative to the conversation's ``last_seq``), the first
@@ -378,6 +417,10 @@ def plan_batch(tx: Tx, plan: AppendPlan) -> _Batch:
     batch = _Batch(tx, plan, lambda _call_id: _DbCall(ToolCallStatus.PENDING, None), {})
     batch.walk(1, None)
     return batch
+
+
+PlannedBatch = _Batch
+"""What `plan_batch` returns: the rows of a batch, to be `placed` and written."""
 
 
 def stored_copies(
@@ -419,35 +462,30 @@ def _stored_call(tx: Tx, cid: str, call_id: str, on_path: Callable[[int], bool])
 
 def _start_branch(tx: Tx, header: Header, parent: int | None, now: datetime) -> None:
     """Make ``parent`` the end of the active path before a batch grows a branch from it."""
-    from convstore.store.branches import recompute_lifecycles  # branches builds on this module
+    from convstore.store.branches import move_head  # branches builds on this module
 
     if parent is not None and not messages_at(tx, header.cid, [parent]):
         raise InvalidInputError(
             f"parent_seq {parent} is not a message of conversation {header.cid!r}"
         )
     header.branched = True
-    header.head_seq = parent
-    recompute_lifecycles(tx, header.cid, parent, now)
+    move_head(tx, header, parent, now)
 
 
 def _path_test(tx: Tx, header: Header, end: int | None) -> Callable[[int], bool]:
-    """Whether a stored message is on the path ending at ``end``."""
+    """Whether a stored message is on the path ending at ``end``.
+
+    Reads the path upwards from ``end`` only as far as the messages asked about (the calls
+    a batch's results answer: usually the turn it continues).
+    """
     if not header.branched:
         return lambda _seq: True  # one chain: every message is on it
-    on_path: set[int] | None = None
-
-    def test(seq: int) -> bool:
-        nonlocal on_path
-        if on_path is None:
-            on_path = set(path_seqs(tx, header.cid, end))
-        return seq in on_path
-
-    return test
+    return PathAbove(tx, header.cid, end).contains
 
 
-def _check_message_ids(tx: Tx, plan: AppendPlan) -> None:
+def check_message_ids(tx: Tx, cid: str, messages: list[Message]) -> None:
     """Refuse an application message id the batch repeats or the conversation already holds."""
-    ids = [m.id for m in plan.messages if m.id is not None]
+    ids = [m.id for m in messages if m.id is not None]
     if not ids:
         return
     if len(set(ids)) != len(ids):
@@ -455,11 +493,11 @@ def _check_message_ids(tx: Tx, plan: AppendPlan) -> None:
         raise InvalidMessageError(f"message id {dup!r} appears twice in one append")
     taken = tx.fetch(
         tx.statements.message_id_taken,
-        {"cid": plan.conversation_id, "ids": tx.codec.dump_json(ids)},
+        {"cid": cid, "ids": tx.codec.dump_json(ids)},
     )
     if taken:
         raise InvalidMessageError(
-            f"message id {taken[0][0]!r} is already used in conversation {plan.conversation_id!r}"
+            f"message id {taken[0][0]!r} is already used in conversation {cid!r}"
         )
 
 
@@ -556,9 +594,16 @@ def cancel_pending(
         rows = sorted(tx.fetch(st.cancel_pending, {"cid": cid, "now": stamp}), key=lambda r: r[1:])
         cancelled = [r[0] for r in rows]
     else:
-        on_path = set(path_seqs(tx, cid, header.head_seq))
+        # A pending call on the path has no user message after it there (it would be
+        # interrupted): the path back to its newest user message holds every one.
+        head = header.head_seq
+        tail = (
+            set()
+            if head is None
+            else {s for s, _, _ in walk_up(tx, cid, head, floor=head, to_user=True)}
+        )
         pending = tx.fetch(st.select_pending, {"cid": cid})
-        cancelled = [call_id for call_id, seq in pending if seq in on_path]
+        cancelled = [call_id for call_id, seq in pending if seq in tail]
         tx.execute_many(
             st.cancel_call, [{"cid": cid, "call_id": c, "now": stamp} for c in cancelled]
         )

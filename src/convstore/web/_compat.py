@@ -61,13 +61,16 @@ async def _load_branch(
     Remove once ``ConversationStore.load`` takes ``head_seq`` everywhere the inspector runs.
     """
     header = await store.load(conversation_id, tenant=tenant, last=0)  # the tenant check
+    # Untyped on purpose: these are the store's private reads of the release without
+    # ``load(head_seq=)``; the release with it never comes here.
+    internals: Any = reads
 
     def read(tx: Any) -> tuple[list[Any], list[Any]]:
-        seqs = reads.path_seqs(tx, conversation_id, head_seq)
+        seqs = internals.path_seqs(tx, conversation_id, head_seq)
         if before_seq is not None:
             seqs = [seq for seq in seqs if seq < before_seq]
-        messages = reads.messages_at(tx, conversation_id, seqs[-last:] if last else [])
-        return messages, reads._calls_of(tx, conversation_id, messages, everything=False)
+        messages = internals.messages_at(tx, conversation_id, seqs[-last:] if last else [])
+        return messages, internals._calls_of(tx, conversation_id, messages, everything=False)
 
     messages, calls = await store.backend.read(read)
     if not messages and before_seq is None:
