@@ -272,15 +272,20 @@ async def _backend_waiting_on_lock(observer: Any, database: str, query: str) -> 
     raise AssertionError(f"no backend blocked on {query!r} within {LOCK_WAIT} s")
 
 
+def _fresh_database(cluster: PostgresCluster) -> tuple[str, str, str]:
+    """A new database: its name, its store URL and its asyncpg DSN."""
+    database = f"faults_{uuid.uuid4().hex[:12]}"
+    url = cluster.create_database(database)
+    return database, url, f"postgresql://{cluster.user}@{cluster.host}:{cluster.port}/{database}"
+
+
 @pytest.mark.postgres
 async def test_postgres_connection_terminated_mid_transaction(
     pg_cluster: PostgresCluster, tmp_path: Path
 ) -> None:
     import asyncpg
 
-    database = f"faults_{uuid.uuid4().hex[:12]}"
-    url = pg_cluster.create_database(database)
-    dsn = f"postgresql://{pg_cluster.user}@{pg_cluster.host}:{pg_cluster.port}/{database}"
+    database, url, dsn = _fresh_database(pg_cluster)
     async with ConversationStore(url, blobs=str(tmp_path / "blobs"), auto_migrate=True) as store:
         conv = await store.create_conversation()
         before = await started(conv.id, store)
@@ -331,9 +336,7 @@ async def test_postgres_pooled_connections_closed_by_the_server(
     """No pre-ping: connections the server ended while pooled are replaced, not failed with."""
     import asyncpg
 
-    database = f"faults_{uuid.uuid4().hex[:12]}"
-    url = pg_cluster.create_database(database)
-    dsn = f"postgresql://{pg_cluster.user}@{pg_cluster.host}:{pg_cluster.port}/{database}"
+    database, url, dsn = _fresh_database(pg_cluster)
     async with ConversationStore(url, blobs=str(tmp_path / "blobs"), auto_migrate=True) as store:
         conv = await store.create_conversation()
         await started(conv.id, store)
@@ -391,9 +394,7 @@ async def test_postgres_cancelled_append_rolls_back(
 ) -> None:
     import asyncpg
 
-    database = f"faults_{uuid.uuid4().hex[:12]}"
-    url = pg_cluster.create_database(database)
-    dsn = f"postgresql://{pg_cluster.user}@{pg_cluster.host}:{pg_cluster.port}/{database}"
+    database, url, dsn = _fresh_database(pg_cluster)
     async with ConversationStore(url, blobs=str(tmp_path / "blobs"), auto_migrate=True) as store:
         conv = await store.create_conversation()
         before = await started(conv.id, store)

@@ -196,6 +196,14 @@ class _Planner:
             else:
                 assert role is _USER  # system messages were set aside above
                 self._user(message)
+        if conversation and not any(_sends_something(turn) for turn in self.turns):
+            # Every message was blank, an orphan result or reasoning no message follows (which
+            # encoders may not replay alone): no provider takes a request without a message,
+            # so a neutral one stands in.
+            self.turns.append(UserTurn([Text(CONTINUATION_TEXT)]))
+            self.diagnostics.notes.append(
+                f"nothing in the history could be sent: added {CONTINUATION_TEXT!r}"
+            )
         self._ensure_user_first()
         return system
 
@@ -390,6 +398,13 @@ class _Planner:
             self.diagnostics.notes.append(
                 f"{self.caps.target} needs a user message first: added {CONTINUATION_TEXT!r}"
             )
+
+
+def _sends_something(turn: Turn) -> bool:
+    """Whether every encoder sends ``turn`` (reasoning alone in a turn may be dropped)."""
+    if isinstance(turn, AssistantTurn):
+        return any(not isinstance(part, Reasoning) for part in turn.parts)
+    return True
 
 
 def _reasoning_run(parts: list[AssistantPart]) -> tuple[bool, bool]:

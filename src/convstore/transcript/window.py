@@ -10,7 +10,9 @@ render with ``last=N`` needs a *transcript* window, planned here:
   would separate results from their calls, or begin with a tool result or an assistant message
   that no provider takes as a request's first message. So ``last=N`` keeps at least N messages
   (at least one turn, even for ``last=0``), and is never empty while the history has a
-  non-system message; how many were added is `WindowNote.widened`.
+  non-system message; how many were added is `WindowNote.widened`. Where the turns it reaches
+  hold nothing a provider is sent (blank text only), it reaches back a turn at a time until
+  one does.
 - A result in the window whose call was cut anyway (a stored history whose results came after a
   later user message) is dropped, and listed (`WindowNote.dropped_results`): no provider takes a
   result without its call. Calls left without a result get the planner's synthetic results as
@@ -27,8 +29,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from convstore.model import Message, Role, ToolResultPart
+from convstore.model import FilePart, Message, Role, TextPart, ToolCallPart, ToolResultPart
 from convstore.transcript.diagnostics import WindowNote
+from convstore.transcript.plan import is_blank
 
 __all__ = ["Window", "apply_window"]
 
@@ -49,6 +52,10 @@ def apply_window(messages: Sequence[Message], last: int, *, summary: bool) -> Wi
     conversation = [m for m in messages if m.role is not Role.SYSTEM]
     requested = max(len(conversation) - max(last, 0), 0)
     cut_count = _turn_start(conversation, min(requested, len(conversation) - 1))
+    # A window whose turns hold nothing a provider is sent (blank text, results whose call was
+    # cut) would be an empty request: it reaches back a turn at a time until one has content.
+    while cut_count > 0 and not any(_has_content(m) for m in conversation[cut_count:]):
+        cut_count = _turn_start(conversation, cut_count - 1)
     cut, kept = conversation[:cut_count], conversation[cut_count:]
     cut_calls = {part.id for message in cut for part in message.tool_calls}
     dropped: list[str] = []
@@ -88,6 +95,15 @@ def apply_window(messages: Sequence[Message], last: int, *, summary: bool) -> Wi
         widened=requested - cut_count,
     )
     return Window(out, note)
+
+
+def _has_content(message: Message) -> bool:
+    """Whether a render sends something of ``message`` on its own: text, a file or a call."""
+    return any(
+        isinstance(part, FilePart | ToolCallPart)
+        or (isinstance(part, TextPart) and not is_blank(part.text))
+        for part in message.parts
+    )
 
 
 def _turn_start(conversation: Sequence[Message], oldest: int) -> int:
