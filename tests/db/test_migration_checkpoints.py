@@ -8,46 +8,13 @@ no drift between the models and the migrations.
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
-
-import pytest
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, inspect
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from convstore import ConversationStore, Message
 from convstore.db.migrations import downgrade_connection, upgrade_connection
-from convstore.db.schema import metadata
 from convstore.store.checkpoints import ChannelValue
-from tests.support.postgres import PostgresCluster
+from tests.db.test_migrations import _drift, _run, _tables
 
 CHECKPOINT_TABLES = {"checkpoints", "checkpoint_values", "checkpoint_writes"}
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "postgres":
-        cluster: PostgresCluster = request.getfixturevalue("pg_cluster")
-        return cluster.create_database(f"mig3_{uuid.uuid4().hex[:12]}")
-    return f"sqlite+aiosqlite:///{tmp_path / 'v0002.db'}"
-
-
-async def _run(url: str, fn: object) -> object:
-    engine = create_async_engine(url)
-    try:
-        async with engine.begin() as conn:
-            return await conn.run_sync(fn)  # type: ignore[arg-type]
-    finally:
-        await engine.dispose()
-
-
-def _tables(conn: Connection) -> set[str]:
-    return set(inspect(conn).get_table_names())
-
-
-def _drift(conn: Connection) -> list[object]:
-    return list(compare_metadata(MigrationContext.configure(conn), metadata))
 
 
 async def _put_checkpoint(store: ConversationStore, cid: str) -> None:

@@ -8,22 +8,15 @@ rebuilds the tags and leaves no drift between the models and the migrations.
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-import pytest
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
 from sqlalchemy import JSON, Connection, bindparam, inspect, text
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from convstore import ConversationStore
 from convstore.db.migrations import downgrade_connection, upgrade_connection
-from convstore.db.schema import metadata
 from convstore.db.types import UTCDateTime
-from tests.support.postgres import PostgresCluster
+from tests.db.test_migrations import _drift, _run, _tables
 
 SEEDED: list[tuple[str, str | None, dict[str, Any] | None]] = [
     ("c-1", None, {"project": "p7", "user": "ann"}),
@@ -32,23 +25,6 @@ SEEDED: list[tuple[str, str | None, dict[str, Any] | None]] = [
     ("c-4", None, None),
     ("c-5", "acme", {"project": "p7", "flag": True, "n": 1.0}),
 ]
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "postgres":
-        cluster: PostgresCluster = request.getfixturevalue("pg_cluster")
-        return cluster.create_database(f"mig4_{uuid.uuid4().hex[:12]}")
-    return f"sqlite+aiosqlite:///{tmp_path / 'v0003.db'}"
-
-
-async def _run(url: str, fn: object) -> object:
-    engine = create_async_engine(url)
-    try:
-        async with engine.begin() as conn:
-            return await conn.run_sync(fn)  # type: ignore[arg-type]
-    finally:
-        await engine.dispose()
 
 
 def _seed(conn: Connection) -> None:
@@ -76,14 +52,6 @@ def _seed(conn: Connection) -> None:
 
 def _indexes(conn: Connection) -> set[str]:
     return {str(ix["name"]) for ix in inspect(conn).get_indexes("conversations")}
-
-
-def _tables(conn: Connection) -> set[str]:
-    return set(inspect(conn).get_table_names())
-
-
-def _drift(conn: Connection) -> list[object]:
-    return list(compare_metadata(MigrationContext.configure(conn), metadata))
 
 
 async def _ids(url: str, **kwargs: Any) -> list[str]:

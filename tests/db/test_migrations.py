@@ -30,19 +30,9 @@ from convstore.db.migrations import (
     upgrade_connection,
 )
 from convstore.db.schema import metadata
-from tests.support.postgres import PostgresCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = {"conversations", "messages", "blob_refs", "tool_calls", "attachments", "compactions"}
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A new, empty database."""
-    if request.param == "postgres":
-        cluster: PostgresCluster = request.getfixturevalue("pg_cluster")
-        return cluster.create_database(f"mig_{uuid.uuid4().hex[:12]}")
-    return f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}"
 
 
 async def _run(url: str, fn: object) -> object:

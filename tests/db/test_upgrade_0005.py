@@ -11,10 +11,8 @@ conversations at head.
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 from typing import Any
 
-import pytest
 import sqlalchemy as sa
 from alembic import command
 from sqlalchemy import Connection
@@ -23,19 +21,9 @@ from convstore import ConversationStore, FilePart, JsonOutput, Message, ToolCall
 from convstore.db import migrate
 from convstore.db.migrations import alembic_config, downgrade_connection
 from tests.db.test_migrations import _drift, _run
-from tests.support.postgres import PostgresCluster
 
 PREVIOUS = "0004"
 TABLES = ("conversations", "messages", "tool_calls", "blob_refs", "compactions", "attachments")
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A new, empty database."""
-    if request.param == "postgres":
-        cluster: PostgresCluster = request.getfixturevalue("pg_cluster")
-        return cluster.create_database(f"up5_{uuid.uuid4().hex[:12]}")
-    return f"sqlite+aiosqlite:///{tmp_path / 'v2.db'}"
 
 
 def _calling(*ids: str) -> Message:
