@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -154,21 +155,22 @@ async def test_head_seq_on_an_unbranched_conversation(store: ConversationStore) 
 
 
 async def test_get_conversation_reads_the_header_alone(store: ConversationStore) -> None:
-    conv = await store.create_conversation(title="t", tenant="acme", metadata={"k": [1, "x"]})
+    tenant = f"acme-{uuid.uuid4().hex}"  # the PostgreSQL database is shared by the session
+    conv = await store.create_conversation(title="t", tenant=tenant, metadata={"k": [1, "x"]})
     stored = await store.append(conv.id, [Message.user("a"), Message.assistant("b")])
     await store.append(conv.id, [Message.user("edit")], parent_seq=stored[0].seq)
     summary = await store.get_conversation(conv.id)
     assert isinstance(summary, ConversationSummary)
     loaded = await store.load(conv.id)
     assert (summary.id, summary.title, summary.tenant, summary.metadata) == (
-        conv.id, "t", "acme", {"k": [1, "x"]},
+        conv.id, "t", tenant, {"k": [1, "x"]},
     )  # fmt: skip
     assert summary.message_count == 3  # every branch
     assert (summary.revision, summary.updated_at, summary.created_at) == (
         loaded.revision, loaded.updated_at, loaded.created_at,
     )  # fmt: skip
-    assert await store.get_conversation(conv.id, tenant="acme") == summary
-    listed = await store.list_conversations(tenant="acme")
+    assert await store.get_conversation(conv.id, tenant=tenant) == summary
+    listed = await store.list_conversations(tenant=tenant)
     assert listed == [summary]
     for tenant in ("other", None):
         if tenant is None:

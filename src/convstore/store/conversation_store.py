@@ -434,7 +434,8 @@ class ConversationStore:
             )
         # Before any blob is written: a batch over a documented limit leaves nothing behind.
         check_messages(batch, max_attachment_size=self.blob_store.max_size)
-        if idempotency_key is None and self._lean_appends:
+        # State patches ride the general path (its ``also`` hook): the lean one writes rows only.
+        if idempotency_key is None and also is None and self._lean_appends:
             lean = lean_append.plan(
                 conversation_id,
                 batch,
