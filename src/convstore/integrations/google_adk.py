@@ -76,15 +76,25 @@ from convstore.errors import (
     RevisionConflictError,
 )
 from convstore.integrations._adk_parts import event_messages
-from convstore.integrations._native_blobs import externalize, restore
+from convstore.integrations._native_record import MARKER_KEY, NativeFormat
 from convstore.integrations._store_handle import StoreHandle
-from convstore.model import FilePart, Message, NativeRecord
+from convstore.model import Message
 from convstore.store import ConversationStore, ConversationSummary, NativePath
 
 __all__ = ["ConvstoreSessionService"]
 
 FORMAT: Final = "google-adk"
-MARKER_KEY: Final = "convstore.integration"
+# The session conversation's metadata keys (a scope conversation has the first three).
+KIND_KEY: Final = "adk.kind"
+"""``"session"``, ``"app"`` or ``"user"``: what the conversation holds."""
+APP_KEY: Final = "adk.app"
+USER_KEY: Final = "adk.user"
+SESSION_KEY: Final = "adk.session"
+CREATED_KEY: Final = "adk.created"
+CREATOR_KEY: Final = "adk.token"
+"""A fresh token per `create_session` call: the one that finds its own token created it."""
+SNAPSHOT_KEY: Final = "adk.snapshot"
+"""The session state through a seq: ``{"through_seq", "state", "time"}``."""
 _STALE: Final = (
     "The session has been modified in storage since it was loaded. "
     "Please reload the session before appending more events."
@@ -113,6 +123,10 @@ def _blob(node: dict[str, JsonValue]) -> tuple[str, str | None] | None:
     if isinstance(node.get("data"), str) and isinstance(media_type, str):
         return "data", media_type
     return None
+
+
+_RECORDS: Final = NativeFormat(FORMAT, _blob, "urlsafe")
+"""Events as their native records (``inline_data`` bytes as blob placeholders)."""
 
 
 def _unwrap(state: dict[str, JsonValue]) -> dict[str, Any]:
@@ -187,17 +201,17 @@ class ConvstoreSessionService(BaseSessionService):
         token = uuid.uuid4().hex
         metadata = {
             MARKER_KEY: FORMAT,
-            "adk.kind": "session",
-            "adk.app": app_name,
-            "adk.user": user_id,
-            "adk.session": session_id,
-            "adk.created": now,
-            "adk.token": token,
-            "adk.snapshot": {"through_seq": 0, "state": deltas["session"], "time": now},
+            KIND_KEY: "session",
+            APP_KEY: app_name,
+            USER_KEY: user_id,
+            SESSION_KEY: session_id,
+            CREATED_KEY: now,
+            CREATOR_KEY: token,
+            SNAPSHOT_KEY: {"through_seq": 0, "state": deltas["session"], "time": now},
         }
         cid = _session_cid(app_name, user_id, session_id)
         conv = await store.get_or_create_conversation(cid, metadata=metadata)
-        if conv.metadata.get("adk.token") != token:
+        if conv.metadata.get(CREATOR_KEY) != token:
             raise AlreadyExistsError(f"Session with id {session_id} already exists.")
         app_state, user_state = await asyncio.gather(
             self._patch_scope(store, _app_cid(app_name), app_name, None, deltas["app"]),
@@ -275,11 +289,11 @@ class ConvstoreSessionService(BaseSessionService):
         store = await self._handle.get()
         wanted: dict[str, JsonValue] = {
             MARKER_KEY: FORMAT,
-            "adk.kind": "session",
-            "adk.app": app_name,
+            KIND_KEY: "session",
+            APP_KEY: app_name,
         }
         if user_id is not None:
-            wanted["adk.user"] = user_id
+            wanted[USER_KEY] = user_id
         summaries: list[ConversationSummary] = []
         cursor: str | None = None
         while True:
@@ -288,7 +302,7 @@ class ConvstoreSessionService(BaseSessionService):
             if not page.has_more or page.next_cursor is None:
                 break
             cursor = page.next_cursor
-        users = sorted({str(s.metadata["adk.user"]) for s in summaries})
+        users = sorted({str(s.metadata[USER_KEY]) for s in summaries})
         app_state, *user_states = await asyncio.gather(
             _scope_state(store, _app_cid(app_name)),
             *(_scope_state(store, _user_cid(app_name, user)) for user in users),
@@ -296,13 +310,13 @@ class ConvstoreSessionService(BaseSessionService):
         by_user = dict(zip(users, user_states, strict=True))
         sessions = []
         for summary in summaries:
-            snapshot = summary.metadata.get("adk.snapshot")
+            snapshot = summary.metadata.get(SNAPSHOT_KEY)
             snapshot = snapshot if isinstance(snapshot, dict) else {}
-            user = str(summary.metadata["adk.user"])
+            user = str(summary.metadata[USER_KEY])
             state = snapshot.get("state")
             sessions.append(
                 Session(
-                    id=str(summary.metadata["adk.session"]),
+                    id=str(summary.metadata[SESSION_KEY]),
                     app_name=app_name,
                     user_id=user,
                     state=_merged(
@@ -392,7 +406,7 @@ class ConvstoreSessionService(BaseSessionService):
         conv = await store.load_native(cid, format=FORMAT, last=0)
         if conv.head_seq != stored[-1].seq:
             return None
-        snapshot = conv.metadata.get("adk.snapshot")
+        snapshot = conv.metadata.get(SNAPSHOT_KEY)
         snapshot = snapshot if isinstance(snapshot, dict) else {}
         previous = snapshot.get("state")
         state = previous if isinstance(previous, dict) else {}
@@ -404,7 +418,7 @@ class ConvstoreSessionService(BaseSessionService):
             state, _ = await self._session_state(store, conv)
         metadata = {
             **conv.metadata,
-            "adk.snapshot": {
+            SNAPSHOT_KEY: {
                 "through_seq": stored[-1].seq,
                 "state": state,
                 "time": event.timestamp,
@@ -422,7 +436,7 @@ class ConvstoreSessionService(BaseSessionService):
         self, store: ConversationStore, conv: NativePath
     ) -> tuple[dict[str, Any], float]:
         """The session-scoped state and last update time: the snapshot, completed if it lags."""
-        snapshot = conv.metadata.get("adk.snapshot")
+        snapshot = conv.metadata.get(SNAPSHOT_KEY)
         snapshot = snapshot if isinstance(snapshot, dict) else {}
         state = snapshot.get("state")
         state = dict(state) if isinstance(state, dict) else {}
@@ -487,9 +501,9 @@ async def _scope_conversation(
 ) -> None:
     """Make the conversation holding an app's (``user=None``) or a user's scoped state."""
     kind = "app" if user is None else "user"
-    metadata: dict[str, JsonValue] = {MARKER_KEY: FORMAT, "adk.kind": kind, "adk.app": app}
+    metadata: dict[str, JsonValue] = {MARKER_KEY: FORMAT, KIND_KEY: kind, APP_KEY: app}
     if user is not None:
-        metadata["adk.user"] = user
+        metadata[USER_KEY] = user
     await store.get_or_create_conversation(cid, metadata=metadata)
 
 
@@ -508,15 +522,8 @@ def _merged(app: dict[str, Any], user: dict[str, Any], session: dict[str, Any]) 
     return merged
 
 
-def _native_of(message: Message) -> dict[str, JsonValue] | None:
-    native = message.native
-    if native is None or native.format != FORMAT or not isinstance(native.data, dict):
-        return None
-    return native.data
-
-
 def _natives(messages: list[Message]) -> list[dict[str, JsonValue]]:
-    return [n for m in messages if (n := _native_of(m)) is not None]
+    return [n for m in messages if (n := _RECORDS.data(m)) is not None]
 
 
 def _records(path: NativePath) -> list[dict[str, JsonValue]]:
@@ -525,10 +532,7 @@ def _records(path: NativePath) -> list[dict[str, JsonValue]]:
 
 
 async def _events(store: ConversationStore, natives: list[dict[str, JsonValue]]) -> list[Event]:
-    async def fetch(part: FilePart) -> bytes:
-        return await store.read_attachment(part)
-
-    restored = await restore(list(natives), fetch, "urlsafe")
+    restored = await _RECORDS.restore(store, list(natives))
     return [Event.model_validate(data) for data in restored]
 
 
@@ -565,8 +569,4 @@ async def _append(
 def _messages(event: Event, key: str) -> list[Message]:
     """The canonical messages of an event; the last carries ``key`` and the native record."""
     data: Any = event.model_dump(exclude_none=True, mode="json")
-    stripped, _ = externalize(data, _blob, "urlsafe")
-    messages = event_messages(event, key)
-    native = NativeRecord(format=FORMAT, data=stripped)
-    last = messages[-1].model_copy(update={"id": key or None, "native": native})
-    return [*messages[:-1], last]
+    return _RECORDS.attach(event_messages(event, key), key or None, _RECORDS.strip(data))

@@ -386,6 +386,7 @@ class ConversationStore:
         expected_revision: str | None = None,
         parent_seq: int | None = None,
         state_patches: Mapping[str, Mapping[str, Any]] | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> AppendResult:
         """Store messages at the end of a conversation, atomically; the stored copies.
 
@@ -409,6 +410,9 @@ class ConversationStore:
                 appends): both are stored, or neither. A patched conversation that does not
                 exist or belongs to another tenant raises `ConversationNotFoundError`, and
                 nothing is written. Each patched conversation gets a new revision.
+            metadata: when given, replaces the conversation's metadata in the same transaction
+                as the messages (as `update_conversation` would): a framework's own record of
+                the conversation stored with the messages it describes, both or neither.
 
         Returns:
             The stored messages, with ``seq``, ``parent_seq``, ``conversation_id`` and
@@ -424,9 +428,13 @@ class ConversationStore:
         ):
             raise InvalidInputError("parent_seq is the seq of a message of the conversation")
         also = self._state_patcher(conversation_id, tenant, state_patches)
+        if metadata is not None:
+            also = _then(also, self._metadata_setter(conversation_id, metadata))
         if not batch:
             if also is not None:
-                raise InvalidInputError("state_patches are applied with an append of messages")
+                raise InvalidInputError(
+                    "state_patches and metadata are applied with an append of messages"
+                )
             return AppendResult(
                 revision=await self._backend.read(
                     lambda tx: reads.revision_of(tx, conversation_id, tenant)
@@ -434,7 +442,8 @@ class ConversationStore:
             )
         # Before any blob is written: a batch over a documented limit leaves nothing behind.
         check_messages(batch, max_attachment_size=self.blob_store.max_size)
-        # State patches ride the general path (its ``also`` hook): the lean one writes rows only.
+        # State patches and metadata ride the general path (its ``also`` hook): the lean one
+        # writes rows only.
         if idempotency_key is None and also is None and self._lean_appends:
             lean = lean_append.plan(
                 conversation_id,
@@ -468,6 +477,18 @@ class ConversationStore:
         if self._messages is not None:
             self._messages.put_appended(conversation_id, stored)
         return stored
+
+    @staticmethod
+    def _metadata_setter(
+        conversation_id: str, metadata: Mapping[str, Any]
+    ) -> Callable[[Any], None]:
+        """What a write runs last, in its transaction, for its ``metadata=``."""
+        checked = arguments.json_object(metadata, "metadata")
+        check_json_object(checked, "metadata")
+        setter: Callable[[Any], None] = conversations.metadata_setter(
+            conversation_id, checked, arguments.now()
+        )
+        return setter
 
     def _state_patcher(
         self,
@@ -704,17 +725,24 @@ class ConversationStore:
         head_seq: int,
         tenant: str | None = None,
         expected_revision: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
-        """Make ``head_seq`` the head: ``load`` then returns the path root → ``head_seq``."""
+        """Make ``head_seq`` the head: ``load`` then returns the path root → ``head_seq``.
+
+        ``metadata``, when given, replaces the conversation's metadata in the same transaction.
+        """
         self._require_open()
         if isinstance(head_seq, bool) or not isinstance(head_seq, int) or head_seq < 1:
             raise InvalidInputError("head_seq is the seq of a message of the conversation")
+        also = None if metadata is None else self._metadata_setter(conversation_id, metadata)
         now = arguments.now()
-        await self._backend.write(
-            lambda tx: branches.switch_branch(
-                tx, conversation_id, tenant, head_seq, expected_revision, now
-            )
-        )
+
+        def switch(tx: Any) -> None:
+            branches.switch_branch(tx, conversation_id, tenant, head_seq, expected_revision, now)
+            if also is not None:
+                also(tx)
+
+        await self._backend.write(switch)
 
     # -- tool calls -----------------------------------------------------------------------------
 
@@ -872,3 +900,17 @@ class ConversationStore:
         if part.attachment is None:
             raise InvalidInputError("only stored or inline file parts have bytes to read")
         return await blob_io.read_attachment(self, part, tenant)
+
+
+def _then(
+    first: Callable[[Any], None] | None, second: Callable[[Any], None]
+) -> Callable[[Any], None]:
+    """One transaction step running ``first`` (if any), then ``second``."""
+    if first is None:
+        return second
+
+    def both(tx: Any) -> None:
+        first(tx)
+        second(tx)
+
+    return both

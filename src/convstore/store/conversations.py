@@ -24,7 +24,7 @@ from convstore.model import Conversation
 from convstore.store.metadata_tags import replace_tags, write_tags
 from convstore.store.writes import Header, lock, new_revision
 
-__all__ = ["UNSET", "get_or_create", "insert", "merge_patch", "update_header"]
+__all__ = ["UNSET", "get_or_create", "insert", "merge_patch", "metadata_setter", "update_header"]
 
 
 class _Unset:
@@ -140,3 +140,29 @@ def update_header(
         },
     )
     return _header(tx, cid, None)
+
+
+def metadata_setter(cid: str, metadata: Mapping[str, Any], now: datetime) -> Any:
+    """What a write to ``cid`` runs last, in its transaction, to replace the metadata too.
+
+    The write has locked the header and stored its new revision; that revision stays, so the
+    write's result (an append's ``revision``) still names the conversation as it now is.
+    """
+
+    def set_metadata(tx: Tx) -> None:
+        header = lock(tx, cid, None, None)
+        replace_tags(tx, cid, header.tenant, header.created_at, metadata)
+        codec = tx.codec
+        tx.execute(
+            tx.statements.set_header,
+            {
+                "cid": cid,
+                "title": header.title,
+                "metadata": codec.dump_json(dict(metadata) or None),
+                "state": codec.dump_json(codec.load_json(header.state) or None),
+                "revision": header.revision,
+                "now": codec.dump_time(now),
+            },
+        )
+
+    return set_metadata
