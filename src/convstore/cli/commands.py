@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from convstore.cli import importing
 from convstore.cli.demo import run_demo
 from convstore.cli.transfer import conversation_document, import_document
 from convstore.cli.views import conversation_view, summary_table
@@ -139,8 +140,12 @@ async def _read_json(file: str) -> Any:
 async def import_payload(args: argparse.Namespace) -> int:
     """Parse a payload file, store it (with its tools and model) as a new conversation.
 
-    Prints the new conversation's id.
+    Prints the new conversation's id. An export (``--format chatgpt-export`` and the like)
+    is imported whole: see `convstore.cli.importing`.
     """
+    if importing.handles(args):
+        async with _store(args) as store:
+            return await importing.import_export(store, args)
     payload = await _read_json(args.file)
     if args.format == "convstore":
         async with _store(args) as store:
