@@ -26,7 +26,7 @@ from urllib.parse import unquote_to_bytes
 
 from convstore.errors import MalformedPayloadError, MediaTypeMismatchError
 from convstore.limits import has_lone_surrogate
-from convstore.media import (
+from convstore.media_types import (
     SNIFF_PREFIX_BYTES,
     contradicts,
     guess_from_name,

@@ -13,7 +13,7 @@ writer connection, one reader pool, one driver thread), not twenty:
 - `ThreadedStoreHandle` is the same choice for integrations called from whatever loop or thread
   the framework runs them on: a shared store is used on the caller's loop; a URL's store is a
   `SyncStoreLease`'d blocking facade whose async store the work runs on, on its own thread.
-- `SyncStoreLease` leases a blocking facade (`convstore.sync.ConversationStore`: its own loop
+- `SyncStoreLease` leases a blocking facade (`convstore.sync.SyncConversationStore`: its own loop
   thread) per (url, blobs), for integrations called from whatever loop or thread the framework
   runs them on. Opened by the first lease, closed (its thread joined) by the last release.
 
@@ -35,7 +35,7 @@ from typing import Self, TypeVar
 
 from convstore.errors import InvalidInputError
 from convstore.store import ConversationStore
-from convstore.sync import ConversationStore as SyncConversationStore
+from convstore.sync import SyncConversationStore
 
 __all__ = ["OwnsStore", "StoreHandle", "SyncStoreLease", "ThreadedStoreHandle"]
 
