@@ -22,32 +22,36 @@ How ADK's model maps onto convstore's:
   user), each in `Conversation.state`, changed by merge patches (each value wrapped in a
   one-element list so that ``None`` stays a value and objects replace instead of merging).
   Session keys are derived from the events: the session's state is its initial state plus
-  every stored event's ``state_delta``, in order. A snapshot of it (with the seq it covers) is
-  kept in the metadata after each append; a snapshot that lags (a writer stopped between its
-  append and its snapshot) is completed from the events, so an appended event's session state
-  is never lost. ``temp:`` keys are applied to the caller's session object only, never stored.
+  every stored event's ``state_delta``, in order. A snapshot of it (naming the event it covers)
+  is written into the session's metadata by the append that stores the event; a snapshot that
+  lags (messages written by other means, or by an earlier release that wrote the snapshot
+  afterwards) is completed from the events. ``temp:`` keys are applied to the caller's session
+  object only, never stored.
 - **Stale writers.** A session carries the conversation's revision as its storage marker;
   ``append_event`` appends with ``expected_revision`` set to it, so a writer holding an older
   copy gets ADK's `StaleSessionError` ("modified in storage") and nothing is written. A
   session without a marker (built by hand) is checked as ADK does: it must hold the newest
   stored event.
 
-An event's ``app:`` and ``user:`` deltas are written with the event in one transaction
-(``append(..., state_patches=...)``): a process killed at any point keeps both or neither.
+An event, its ``app:`` and ``user:`` deltas and the session's state snapshot are written in one
+transaction (``append(..., state_patches=..., metadata=...)``): a process killed at any point
+keeps all of them or none.
 
-Limits: `list_sessions` shows each session's state snapshot,
-which lags only after a writer stopped between its append and its snapshot, until the next append
-(`get_session` always folds the missing events in).
+Limits: `list_sessions` shows each session's state snapshot, which lags only when the session's
+conversation was written to other than by `append_event` (`get_session` folds the missing
+events in).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import time
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Final
 
 from convstore.errors import MissingDependencyError
@@ -79,7 +83,7 @@ from convstore.integrations._adk_parts import event_messages
 from convstore.integrations._native_record import MARKER_KEY, NativeFormat
 from convstore.integrations._store_handle import StoreHandle
 from convstore.model import Message
-from convstore.store import ConversationStore, ConversationSummary, NativePath
+from convstore.store import AppendResult, ConversationStore, ConversationSummary, NativePath
 
 __all__ = ["ConvstoreSessionService"]
 
@@ -94,7 +98,9 @@ CREATED_KEY: Final = "adk.created"
 CREATOR_KEY: Final = "adk.token"
 """A fresh token per `create_session` call: the one that finds its own token created it."""
 SNAPSHOT_KEY: Final = "adk.snapshot"
-"""The session state through a seq: ``{"through_seq", "state", "time"}``."""
+"""The session state through an event: ``{"through_id", "state", "time"}``, ``through_id``
+the id of the message carrying that event (``{"through_seq": 0, ...}`` before the first event;
+earlier releases wrote ``through_seq``, the seq of that message)."""
 _STALE: Final = (
     "The session has been modified in storage since it was loaded. "
     "Please reload the session before appending more events."
@@ -357,34 +363,29 @@ class ConvstoreSessionService(BaseSessionService):
         marker = session._storage_update_marker
         patches = await self._scope_patches(store, session, event)
         try:
+            head = await store.load_native(cid, format=FORMAT, last=1 if marker else 4)
             if marker is None:
-                marker = await self._check_markerless(store, cid, session)
+                marker = _check_markerless(head, session)
+            state = await self._state_after(store, head, event)
+            append = functools.partial(
+                _append, store, cid, event, marker=marker, patches=patches, snapshot=state
+            )
             try:
-                stored = await _append(store, cid, event, event.id, marker, patches)
+                stored = await append(event.id)
             except InvalidMessageError:
                 if await self._already_stored(store, cid, event):
                     return event  # an equal re-delivery: idempotent, as ADK's own services are
                 # A different event reusing an id (ADK keeps both): the messages get a fresh
                 # handle; the event keeps its id in the native record.
                 key = f"{event.id}#{uuid.uuid4().hex}"
-                stored = await _append(store, cid, event, key, marker, patches)
+                stored = await append(key)
         except ConversationNotFoundError as exc:
             raise SessionNotFoundError(f"Session {session.id} not found.") from exc
         except RevisionConflictError as exc:
             raise StaleSessionError(_STALE) from exc
-        session._storage_update_marker = await self._snapshot(store, cid, stored, event)
+        session._storage_update_marker = stored.revision
         session.last_update_time = event.timestamp
         return self._commit_event_to_session(session, event)
-
-    async def _check_markerless(self, store: ConversationStore, cid: str, session: Session) -> str:
-        """ADK's check for a session without a marker: it must hold the newest stored event."""
-        path = await store.load_native(cid, format=FORMAT, last=4)
-        natives = _records(path)
-        newest = natives[-1].get("id") if natives else None
-        mine = session.events[-1].id if session.events else None
-        if newest != mine:
-            raise StaleSessionError(_STALE)
-        return path.revision
 
     async def _already_stored(self, store: ConversationStore, cid: str, event: Event) -> bool:
         try:
@@ -394,43 +395,17 @@ class ConvstoreSessionService(BaseSessionService):
         stored = await _events(store, _natives([message]))
         return bool(stored) and stored[0] == event
 
-    async def _snapshot(
-        self, store: ConversationStore, cid: str, stored: list[Message], event: Event
-    ) -> str | None:
-        """Record the session state through the appended event; the new revision (marker).
+    async def _state_after(
+        self, store: ConversationStore, head: NativePath, event: Event
+    ) -> _Snapshot:
+        """The metadata, with the session state through ``event``, of the append storing it.
 
-        Only the appender may write it, and only while its event is still the head (nothing
-        else writes a session conversation but appends and these snapshots); otherwise the
-        next reader completes the snapshot from the events and the caller's marker is `None`.
+        ``head`` is the conversation as read before the append (its newest message); the
+        append is checked against the session's marker, so it applies only to that state.
         """
-        conv = await store.load_native(cid, format=FORMAT, last=0)
-        if conv.head_seq != stored[-1].seq:
-            return None
-        snapshot = conv.metadata.get(SNAPSHOT_KEY)
-        snapshot = snapshot if isinstance(snapshot, dict) else {}
-        previous = snapshot.get("state")
-        state = previous if isinstance(previous, dict) else {}
-        if snapshot.get("through_seq") == stored[0].parent_seq or (
-            stored[0].parent_seq is None and snapshot.get("through_seq") == 0
-        ):
-            state = _fold(state, [event.model_dump(exclude_none=True, mode="json")])
-        else:
-            state, _ = await self._session_state(store, conv)
-        metadata = {
-            **conv.metadata,
-            SNAPSHOT_KEY: {
-                "through_seq": stored[-1].seq,
-                "state": state,
-                "time": event.timestamp,
-            },
-        }
-        try:
-            updated = await store.update_conversation(
-                cid, metadata=metadata, expected_revision=conv.revision
-            )
-        except RevisionConflictError:
-            return None
-        return updated.revision
+        state, _ = await self._session_state(store, head)
+        folded = _fold(state, [event.model_dump(exclude_none=True, mode="json")])
+        return _Snapshot(head.metadata, folded, event.timestamp)
 
     async def _session_state(
         self, store: ConversationStore, conv: NativePath
@@ -440,14 +415,24 @@ class ConvstoreSessionService(BaseSessionService):
         snapshot = snapshot if isinstance(snapshot, dict) else {}
         state = snapshot.get("state")
         state = dict(state) if isinstance(state, dict) else {}
-        through = snapshot.get("through_seq")
         updated = float(snapshot.get("time") or 0.0)
-        if through == conv.head_seq or (through == 0 and conv.head_seq is None):
+        through_id, through_seq = snapshot.get("through_id"), snapshot.get("through_seq")
+        if isinstance(through_id, str):
+            head = conv
+            if not head and conv.head_seq is not None:  # read without its messages (last=0)
+                head = await store.load_native(conv.conversation_id, format=FORMAT, last=1)
+            if head and head[-1][1] == through_id:
+                return state, updated
+        elif through_seq == conv.head_seq or (through_seq == 0 and conv.head_seq is None):
             return state, updated
-        # The snapshot lags (a writer stopped between its append and its snapshot, or lost the
-        # race to write it): fold the stored events after it, reading the whole path.
+        # The snapshot lags (the conversation was written to by other means, or by a release
+        # that wrote the snapshot after the event): fold the stored events after it. Folding
+        # events the snapshot already holds again changes nothing (each delta sets its keys).
         whole = await store.load_native(conv.conversation_id, format=FORMAT)
-        after = [n for seq, _, n in whole if isinstance(n, dict) and seq > int(through or 0)]
+        start = int(through_seq) if isinstance(through_seq, int) else 0
+        if isinstance(through_id, str):
+            start = next((seq for seq, mid, _ in reversed(whole) if mid == through_id), 0)
+        after = [n for seq, _, n in whole if isinstance(n, dict) and seq > start]
         if after:
             timestamp = after[-1].get("timestamp")
             updated = float(timestamp) if isinstance(timestamp, int | float) else updated
@@ -522,6 +507,16 @@ def _merged(app: dict[str, Any], user: dict[str, Any], session: dict[str, Any]) 
     return merged
 
 
+def _check_markerless(path: NativePath, session: Session) -> str:
+    """ADK's check for a session without a marker: it must hold the newest stored event."""
+    natives = _records(path)
+    newest = natives[-1].get("id") if natives else None
+    mine = session.events[-1].id if session.events else None
+    if newest != mine:
+        raise StaleSessionError(_STALE)
+    return path.revision
+
+
 def _natives(messages: list[Message]) -> list[dict[str, JsonValue]]:
     return [n for m in messages if (n := _RECORDS.data(m)) is not None]
 
@@ -544,18 +539,36 @@ def _since(events: list[Event], after: float) -> list[Event]:
     return events[index:]
 
 
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    """The session state through the event an append stores, and the metadata it goes in."""
+
+    metadata: dict[str, Any]
+    state: dict[str, Any]
+    time: float
+
+    def metadata_through(self, key: str) -> dict[str, Any]:
+        """The session's metadata with this snapshot, taken through the message ``key``."""
+        snapshot = {"through_id": key, "state": self.state, "time": self.time}
+        return {**self.metadata, SNAPSHOT_KEY: snapshot}
+
+
 async def _append(
     store: ConversationStore,
     cid: str,
     event: Event,
     key: str,
+    *,
     marker: str | None,
     patches: dict[str, dict[str, JsonValue]],
-) -> list[Message]:
-    """Append the event's messages (named after ``key``) with its scoped state, one transaction.
+    snapshot: _Snapshot,
+) -> AppendResult:
+    """Append the event's messages (named after ``key``) with its state, one transaction.
 
-    Checked against ``marker``. A second, different result for a call is kept as history (the
-    call keeps its first), as ADK stores whatever events it is given.
+    The scoped deltas patch their conversations and the session's state snapshot replaces the
+    session's metadata in the same append, checked against ``marker``: the event and all its
+    state are stored, or none of it. A second, different result for a call is kept as history
+    (the call keeps its first), as ADK stores whatever events it is given.
     """
     return await store.append(
         cid,
@@ -563,6 +576,7 @@ async def _append(
         expected_revision=marker,
         on_conflict="keep-first",
         state_patches=patches or None,
+        metadata=snapshot.metadata_through(key),
     )
 
 
