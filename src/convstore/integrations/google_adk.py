@@ -81,7 +81,7 @@ from convstore.errors import (
 )
 from convstore.integrations._adk_parts import event_messages
 from convstore.integrations._native_record import MARKER_KEY, NativeFormat
-from convstore.integrations._store_handle import StoreHandle
+from convstore.integrations._store_handle import OwnsStore, StoreHandle
 from convstore.model import Message
 from convstore.store import AppendResult, ConversationStore, ConversationSummary, NativePath
 
@@ -151,7 +151,7 @@ def _fold(state: dict[str, Any], natives: Iterable[dict[str, JsonValue]]) -> dic
     return folded
 
 
-class ConvstoreSessionService(BaseSessionService):
+class ConvstoreSessionService(OwnsStore, BaseSessionService):
     """ADK sessions, events and app/user/session state in convstore (see the module docstring).
 
     Args:
@@ -171,22 +171,12 @@ class ConvstoreSessionService(BaseSessionService):
     ) -> None:
         self._handle = StoreHandle(store=store, url=url, blobs=blobs)
 
-    async def close(self) -> None:
-        """Close the store opened on ``url``, if any (a shared store stays open)."""
-        await self._handle.close()
+    close = OwnsStore.aclose  # this service's name for it (``async with`` closes it too)
 
     @staticmethod
     def conversation_id(app_name: str, user_id: str, session_id: str) -> str:
         """The convstore conversation holding a session (for ``store.load`` / ``store.render``)."""
         return _session_cid(app_name, user_id, session_id.strip())
-
-    async def __aenter__(self) -> ConvstoreSessionService:
-        """The service itself."""
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        """Close the owned store."""
-        await self.close()
 
     # -- sessions --------------------------------------------------------------------------------
 

@@ -93,7 +93,7 @@ from convstore.errors import (
 )
 from convstore.integrations._native_record import MARKER_KEY, NativeFormat
 from convstore.integrations._pydantic_ai_parts import ALPHABET, canonical_messages, rename_calls
-from convstore.integrations._store_handle import StoreHandle
+from convstore.integrations._store_handle import OwnsStore, StoreHandle
 from convstore.model import Conversation, Message
 from convstore.store import ConversationStore, NativePath
 
@@ -134,7 +134,7 @@ def _record_of(conv: Conversation) -> ConversationRecord | None:
     return _RECORD.validate_python({**fields, "conversation_id": conv.id, "scope": conv.tenant})
 
 
-class ConvstoreConversationStore(_FrameworkStore):
+class ConvstoreConversationStore(OwnsStore, _FrameworkStore):
     """pydantic-ai conversations in a convstore `ConversationStore` (see the module docstring).
 
     Args:
@@ -155,9 +155,7 @@ class ConvstoreConversationStore(_FrameworkStore):
         self._handle = StoreHandle(store=store, url=url, blobs=blobs)
         self._hints: OrderedDict[str, str] = OrderedDict()
 
-    async def close(self) -> None:
-        """Close the store opened on ``url``, if any (a shared store stays open)."""
-        await self._handle.close()
+    close = OwnsStore.aclose  # this backend's name for it (``async with`` closes it too)
 
     # -- records ---------------------------------------------------------------------------------
 
