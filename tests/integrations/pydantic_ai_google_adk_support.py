@@ -58,3 +58,25 @@ def doc_example(name: str) -> dict[str, object]:
     namespace: dict[str, object] = {"__name__": f"docs_{name.replace('-', '_')}"}
     exec(compile(blocks[0], f"docs/integrations/{name}.md", "exec"), namespace)
     return namespace
+
+
+def run_writer(script: str, *args: str) -> int:
+    """Run a writer script in a process of its own; its exit code (0, or -SIGKILL: it killed
+    itself where its test asked). Any other ending fails with the writer's stderr."""
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    if result.returncode not in (0, -signal.SIGKILL):
+        raise AssertionError(result.stderr)
+    return result.returncode

@@ -11,9 +11,6 @@ writer stores all of them. Runs on SQLite (file, WAL, ``synchronous=FULL``) and 
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
-import textwrap
 import uuid
 from pathlib import Path
 
@@ -23,6 +20,7 @@ from convstore import ConversationStore
 from tests.integrations.pydantic_ai_google_adk_support import (  # noqa: F401 - blobs_url: a fixture
     blobs_url,
     require,
+    run_writer,
 )
 
 require("google.adk")
@@ -65,29 +63,6 @@ asyncio.run(main())
 """
 
 
-def _write(db_url: str, blobs: str, app: str, session_id: str, *, kill: int) -> int:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            textwrap.dedent(_WRITER),
-            db_url,
-            blobs,
-            app,
-            session_id,
-            str(kill),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    if result.returncode not in (0, -signal.SIGKILL):
-        raise AssertionError(result.stderr)
-    return result.returncode
-
-
 @pytest.mark.parametrize(
     "kill", [1, 3, 0], ids=["killed-at-the-scoped-state", "killed-at-the-snapshot", "finished"]
 )
@@ -96,7 +71,7 @@ async def test_the_event_and_its_state_are_stored_together(
 ) -> None:
     app, session_id = f"app-{uuid.uuid4().hex[:8]}", f"s-{uuid.uuid4().hex[:8]}"
     blobs = str(tmp_path / "blobs")
-    code = _write(db_url, blobs, app, session_id, kill=kill)
+    code = run_writer(_WRITER, db_url, blobs, app, session_id, str(kill))
     assert code == (-signal.SIGKILL if kill else 0)
 
     service = ConvstoreSessionService(store=store)

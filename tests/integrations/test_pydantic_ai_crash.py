@@ -11,9 +11,6 @@ second. Runs on SQLite (file, WAL, ``synchronous=FULL``) and PostgreSQL.
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
-import textwrap
 import uuid
 from pathlib import Path
 
@@ -23,6 +20,7 @@ from convstore import ConversationStore
 from tests.integrations.pydantic_ai_google_adk_support import (  # noqa: F401 - blobs_url: a fixture
     blobs_url,
     require,
+    run_writer,
 )
 
 require("pydantic_ai")
@@ -64,26 +62,12 @@ asyncio.run(main())
 """
 
 
-def _write(db_url: str, blobs: str, cid: str, *, kill: bool) -> int:
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(_WRITER), db_url, blobs, cid, "1" if kill else "0"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    if result.returncode not in (0, -signal.SIGKILL):
-        raise AssertionError(result.stderr)
-    return result.returncode
-
-
 @pytest.mark.parametrize("kill", [True, False], ids=["killed", "finished"])
 async def test_a_save_is_stored_whole_or_not_at_all(
     store: ConversationStore, db_url: str, tmp_path: Path, kill: bool
 ) -> None:
     cid = f"pai-{uuid.uuid4().hex[:12]}"
-    code = _write(db_url, str(tmp_path / "blobs"), cid, kill=kill)
+    code = run_writer(_WRITER, db_url, str(tmp_path / "blobs"), cid, "1" if kill else "0")
     assert code == (-signal.SIGKILL if kill else 0)
 
     loaded = await ConvstoreConversationStore(store=store).load(cid)
