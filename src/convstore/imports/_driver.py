@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Converter", "TreeFormat", "import_trees"]
 
+_STAGE = "importing (bytes of the export read)"
+
 Converter = Callable[[Any, ExportSource, Counter[str]], ConversationTree]
 """``convert(element, source, unmapped)``: one conversation of the export as a tree; counts
 what it keeps only as a note in ``unmapped``; raises `ConversationShapeError` to skip it."""
@@ -107,8 +109,8 @@ async def import_trees(
                     report.present["message"] += written.present
                     report.imported["attachment"] += written.attachments
             if progress is not None:
-                progress("import", min(done_before + step.at, total), total)
+                progress(_STAGE, min(done_before + step.at, total), total)
         if progress is not None:
-            progress("import", total, total)
+            progress(_STAGE, total, total)
     finally:
         await asyncio.to_thread(source.close)
