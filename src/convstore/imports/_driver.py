@@ -48,7 +48,14 @@ class TreeFormat:
     convert: Converter
 
 
-_Step = tuple[str, int, ConversationTree | str] | None
+@dataclass(frozen=True, slots=True)
+class _Step:
+    name: str
+    at: int
+    """Bytes of the file read so far."""
+    where: str
+    converted: ConversationTree | str
+    """The conversation, or why it cannot be stored."""
 
 
 def _steps(source: ExportSource, fmt: TreeFormat, unmapped: Counter[str]) -> Iterator[_Step]:
@@ -56,10 +63,12 @@ def _steps(source: ExportSource, fmt: TreeFormat, unmapped: Counter[str]) -> Ite
         with source.open(name) as raw:
             for index, offset, element in array_items(raw, name):
                 where = f"{name}, conversation {index} (character {offset})"
+                converted: ConversationTree | str
                 try:
-                    yield name, raw.tell(), fmt.convert(element, source, unmapped)
+                    converted = fmt.convert(element, source, unmapped)
                 except ConversationShapeError as exc:
-                    yield name, raw.tell(), f"{where}: {exc}"
+                    converted = str(exc)
+                yield _Step(name, raw.tell(), where, converted)
 
 
 async def import_trees(
@@ -81,17 +90,16 @@ async def import_trees(
         current = names[0]
         steps = _steps(source, fmt, report.unmapped)
         while (step := await asyncio.to_thread(next, steps, None)) is not None:
-            name, at, converted = step
-            if name != current:
+            if step.name != current:
                 done_before += source.size(current)
-                current = name
-            if isinstance(converted, str):
-                report.errors.append(converted)
+                current = step.name
+            if isinstance(step.converted, str):
+                report.errors.append(f"{step.where}: {step.converted}")
             else:
                 try:
-                    written = await write_tree(store, converted, tenant)
-                except InvalidMessageError as exc:
-                    report.errors.append(f"{name}, conversation {converted.id!r}: {exc}")
+                    written = await write_tree(store, step.converted, tenant)
+                except (ConversationShapeError, InvalidMessageError) as exc:
+                    report.errors.append(f"{step.where}: {exc}")
                 else:
                     kind = "conversation"
                     (report.imported if written.messages else report.present)[kind] += 1
@@ -99,7 +107,7 @@ async def import_trees(
                     report.present["message"] += written.present
                     report.imported["attachment"] += written.attachments
             if progress is not None:
-                progress("import", min(done_before + at, total), total)
+                progress("import", min(done_before + step.at, total), total)
         if progress is not None:
             progress("import", total, total)
     finally:

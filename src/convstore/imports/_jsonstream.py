@@ -38,8 +38,9 @@ _DECODER: Final = json.JSONDecoder()
 class _Buffer:
     """Decoded text of a binary stream, read forward in chunks; ``base`` is ``text[0]``'s offset."""
 
-    def __init__(self, raw: IO[bytes], name: str) -> None:
+    def __init__(self, raw: IO[bytes], name: str, chunk: int) -> None:
         self._raw = raw
+        self._chunk = chunk
         self._name = name
         self._decoder = codecs.getincrementaldecoder("utf-8-sig")()
         self._bytes = 0
@@ -47,14 +48,14 @@ class _Buffer:
         self.base = 0
         self.eof = False
 
-    def more(self, at_least: int = _CHUNK) -> bool:
+    def more(self, at_least: int = 0) -> bool:
         """Append at least ``at_least`` characters (fewer at the end); False at end of file."""
         if self.eof:
             return False
         pieces = [self.text]
         got = 0
-        while got < at_least:
-            data = self._raw.read(max(_CHUNK, at_least - got))
+        while got < max(at_least, 1):
+            data = self._raw.read(max(self._chunk, at_least - got))
             final = not data
             try:
                 piece = self._decoder.decode(data, final=final)
@@ -87,9 +88,14 @@ class _Buffer:
                 return pos
 
 
-def array_items(raw: IO[bytes], name: str) -> Iterator[tuple[int, int, Any]]:
-    """``(index, character offset, value)`` of each element of the array ``raw`` holds."""
-    buf = _Buffer(raw, name)
+def array_items(
+    raw: IO[bytes], name: str, *, chunk: int = _CHUNK
+) -> Iterator[tuple[int, int, Any]]:
+    """``(index, character offset, value)`` of each element of the array ``raw`` holds.
+
+    ``chunk`` is how many bytes are read at a time.
+    """
+    buf = _Buffer(raw, name, chunk)
 
     def fail(problem: str, pos: int, index: int | None) -> MalformedExportError:
         where = f"{name}, character {buf.base + pos}"

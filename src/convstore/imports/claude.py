@@ -83,7 +83,8 @@ def convert(element: Any, source: ExportSource, unmapped: Counter[str]) -> Conve
         for m in element["chat_messages"]
         if isinstance(m, dict) and isinstance(m.get("uuid"), str)
     ]
-    unmapped["message without a uuid"] += len(element["chat_messages"]) - len(raw)
+    if len(raw) < len(element["chat_messages"]):
+        unmapped["message without a uuid"] += len(element["chat_messages"]) - len(raw)
     seen: set[str] = set()
     unique = []
     for m in raw:
