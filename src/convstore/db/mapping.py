@@ -343,8 +343,8 @@ class _GcPause:
     """Holds the cyclic garbage collector off while loads build their objects.
 
     A load allocates thousands of objects that all survive it, so every collection the
-    allocations trigger scans them for nothing (about a fifth of a full load,
-    PERFORMANCE-NOTES.md). Loads may decode in several threads at once (SQLite's readers):
+    allocations trigger scans them for nothing (about a fifth of a full load, measured with
+    ``bench/callgrind_bench.py``). Loads may decode in several threads at once (SQLite's readers):
     the first one in pauses the collector, only if it was enabled, and the last one out
     re-enables it, also when a decode fails.
     """
@@ -377,7 +377,7 @@ gc_paused: Final = _GcPause()
 def decode_messages(cid: str, rows: Iterable[Row], codec: Codec) -> list[Message]:
     """Messages from ``select_messages`` rows, in the order given.
 
-    This is the load hot path (thousands of rows per conversation; see PERFORMANCE-NOTES.md):
+    This is the load hot path (thousands of rows per conversation; see docs/performance.md):
     the codec's functions are bound to locals, each distinct timestamp is parsed once, and the
     cyclic GC is held off (`gc_paused`).
     """

@@ -1,6 +1,6 @@
 """The SQLite backend: raw driver statements, one thread hop per operation.
 
-Measured on the target machine (PERFORMANCE-NOTES.md): aiosqlite hands each statement to its
+Measured on the target machine (docs/performance.md): aiosqlite hands each statement to its
 thread and back, so the cost of an append is the number of hops, not SQLite. Here a whole
 operation (``fn(tx)``, every statement of it) runs as one function in the connection's own
 thread, on statements compiled once from the shared Core definitions.

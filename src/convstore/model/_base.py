@@ -110,7 +110,7 @@ def trusted(cls: type[M]) -> Callable[[dict[str, Any]], M]:
     """A constructor for ``cls`` that skips validation.
 
     Only for values the store itself validated when they were written and reads back from its
-    own rows: validation costs about as much as the load's SQL (PERFORMANCE-NOTES.md). The
+    own rows: validation costs about as much as the load's SQL (``bench/callgrind_bench.py``). The
     returned function takes a dict naming every field of ``cls`` with a value of the declared
     type; the store's round-trip tests compare these objects with validated ones.
     """
