@@ -17,6 +17,7 @@ import argparse
 import enum
 import inspect
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,9 +33,10 @@ SNAPSHOT = Path(__file__).with_name("public_api.txt")
 
 def _signature(obj: Any) -> str:
     try:
-        return str(inspect.signature(obj))
+        text = str(inspect.signature(obj))
     except (TypeError, ValueError):
         return "(?)"
+    return re.sub(r" at 0x[0-9a-f]+", "", text)  # a default's repr holds its address
 
 
 def _members(cls: type) -> Iterator[str]:
