@@ -168,6 +168,8 @@ def _write(tx: Any, target: _Target, entries: list[_Entry], stored: Sequence[Mes
             chain_parent = entry.parent_id
         chain.append(message)
     flush()
-    if written and head_id is not None and head_id in seqs:
-        branches.switch_branch(tx, cid, tenant, seqs[head_id], None, now)
+    head = seqs.get(head_id) if written and head_id is not None else None
+    # Usually the last path written ends at the head already (see `in_tree_order`).
+    if head is not None and writes.lock(tx, cid, tenant, None).head_seq != head:
+        branches.switch_branch(tx, cid, tenant, head, None, now)
     return Written(created=created, messages=written, present=present, attachments=files)
