@@ -58,6 +58,7 @@ from convstore.store import (
     lean_append,
     native,
     reads,
+    search,
     settings,
     writes,
 )
@@ -68,6 +69,7 @@ from convstore.store.message_cache import MessageCache
 from convstore.store.native import NativePath
 from convstore.store.reads import ConversationPage, ConversationSummary
 from convstore.store.results import AppendResult
+from convstore.store.search import SearchPage
 from convstore.store.tools import stored_tools
 from convstore.store.writes import NoChange, OnConflict
 from convstore.transcript.planner import OrphanPolicy, attachments_needed
@@ -353,6 +355,39 @@ class ConversationStore:
         wanted = None if metadata is None else arguments.json_object(metadata, "metadata filter")
         return await self._backend.read(
             lambda tx: reads.list_conversations(tx, tenant, limit, cursor, wanted)
+        )
+
+    async def search(
+        self,
+        query: str,
+        *,
+        tenant: str | None = None,
+        conversation_id: str | None = None,
+        roles: Sequence[Role | str] | None = None,
+        include_thinking: bool = False,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> SearchPage:
+        """Messages and conversation titles containing ``query``'s terms, best first.
+
+        ``query``: words, ``"phrases"`` and ``-excluded`` terms, each found as a case-folded
+        substring (`convstore.store.search` describes the syntax and what is searched).
+        Pass ``page.next_cursor`` as ``cursor=`` (with the same query and filters) for the
+        next page.
+        """
+        self._require_open()
+        request, fingerprint = search.prepare(
+            query,
+            tenant=tenant,
+            conversation_id=conversation_id,
+            roles=roles,
+            include_thinking=include_thinking,
+            limit=limit,
+            cursor=cursor,
+        )
+        dialect = self._backend.dialect_name
+        return await self._backend.read(
+            lambda tx: search.run_search(tx, dialect, request, fingerprint)
         )
 
     async def delete_conversation(
