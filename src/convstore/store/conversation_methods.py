@@ -1,9 +1,10 @@
 """`ConversationStore`'s methods on conversations as a whole: their headers and deletion.
 
 Create (`create_conversation`, `get_or_create_conversation`), read (`get_conversation`,
-`list_conversations`, and `search` across them: `convstore.store.search`), change (`update_conversation`, `update_state`) and
-`delete_conversation`. Each checks its arguments, opens one transaction and calls one function
-of `convstore.store.conversations`, `convstore.store.writes` or `convstore.store.reads`.
+`list_conversations`, and `search` across them: `convstore.store.search`), change
+(`update_conversation`, `update_state`) and `delete_conversation`. Each checks its arguments,
+opens one transaction and calls one function of `convstore.store.conversations`,
+`convstore.store.writes`, `convstore.store.reads` or `convstore.store.search`.
 """
 
 from __future__ import annotations
