@@ -26,10 +26,10 @@ import os
 import posixpath
 from typing import IO, Any
 
-from convstore.blobs._backend import Backend, Writer, bounded, translated
+from convstore.blobs._backend import BlobBackend, Writer, bounded, translated
 
 
-class ThreadedBackend(Backend):
+class ThreadedBackend(BlobBackend):
     """Any synchronous fsspec filesystem."""
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
