@@ -26,9 +26,9 @@ modified, dedupe hit or not: backends that can touch do (`os.utime`, an S3 in-pl
 others rewrite the bytes, and a streamed put always moves its staging object onto the key.
 
 A collector should re-read an object's modified time just before deleting it (a put may have
-touched it since the listing), and should also delete staging objects under ``tmp/`` older than
-the grace period: a crash between staging and publishing leaves one behind, and `iter_blobs`
-never lists them.
+touched it since the listing), as `BlobStore.delete_stale` does for a whole batch, and should
+also delete staging objects under ``tmp/`` older than the grace period: a crash between staging
+and publishing leaves one behind, and `iter_blobs` never lists them.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import posixpath
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from datetime import datetime
 from typing import Any, Final
@@ -55,7 +55,7 @@ from convstore.blobs._layout import (
     staging_dir,
     staging_path,
 )
-from convstore.blobs._records import BlobInfo, StoredBlob
+from convstore.blobs._records import BlobDeletion, BlobInfo, StoredBlob
 from convstore.blobs._sources import CHUNK_SIZE, BlobSource, iter_chunks
 from convstore.errors import (
     AttachmentCorruptedError,
@@ -266,6 +266,23 @@ class BlobStore:
         """Delete the blob with that digest; deleting a missing blob is not an error."""
         self._require_open()
         await self._backend.remove(self._path(sha256))
+
+    async def delete_stale(
+        self, sha256s: Sequence[str], *, modified_before: datetime
+    ) -> BlobDeletion:
+        """Delete each of these blobs whose modified time is earlier than ``modified_before``.
+
+        Each blob's modified time is read immediately before it is deleted, so a blob put or
+        touched since the caller last looked survives. Missing blobs are skipped. Every blob is
+        attempted even when some deletions fail: the result names exactly the blobs deleted,
+        and the first failure, which the caller raises once it has recorded them.
+        """
+        self._require_open()
+        paths = {self._path(sha256): sha256 for sha256 in sha256s}
+        removal = await self._backend.remove_stale(list(paths), modified_before)
+        return BlobDeletion(
+            deleted=[paths[path] for path in removal.removed], failure=removal.failure
+        )
 
     async def iter_blobs(self) -> AsyncIterator[BlobInfo]:
         """Every stored blob (never staging objects), shard by shard, in digest order."""

@@ -540,8 +540,14 @@ def _check_references(tx: Tx, plan: AppendPlan) -> dict[str, str]:
     stamp = tx.codec.dump_time(plan.now)
     tx.insert_rows(st.insert_attachment, [(*a, stamp) for a in plan.attachments])
     collected = []
+    stored = {sha256 for sha256, _, _ in plan.attachments}
     for sha, ns in sorted(namespaces.items()):
-        tx.fetch(st.lock_attachment_shared, {"sha256": sha})
+        if not tx.fetch(st.lock_attachment_shared, {"sha256": sha}) and sha in stored:
+            # PostgreSQL (read committed): the insert above found the row, then a collector
+            # that had just deleted the bytes removed it. Without a row the reference cannot
+            # be written; the bytes are stored again and the batch retried, as for a mark.
+            collected.append((ns, sha))
+            continue
         mark = tx.fetch(st.select_tombstone, {"ns": ns, "digest": sha})
         if not mark:
             continue
