@@ -1,4 +1,4 @@
-"""Append and load throughput of ConversationStore on an SQLite file (issue 2's benchmark).
+"""Append and load throughput of ConversationStore on an SQLite file.
 
 Run: ``.venv/bin/python -m bench.store_bench [--turns 500] [--repeat 5]``. Prints medians of
 append items/s (one append per turn), full-load ms and last-50 ms (back to back, and each

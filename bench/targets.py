@@ -140,7 +140,7 @@ def _scale_rows(table: _Table, scale: dict[str, Any]) -> None:
 def targets_table(
     results: Results, scale: dict[str, Any] | None, callgrind: dict[str, Any] | None
 ) -> str:
-    """The targets of the performance work (issue 19), judged from this run."""
+    """The targets of the performance work, judged from this run."""
     t = _Table(results, callgrind)
     r: Callable[..., None] = t.ratio
     session, peer = "convstore_session", "agents_sqlite"

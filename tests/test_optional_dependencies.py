@@ -1,4 +1,4 @@
-"""A missing optional dependency is a `MissingDependencyError` naming its extra (issue 20, 7).
+"""A missing optional dependency is a `MissingDependencyError` naming its extra.
 
 Each case runs in a fresh interpreter whose import system refuses the dependency (a meta-path
 finder raising ``ModuleNotFoundError``, as a missing package does), whether or not this

@@ -1,4 +1,4 @@
-"""README.md's Python blocks run as written, twice (they write), in a fresh directory (issue 20, 9).
+"""README.md's Python blocks run as written, twice (they write), in a fresh directory.
 
 Each block is a whole script: it defines what it uses and runs against the embedded default
 (``./convstore.db``, ``./convstore-blobs``). The first needs a ``screenshot.png`` beside it, which

@@ -23,7 +23,7 @@ from convstore import (
     ToolCallPart,
 )
 from convstore import ConversationStore as AsyncConversationStore
-from convstore.sync import ConversationStore
+from convstore.sync import SyncConversationStore
 
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489")
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -44,17 +44,17 @@ def test_every_public_async_method_has_a_blocking_twin() -> None:
         if not name.startswith("_") and inspect.iscoroutinefunction(member)
     }
     lifecycle = {"open", "close"}
-    missing = {name for name in public - lifecycle if not hasattr(ConversationStore, name)}
+    missing = {name for name in public - lifecycle if not hasattr(SyncConversationStore, name)}
     assert not missing
     # Same constructor: names, kinds, defaults and annotations.
-    assert str(inspect.signature(ConversationStore.__init__)) == str(
+    assert str(inspect.signature(SyncConversationStore.__init__)) == str(
         inspect.signature(AsyncConversationStore.__init__)
     )
 
 
 def test_round_trip_with_attachments_and_render(tmp_path: Path) -> None:
     blobs = f"memory://sync-{uuid.uuid4().hex}"
-    with ConversationStore(_sqlite(tmp_path), blobs=blobs) as store:
+    with SyncConversationStore(_sqlite(tmp_path), blobs=blobs) as store:
         conv = store.create_conversation(title="sync")
         call = ToolCallPart(id="c1", name="screenshot", arguments={})
         stored = store.append(
@@ -82,7 +82,7 @@ def test_round_trip_with_attachments_and_render(tmp_path: Path) -> None:
 
 
 def test_calls_from_many_threads_share_one_loop(tmp_path: Path) -> None:
-    with ConversationStore(_sqlite(tmp_path), blobs=f"memory://{uuid.uuid4().hex}") as store:
+    with SyncConversationStore(_sqlite(tmp_path), blobs=f"memory://{uuid.uuid4().hex}") as store:
         conv = store.create_conversation()
         errors: list[BaseException] = []
 
@@ -105,7 +105,7 @@ def test_calls_from_many_threads_share_one_loop(tmp_path: Path) -> None:
 
 def test_close_joins_the_thread_and_later_calls_raise(tmp_path: Path) -> None:
     before = set(_loop_threads())
-    store = ConversationStore(_sqlite(tmp_path), blobs=f"memory://{uuid.uuid4().hex}")
+    store = SyncConversationStore(_sqlite(tmp_path), blobs=f"memory://{uuid.uuid4().hex}")
     assert store.closed
     store.open()
     assert not store.closed
@@ -123,7 +123,7 @@ def test_close_joins_the_thread_and_later_calls_raise(tmp_path: Path) -> None:
 
 
 def test_errors_propagate_with_their_type(tmp_path: Path) -> None:
-    with ConversationStore(_sqlite(tmp_path), blobs=f"memory://{uuid.uuid4().hex}") as store:
+    with SyncConversationStore(_sqlite(tmp_path), blobs=f"memory://{uuid.uuid4().hex}") as store:
         with pytest.raises(ConversationNotFoundError):
             store.load("missing")
         with pytest.raises(InvalidInputError):
@@ -131,7 +131,7 @@ def test_errors_propagate_with_their_type(tmp_path: Path) -> None:
 
 
 def test_a_call_from_the_loop_thread_raises_instead_of_deadlocking(tmp_path: Path) -> None:
-    with ConversationStore(_sqlite(tmp_path), blobs=f"memory://{uuid.uuid4().hex}") as store:
+    with SyncConversationStore(_sqlite(tmp_path), blobs=f"memory://{uuid.uuid4().hex}") as store:
 
         async def inside() -> None:
             store.create_conversation()
@@ -156,8 +156,8 @@ def _run_script(body: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
 def test_an_exception_inside_with_does_not_hang_the_process(tmp_path: Path) -> None:
     result = _run_script(
         """
-        from convstore.sync import ConversationStore
-        with ConversationStore(DB_URL) as store:
+        from convstore.sync import SyncConversationStore
+        with SyncConversationStore(DB_URL) as store:
             store.create_conversation(title="x")
             raise RuntimeError("boom inside with")
         """,
@@ -177,8 +177,8 @@ def test_a_store_never_closed_is_closed_at_exit(tmp_path: Path) -> None:
             alive = [t for t in threading.enumerate() if t.name == "convstore-sync-loop"]
             print("loop threads at exit:", len(alive))
         atexit.register(report)
-        from convstore.sync import ConversationStore
-        store = ConversationStore(DB_URL)
+        from convstore.sync import SyncConversationStore
+        store = SyncConversationStore(DB_URL)
         store.open()
         store.create_conversation(title="left open")
         """,
@@ -192,8 +192,8 @@ def test_a_store_never_closed_is_closed_at_exit(tmp_path: Path) -> None:
 def test_an_exception_while_a_store_is_open_outside_with_exits(tmp_path: Path) -> None:
     result = _run_script(
         """
-        from convstore.sync import ConversationStore
-        store = ConversationStore(DB_URL).open()
+        from convstore.sync import SyncConversationStore
+        store = SyncConversationStore(DB_URL).open()
         store.create_conversation()
         raise SystemExit(3)
         """,
@@ -203,7 +203,7 @@ def test_an_exception_while_a_store_is_open_outside_with_exits(tmp_path: Path) -
 
 
 def test_branch_state_and_revision_operations_block_too(tmp_path: Path) -> None:
-    with ConversationStore(_sqlite(tmp_path), blobs=f"memory://{uuid.uuid4().hex}") as store:
+    with SyncConversationStore(_sqlite(tmp_path), blobs=f"memory://{uuid.uuid4().hex}") as store:
         conv = store.get_or_create_conversation("fixed-id", title="t")
         assert store.get_or_create_conversation("fixed-id").id == conv.id
         store.append(conv.id, [Message.user("a", id="m1"), Message.user("b"), Message.user("c")])

@@ -1,4 +1,4 @@
-"""The sync facade in a web app's lifetime, as docs/sync.md shows it (issue 20 point 6).
+"""The sync facade in a web app's lifetime, as docs/sync.md shows it.
 
 Each documented example runs as written: a store made at import time, no ``open()``, used by
 many requests from several threads at once (Flask's test client in this process; Django's test

@@ -7,6 +7,7 @@ it and nothing else::
     ├── InvalidInputError (ValueError)           bad data handed to the library
     │   ├── InvalidMessageError                  a message or part that breaks the model's rules
     │   ├── MalformedPayloadError                provider JSON that `parse` cannot read
+    │   │   └── MalformedExportError             an export file that cannot be read (names where)
     │   ├── UnsupportedFormatError               an unknown parse source or render target
     │   ├── AttachmentTooLargeError              over the per-attachment size limit
     │   └── MediaTypeMismatchError               declared media type contradicted by the bytes
@@ -49,6 +50,7 @@ __all__ = [
     "DatabaseNotFoundError",
     "InvalidInputError",
     "InvalidMessageError",
+    "MalformedExportError",
     "MalformedPayloadError",
     "MediaTypeMismatchError",
     "MessageNotFoundError",
@@ -78,6 +80,19 @@ class InvalidMessageError(InvalidInputError):
 
 class MalformedPayloadError(InvalidInputError):
     """A provider payload cannot be read as that provider's format."""
+
+
+class MalformedExportError(MalformedPayloadError):
+    """An export file (ChatGPT, Claude.ai, Open WebUI) is truncated or is not its format.
+
+    ``position`` names where: the file, the character offset and, when known, the
+    conversation (its index in the file and its id). Nothing of that conversation was written.
+    """
+
+    def __init__(self, problem: str, *, position: str) -> None:
+        super().__init__(f"{position}: {problem}")
+        self.problem = problem
+        self.position = position
 
 
 class UnsupportedFormatError(InvalidInputError):

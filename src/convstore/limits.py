@@ -107,7 +107,7 @@ from typing import Any, Final
 from pydantic import BaseModel
 
 from convstore.errors import AttachmentTooLargeError, InvalidInputError, InvalidMessageError
-from convstore.media import not_a_media_type
+from convstore.media_types import not_a_media_type
 from convstore.model import FilePart, Message
 
 __all__ = [

@@ -25,7 +25,7 @@ from convstore.errors import MalformedPayloadError
 from convstore.model import Message, Part, ToolCallPart, ToolDefinition
 from convstore.providers import source_for
 from convstore.providers._parsing import check_json_text, root_object
-from convstore.providers._tools import read_tools
+from convstore.providers._wire_tools import read_tools
 from convstore.rendering import Rendered
 
 __all__ = ["parse", "parse_response", "parse_tools"]

@@ -1,4 +1,4 @@
-"""Storage outages fail fast, and gc removes only what the store created (issue 12, 6 and 7).
+"""Storage outages fail fast, and gc removes only what the store created.
 
 - Every blob operation is bounded by the store's timeout: against an S3 endpoint that accepts
   connections and never answers (a local TCP server, no network), and against a synchronous

@@ -11,7 +11,7 @@ import pytest
 
 from convstore.blobs import BlobStore
 from convstore.errors import AttachmentTooLargeError, InvalidInputError, MediaTypeMismatchError
-from convstore.media import SNIFF_PREFIX_BYTES
+from convstore.media_types import SNIFF_PREFIX_BYTES
 from tests.blobs.conftest import MakeStore
 from tests.support.storage import MiB, RawStorage
 

@@ -1,4 +1,4 @@
-"""The command line cannot hurt (issue 12, point 10).
+"""The command line cannot hurt.
 
 - Reading commands (``list``, ``show``, ``render``, ``fsck``, and ``gc``) on a mistyped
   ``--url`` do not create an empty database and report success: `DatabaseNotFoundError`,

@@ -106,9 +106,9 @@ async def test_database_behind_head_names_the_command(
     newer = "9999_future"
     monkeypatch.setattr(migrate_module, "head_revision", lambda: newer)
     monkeypatch.setattr(sqlite_module, "head_revision", lambda: newer)
-    import convstore.db.generic as generic_module
+    import convstore.db.postgres as postgres_module
 
-    monkeypatch.setattr(generic_module, "head_revision", lambda: newer)
+    monkeypatch.setattr(postgres_module, "head_revision", lambda: newer)
     store = ConversationStore(empty_url, blobs="memory://x", auto_migrate=True)
     with pytest.raises(SchemaOutOfDateError, match="convstore migrate") as behind:
         await store.open()

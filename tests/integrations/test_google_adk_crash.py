@@ -1,4 +1,4 @@
-"""An ADK event and its app-/user-scoped state: both or neither after a SIGKILL (issue 20, 11).
+"""An ADK event and its app-/user-scoped state: both or neither after a SIGKILL.
 
 A writer process appends an event whose ``state_delta`` holds ``app:``, ``user:`` and session
 keys, and kills itself (SIGKILL) the moment the store executes the statement that writes the

@@ -1,4 +1,4 @@
-"""pydantic-ai runs with every field, real-sized images in both base64 alphabets (issue 20, 1-3).
+"""pydantic-ai runs with every field, real-sized images in both base64 alphabets.
 
 A run as pydantic-ai produces it, and the same run after a `ModelMessagesTypeAdapter` JSON round
 trip (as an app that sends history to a client and back has it), saved through

@@ -66,7 +66,7 @@ async def test_an_explicit_location_wins_and_memory_is_never_recorded(
         assert default.blobs_url == str((tmp_path / "first").resolve())
 
 
-# -- moving a project, re-recording the location (issue 20 point 5) ------------------------------
+# -- moving a project, re-recording the location ------------------------------
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

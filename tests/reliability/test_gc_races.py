@@ -171,7 +171,7 @@ def _skew_storage_clock(monkeypatch: pytest.MonkeyPatch, offset: timedelta) -> N
     """Make every modified time the storage reports ``offset`` off the hosts' clocks."""
     from convstore.blobs import _backend
 
-    original = _backend.Backend.info
+    original = _backend.BlobBackend.info
 
     async def skewed(self: Any, path: str) -> ObjectStat | None:
         stat = await original(self, path)
@@ -179,8 +179,8 @@ def _skew_storage_clock(monkeypatch: pytest.MonkeyPatch, offset: timedelta) -> N
             return None
         return ObjectStat(path=stat.path, size=stat.size, modified=stat.modified + offset)
 
-    monkeypatch.setattr(_backend.Backend, "info", skewed)
-    original_list = _backend.Backend.listdir
+    monkeypatch.setattr(_backend.BlobBackend, "info", skewed)
+    original_list = _backend.BlobBackend.listdir
 
     async def skewed_list(self: Any, path: str) -> Any:
         listing = await original_list(self, path)
@@ -190,7 +190,7 @@ def _skew_storage_clock(monkeypatch: pytest.MonkeyPatch, offset: timedelta) -> N
         ]
         return type(listing)(files=files, dirs=listing.dirs)
 
-    monkeypatch.setattr(_backend.Backend, "listdir", skewed_list)
+    monkeypatch.setattr(_backend.BlobBackend, "listdir", skewed_list)
 
 
 @pytest.mark.parametrize("offset_hours", [-2, 2])
@@ -220,7 +220,7 @@ async def test_no_tenant_can_tell_what_another_stored(
 
     calls: list[str] = []
     for name in ("touch", "write", "stage", "publish", "info"):
-        original = getattr(_backend.Backend, name)
+        original = getattr(_backend.BlobBackend, name)
 
         def traced(original: Any = original, name: str = name) -> Any:
             async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -229,7 +229,7 @@ async def test_no_tenant_can_tell_what_another_stored(
 
             return call
 
-        monkeypatch.setattr(_backend.Backend, name, traced())
+        monkeypatch.setattr(_backend.BlobBackend, name, traced())
     owner = await store.create_conversation(tenant="owner")
     snoop = await store.create_conversation(tenant="snoop")
     for trial in range(40):

@@ -1,4 +1,4 @@
-"""Opening fails with typed errors, and processes end (issue 12, points 4 and 9).
+"""Opening fails with typed errors, and processes end.
 
 - A new database whose write lock another connection holds past the busy timeout, and a disk
   that fills during the first open's migration, raise `DatabaseError` (they escaped as

@@ -1,4 +1,4 @@
-"""Nothing is lost silently, and round trips are exact (issue 12, points 8 and 11).
+"""Nothing is lost silently, and round trips are exact.
 
 - A result that answers no call is kept (imported histories have them) but made visible:
   `Conversation.orphan_results` lists it and ``convstore show`` flags it.

@@ -1,4 +1,4 @@
-"""Tool-call lifecycles after the head moves, behind a history of earlier turns (issue 19).
+"""Tool-call lifecycles after the head moves, behind a history of earlier turns.
 
 `pop`, `truncate`, `switch_branch` and `append(parent_seq=...)` rederive only the lifecycles a
 move can change, reading the path back only as far as it needs (the turn the move hangs from).

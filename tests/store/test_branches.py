@@ -1,4 +1,4 @@
-"""Branches, undo and fork through the public API, on every database (issue 11, acceptance 2, 5).
+"""Branches, undo and fork through the public API, on every database.
 
 Edit-and-regenerate (`append(parent_seq=N)`) keeps the old branch listable and switchable; tool
 lifecycles follow the active path; `pop` of a result reopens its call and `pop` of the calling

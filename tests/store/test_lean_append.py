@@ -1,4 +1,4 @@
-"""The lean SQLite append and the general one write identical rows (issue 19).
+"""The lean SQLite append and the general one write identical rows.
 
 `convstore.store.lean_append` takes the common append (one unbranched conversation, no files,
 no idempotency key) and leaves everything else to `convstore.store.writes`. Here the same

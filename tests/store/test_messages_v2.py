@@ -4,7 +4,7 @@
 branches (a duplicate in a batch or against a stored message raises `InvalidMessageError` and
 writes nothing), found by `get_message` within a conversation or across a tenant's, never
 across tenants. `native` and `usage` come back exactly as appended (JSON equality). A
-`ThinkingPart` without its own provider/model takes its message's (issue 11, acceptance 2, 5).
+`ThinkingPart` without its own provider/model takes its message's.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from convstore import (
     NativeRecord,
     ToolCallPart,
 )
-from convstore.sync import ConversationStore as SyncConversationStore
+from convstore.sync import SyncConversationStore
 
 FORMAT = "test-framework"
 

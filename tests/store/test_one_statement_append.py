@@ -1,4 +1,4 @@
-"""The one-statement PostgreSQL append writes exactly the general path's rows (issue 19).
+"""The one-statement PostgreSQL append writes exactly the general path's rows.
 
 Generated sequences of appends (user turns with and without message ids, assistant turns making
 calls, results for calls made earlier, in the same batch, twice, never, or after a

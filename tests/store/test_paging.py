@@ -1,4 +1,4 @@
-"""Paging while others write, on every database (issue 11, acceptance 2).
+"""Paging while others write, on every database.
 
 - `load(last=K, before_seq=N)` paged back from the newest page visits every message of the
   active path exactly once, however the path is cut into pages, while writers append at the

@@ -4,7 +4,7 @@ Every write changes `Conversation.revision` to a value never seen before for tha
 reads and refused writes leave it alone. A stale ``expected_revision`` raises
 `RevisionConflictError` and writes nothing, for every write method. `update_state` is an RFC 7396
 merge patch; `update_conversation` changes only what it is given; `get_or_create_conversation`
-is race-free (issue 11, acceptance 2 and 5).
+is race-free.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The store against the reference model, any sequence of v2 operations (issue 11, acceptance 3).
+"""The store against the reference model, any sequence of v2 operations.
 
 A hypothesis `RuleBasedStateMachine` applies the same operations to a real store (SQLite and
 PostgreSQL, through the `db_url` fixture) and to `tests.store.reference.ReferenceStore`: appends

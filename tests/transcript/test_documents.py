@@ -24,7 +24,7 @@ from convstore import (
     capabilities_for,
     render,
 )
-from convstore.transcript.media import MAX_TEXT_DOCUMENT_CHARS, document_text
+from convstore.transcript.media_placement import MAX_TEXT_DOCUMENT_CHARS, document_text
 from tests.providers.conversations import PDF, PNG, TARGET_MODELS
 from tests.support.wire_rules import check_payload, media_in_payload
 

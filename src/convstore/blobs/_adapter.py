@@ -20,14 +20,14 @@ import fsspec
 from fsspec.core import split_protocol, url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 
-from convstore.blobs._backend import DEFAULT_TIMEOUT, Backend, translated
+from convstore.blobs._backend import DEFAULT_TIMEOUT, BlobBackend, translated
 from convstore.blobs._object_store import ObjectStoreBackend, S3Backend
 from convstore.blobs._threaded import LocalBackend, ThreadedBackend
 
 
 def open_backend(
     url: str, storage_options: Mapping[str, Any], *, timeout: float | None = DEFAULT_TIMEOUT
-) -> tuple[Backend, str]:
+) -> tuple[BlobBackend, str]:
     """The backend for ``url`` and the root path of the store inside it.
 
     ``timeout`` bounds each storage request (see `convstore.blobs._backend`). Raises
@@ -42,7 +42,7 @@ def open_backend(
             options.update(asynchronous=True, skip_instance_cache=True)
         fs, root = url_to_fs(url, **options)
     root = str(root).rstrip("/")
-    backend: Backend
+    backend: BlobBackend
     if isinstance(fs, LocalFileSystem):
         backend = LocalBackend(fs, timeout=timeout)
     elif not is_async:

@@ -1,6 +1,6 @@
 """The storage contract the blob store is written against, over any fsspec filesystem.
 
-`Backend` is the only code that talks to fsspec. Subclasses differ in how they drive it (worker
+`BlobBackend` is the only code that talks to fsspec. Subclasses differ in how they drive it (worker
 threads for synchronous filesystems, coroutine methods for asynchronous ones, see `_adapter`)
 and in the few operations a backend can do better than the generic way (atomic rename, touch,
 streamed multipart upload).
@@ -105,7 +105,7 @@ class Listing:
 
 @dataclass(frozen=True, slots=True)
 class Removal:
-    """What `Backend.remove_stale` did."""
+    """What `BlobBackend.remove_stale` did."""
 
     removed: list[str]
     """The paths deleted, in the order given."""
@@ -161,7 +161,7 @@ def modified_time(entry: Mapping[str, Any]) -> datetime:
     raise BlobStorageError(f"blob storage reports no modification time for {entry.get('name')!r}")
 
 
-class Backend(ABC):
+class BlobBackend(ABC):
     """Blob-store operations on one fsspec filesystem; paths are the filesystem's own."""
 
     def __init__(self, fs: Any, *, timeout: float | None = DEFAULT_TIMEOUT) -> None:

@@ -5,7 +5,7 @@ Invariants:
 - The size limit is checked before a chunk is hashed or written: the chunk that crosses it
   raises `AttachmentTooLargeError`, and the caller stops reading there.
 - The media type is decided once, from the first ``SNIFF_PREFIX_BYTES`` bytes (or all of them
-  if there are fewer) through `convstore.media.resolve_media_type`; a contradiction raises
+  if there are fewer) through `convstore.media_types.resolve_media_type`; a contradiction raises
   `MediaTypeMismatchError`. A streamed put reads only that far before it decides, so a refused
   stream has written nothing.
 - The digest covers every byte fed, in order. Chunks larger than ``INLINE_HASH_LIMIT`` are
@@ -22,7 +22,7 @@ from typing import Final
 
 from convstore.blobs._records import StoredBlob
 from convstore.errors import AttachmentTooLargeError, MediaTypeMismatchError
-from convstore.media import SNIFF_PREFIX_BYTES, resolve_media_type
+from convstore.media_types import SNIFF_PREFIX_BYTES, resolve_media_type
 
 INLINE_HASH_LIMIT: Final = 1024 * 1024
 

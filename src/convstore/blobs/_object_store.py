@@ -28,12 +28,12 @@ import os
 import tempfile
 from typing import IO, Any, Final
 
-from convstore.blobs._backend import Backend, Writer, bounded, translated
+from convstore.blobs._backend import BlobBackend, Writer, bounded, translated
 
 S3_PART_SIZE: Final = 5 * 1024 * 1024
 
 
-class ObjectStoreBackend(Backend):
+class ObjectStoreBackend(BlobBackend):
     """Any asynchronous fsspec filesystem."""
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:

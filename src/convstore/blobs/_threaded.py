@@ -35,7 +35,7 @@ from typing import IO, Any, Final
 
 from convstore.blobs._backend import (
     REMOVAL_CONCURRENCY,
-    Backend,
+    BlobBackend,
     Removal,
     Writer,
     bounded,
@@ -48,7 +48,7 @@ REMOVAL_RUN: Final = 16
 """Objects `ThreadedBackend.remove_stale` checks and deletes per worker-thread call."""
 
 
-class ThreadedBackend(Backend):
+class ThreadedBackend(BlobBackend):
     """Any synchronous fsspec filesystem."""
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:

@@ -6,13 +6,13 @@ import argparse
 import asyncio
 import json
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from convstore.cli import importing
 from convstore.cli.demo import run_demo
 from convstore.cli.transfer import conversation_document, import_document
 from convstore.cli.views import conversation_view, summary_table
@@ -23,6 +23,7 @@ from convstore.errors import DatabaseNotFoundError, InvalidInputError
 from convstore.model import TOOL_DEFINITIONS, ToolDefinition
 from convstore.model._base import describe_validation_error
 from convstore.parsing import parse, parse_tools
+from convstore.progress import ProgressReporter
 from convstore.store import (
     ConversationStore,
     GarbageReport,
@@ -121,21 +122,6 @@ async def show(args: argparse.Namespace) -> int:
     return 0
 
 
-class _ProgressLine:
-    """Progress on stderr, at most every half second, so large stores show they are moving."""
-
-    def __init__(self) -> None:
-        self._last = 0.0
-
-    def __call__(self, stage: str, done: int, total: int | None) -> None:
-        now = time.monotonic()
-        if done != total and now - self._last < 0.5:
-            return
-        self._last = now
-        of = f" of {total:,}" if total is not None else ""
-        print(f"  {stage}: {done:,}{of} blobs", file=sys.stderr)
-
-
 async def _read_json(file: str) -> Any:
     try:
         if file == "-":
@@ -154,8 +140,12 @@ async def _read_json(file: str) -> Any:
 async def import_payload(args: argparse.Namespace) -> int:
     """Parse a payload file, store it (with its tools and model) as a new conversation.
 
-    Prints the new conversation's id.
+    Prints the new conversation's id. An export (``--format chatgpt-export`` and the like)
+    is imported whole: see `convstore.cli.importing`.
     """
+    if importing.handles(args):
+        async with _store(args) as store:
+            return await importing.import_export(store, args)
     payload = await _read_json(args.file)
     if args.format == "convstore":
         async with _store(args) as store:
@@ -243,12 +233,10 @@ async def gc(args: argparse.Namespace) -> int:
 
 
 async def _collect_once(store: ConversationStore, args: argparse.Namespace) -> GarbageReport:
-    return await collect_garbage(
-        store,
-        grace=timedelta(seconds=args.grace),
-        dry_run=args.dry_run,
-        progress=_ProgressLine(),
-    )
+    with ProgressReporter() as progress:
+        return await collect_garbage(
+            store, grace=timedelta(seconds=args.grace), dry_run=args.dry_run, progress=progress
+        )
 
 
 def _gc_verb(report: GarbageReport) -> str:
@@ -267,7 +255,8 @@ def _gc_summary(report: GarbageReport, grace: float) -> str:
 async def fsck_command(args: argparse.Namespace) -> int:
     """Check referenced blobs; exit status 1 when any is missing or corrupted."""
     async with _existing_store(args) as store:
-        report = await fsck(store, progress=_ProgressLine())
+        with ProgressReporter() as progress:
+            report = await fsck(store, progress=progress)
         for sha in report.missing:
             print(f"MISSING   {blob_url(store, sha)}")
         for sha in report.corrupted:
@@ -292,7 +281,8 @@ async def blobs_command(args: argparse.Namespace) -> int:
     if path is not None and not path.exists():
         raise DatabaseNotFoundError(str(path))
     async with ConversationStore(args.url, blobs=args.location) as store:
-        report = await record_blob_location(store, progress=_ProgressLine())
+        with ProgressReporter() as progress:
+            report = await record_blob_location(store, progress=progress)
         print(
             f"recorded {store.recorded_blobs_url}: all {report.referenced:,} referenced blobs "
             "present and intact"

@@ -26,6 +26,7 @@ from convstore.capabilities import TARGETS
 from convstore.cli import commands, serve
 from convstore.db import DEFAULT_URL
 from convstore.errors import ConvstoreError
+from convstore.imports import FORMATS as IMPORT_FORMATS
 from convstore.providers import SOURCES
 from convstore.transcript.reasoning import ReasoningPolicy
 
@@ -98,18 +99,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     importing = command(
         "import",
-        "import a provider request payload (its messages, tools and model), or a 'show --json' "
-        "document, as a new conversation",
+        "import a provider request payload (its messages, tools and model), a 'show --json' "
+        "document, or another product's export (every conversation of it)",
     )
-    importing.add_argument("file", help="JSON file holding the payload ('-' for stdin)")
+    importing.add_argument(
+        "file",
+        help="JSON file holding the payload ('-' for stdin); for an export, its file, "
+        "directory or .zip",
+    )
     importing.add_argument(
         "--format",
         required=True,
-        choices=[*sorted({*SOURCES, "mistral", "kimi"}), "convstore"],
-        help="the payload's wire format ('convstore': a 'show --json' document)",
+        choices=sorted({*SOURCES, "mistral", "kimi", "convstore", *IMPORT_FORMATS}),
+        help="the payload's wire format ('convstore': a 'show --json' document or a convstore "
+        "export); an export: chatgpt-export, claude-export, openwebui-export",
     )
     importing.add_argument("--title", help="title of the new conversation")
-    importing.add_argument("--tenant", help="tenant of the new conversation")
+    importing.add_argument("--tenant", help="tenant of the new conversation(s)")
     rendering = command("render", "render a stored conversation as a provider request")
     rendering.add_argument("id", help="conversation id")
     rendering.add_argument("--to", required=True, choices=list(TARGETS), help="render target")

@@ -3,7 +3,7 @@
 Invariants:
 
 - ``sqlite+aiosqlite`` URLs get `SqliteBackend` (raw driver, one hop per operation);
-  ``postgresql+asyncpg`` URLs get `SqlAlchemyBackend`. Anything else is refused up front with
+  ``postgresql+asyncpg`` URLs get `PostgresBackend`. Anything else is refused up front with
   an `InvalidInputError` naming what is supported.
 - A backend runs whole operations (``fn(tx)``) in one transaction; callers never see a driver
   exception (see `convstore.db.errors`).
@@ -18,7 +18,7 @@ from typing import Literal, Protocol, TypeVar
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from convstore.db.generic import SqlAlchemyBackend
+from convstore.db.postgres import PostgresBackend
 from convstore.db.sqlite import SqliteBackend
 from convstore.db.statements import Statements
 from convstore.db.tx import Tx
@@ -106,7 +106,7 @@ def create_backend(
     *,
     auto_migrate: bool | None = None,
     sqlite_synchronous: Literal["full", "normal"] = "full",
-) -> SqliteBackend | SqlAlchemyBackend:
+) -> SqliteBackend | PostgresBackend:
     """The backend for ``url``.
 
     ``auto_migrate=None`` means: create the schema in a new, empty SQLite database, and never
@@ -120,7 +120,7 @@ def create_backend(
             auto_migrate=True if auto_migrate is None else auto_migrate,
         )
     _require_asyncpg()
-    return SqlAlchemyBackend(parsed, auto_migrate=bool(auto_migrate))
+    return PostgresBackend(parsed, auto_migrate=bool(auto_migrate))
 
 
 def _require_asyncpg() -> None:
@@ -155,7 +155,7 @@ async def partition(url: str | URL, modulus: int) -> list[str]:
     none when they already had ``modulus`` partitions.
     """
     backend = create_backend(url, auto_migrate=False)
-    if not isinstance(backend, SqlAlchemyBackend) or backend.dialect_name != "postgresql":
+    if not isinstance(backend, PostgresBackend) or backend.dialect_name != "postgresql":
         raise InvalidInputError("partitioning is for PostgreSQL databases only")
     await backend.connect()
     try:

@@ -149,7 +149,7 @@ messages: Final = Table(
     Column("native", NullableJSON, nullable=True),
     Column("usage", NullableJSON, nullable=True),
     # Partial: most messages have no application id, and an index entry per message would cost
-    # every append a page (PERFORMANCE-NOTES.md).
+    # every append a page.
     Index(
         None,
         "conversation_id",

@@ -6,7 +6,7 @@ Invariants:
   them to the driver's SQL (SQLite hot path) or executes them through SQLAlchemy (PostgreSQL);
   the SQL text has one source either way.
 - ``INSERT`` statements bind every column in table order, so the row builders in
-  `convstore.store.rows` produce plain tuples in `column_names(table)` order.
+  `convstore.store` produce plain tuples in `column_names(table)` order.
 - Upserts use the dialect's own ``ON CONFLICT`` construct; nothing else is dialect-specific.
 """
 

@@ -8,7 +8,7 @@ writer connection, one reader pool, one driver thread), not twenty:
 - `StoreHandle` leases an async store per (event loop, url, blobs): a store is bound to the
   loop it was opened on, so handles used on different loops get different stores. It is opened
   by the first lease on that loop and closed when the last lease is released (`close`).
-- `SyncStoreLease` leases a blocking facade (`convstore.sync.ConversationStore`: its own loop
+- `SyncStoreLease` leases a blocking facade (`convstore.sync.SyncConversationStore`: its own loop
   thread) per (url, blobs), for integrations called from whatever loop or thread the framework
   runs them on. Opened by the first lease, closed (its thread joined) by the last release.
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from convstore.errors import InvalidInputError
 from convstore.store import ConversationStore
-from convstore.sync import ConversationStore as SyncConversationStore
+from convstore.sync import SyncConversationStore
 
 __all__ = ["StoreHandle", "SyncStoreLease"]
 

@@ -27,7 +27,7 @@ Invariants:
   one JSON column per message); only from the first message whose record is missing or had
   bytes cut out do they take the typed path, which finds those files.
 - Sessions opened with ``url=`` share one store per URL in the process (a blocking
-  `convstore.sync.ConversationStore` on a background loop thread, leased from
+  `convstore.sync.SyncConversationStore` on a background loop thread, leased from
   ``integrations._store_handle``), so they work from any event loop or thread the SDK runs them
   on (``Runner.run_sync`` makes its own loop); ``close()`` gives the lease back and is
   synchronous like ``SQLiteSession.close()``; the last session's closes the store. A session

@@ -19,7 +19,7 @@ from convstore.model.outputs import ContentOutput, ErrorOutput, JsonOutput, Resu
 from convstore.model.parts import Part, ThinkingPart, ToolCallPart, ToolResultPart
 from convstore.model.records import NativeRecord, Usage
 from convstore.model.serialization import FORMAT_VERSION, dump_messages, load_messages
-from convstore.model.tools import TOOL_DEFINITIONS, ToolDefinition
+from convstore.model.tool_definitions import TOOL_DEFINITIONS, ToolDefinition
 
 __all__ = [
     "FORMAT_VERSION",

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import Field, JsonValue, PrivateAttr, ValidationInfo, model_validator
 
 from convstore.errors import MediaTypeMismatchError
-from convstore.media import (
+from convstore.media_types import (
     OCTET_STREAM,
     SNIFF_PREFIX_BYTES,
     guess_from_name,

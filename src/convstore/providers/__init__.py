@@ -5,7 +5,7 @@ offer ``parse(payload) -> list[Message]`` and ``parse_response(body) -> Message`
 Kimi are Chat Completions dialects: their histories parse as ``openai-chat``. Where a format's
 module grew past ~600 lines its parser lives beside it (``<name>_parse.py``, re-exported by
 ``<name>``); mechanics every format shares are the underscore modules: ``_chat`` (the Chat
-Completions encoder), ``_encoding``/``_parsing`` (JSON helpers), ``_tools`` and ``_schema``
+Completions encoder), ``_encoding``/``_parsing`` (JSON helpers), ``_wire_tools`` and ``_schema``
 (the ``tools`` field and its schema dialects), ``_usage`` (token usage of responses).
 
 Invariants: provider knowledge lives in these modules and in `convstore.capabilities`, nowhere

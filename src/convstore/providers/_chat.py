@@ -29,7 +29,7 @@ from enum import StrEnum
 from typing import Any, Final, assert_never
 
 from convstore.providers._encoding import arguments_text, result_text
-from convstore.providers._tools import chat_tools
+from convstore.providers._wire_tools import chat_tools
 from convstore.transcript.diagnostics import MediaNote, ReasoningNote
 from convstore.transcript.plan import (
     AssistantTurn,

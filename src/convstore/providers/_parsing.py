@@ -36,7 +36,7 @@ from pydantic import JsonValue
 
 from convstore.errors import MalformedPayloadError, MediaTypeMismatchError
 from convstore.limits import MAX_JSON_DEPTH, has_lone_surrogate, json_depth
-from convstore.media import (
+from convstore.media_types import (
     SNIFF_PREFIX_BYTES,
     contradicts,
     guess_from_name,

@@ -47,7 +47,7 @@ from convstore.model import (
     ThinkingPart,
 )
 from convstore.providers._encoding import result_text
-from convstore.providers._tools import anthropic_tools
+from convstore.providers._wire_tools import anthropic_tools
 from convstore.providers.anthropic_parse import (
     _IMAGE_TYPES,
     _PDF,

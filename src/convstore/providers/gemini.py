@@ -68,7 +68,7 @@ from convstore.providers._encoding import json_text
 from convstore.providers._parsing import (
     is_base64,
 )
-from convstore.providers._tools import gemini_tools
+from convstore.providers._wire_tools import gemini_tools
 from convstore.providers.gemini_parse import (
     TARGET,
     Carrier,

@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
-from convstore.media import (
+from convstore.media_types import (
     guess_from_name,
 )
 from convstore.model import (

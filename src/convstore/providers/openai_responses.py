@@ -53,7 +53,7 @@ from convstore.model import (
 )
 from convstore.providers._encoding import arguments_text, result_text
 from convstore.providers._openai import FILE_ID_PREFIX
-from convstore.providers._tools import responses_tools
+from convstore.providers._wire_tools import responses_tools
 from convstore.providers.openai_responses_parse import (
     _ANNOTATION_FIELDS,
     _PHASES,

@@ -22,13 +22,14 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from convstore.db import sqlite_path
 from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError
+from convstore.progress import Progress
+from convstore.progress import silent as _silent
 from convstore.store import settings
 from convstore.store.conversation_store import ConversationStore
 from convstore.store.reads import referenced_blobs
@@ -45,9 +46,6 @@ __all__ = [
 ]
 
 DEFAULT_GRACE = timedelta(hours=1)
-
-Progress = Callable[[str, int, int | None], None]
-"""``progress(stage, done, total)``: called as work advances (``total`` when known)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +85,6 @@ class FsckReport:
         return not self.missing and not self.corrupted
 
 
-def _silent(stage: str, done: int, total: int | None) -> None:
-    """Default progress: report nothing."""
-
-
 def _label(namespace: str, sha256: str) -> str:
     return f"{namespace}:{sha256}" if namespace else sha256
 
@@ -127,7 +121,7 @@ async def collect_garbage(
         async for info in blobs.iter_blobs():
             examined += 1
             if examined % 500 == 0:
-                progress("scanning", examined, None)
+                progress("scanning blobs", examined, None)
             if (namespace, info.sha256) in referenced:
                 continue
             if info.modified >= cutoff:
@@ -136,12 +130,12 @@ async def collect_garbage(
             batch.append(info.sha256)
             if len(batch) >= GC_BATCH:
                 deleted += await _settle(store, namespace, batch, cutoff, dry_run)
-                progress("deleting", len(deleted), None)
+                progress("deleting blobs", len(deleted), None)
                 batch = []
         if batch:
             deleted += await _settle(store, namespace, batch, cutoff, dry_run)
         staging += await blobs.sweep_staging(older_than=cutoff, dry_run=dry_run)
-    progress("scanning", examined, examined)
+    progress("scanning blobs", examined, examined)
     return GarbageReport(examined, len(referenced), deleted, young, staging, dry_run)
 
 
@@ -254,11 +248,11 @@ async def fsck(
             intact = await root.namespace(namespace).verify(sha)
         done += 1
         if done % 100 == 0:
-            progress("verifying", done, len(present))
+            progress("verifying blobs", done, len(present))
         return intact
 
     results = await asyncio.gather(*(verify(ns, sha) for ns, sha in present))
-    progress("verifying", len(present), len(present))
+    progress("verifying blobs", len(present), len(present))
     corrupted = [blob for blob, intact in zip(present, results, strict=True) if not intact]
     return FsckReport(
         len(referenced),

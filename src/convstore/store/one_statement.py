@@ -23,8 +23,8 @@ from typing import Any, Final
 from pydantic_core import to_json
 from typing_extensions import override
 
-from convstore.db.generic import SqlAlchemyBackend
 from convstore.db.pg_append import SQL, OneStatementAppend
+from convstore.db.postgres import PostgresBackend
 from convstore.db.tx import Codec
 from convstore.errors import ConvstoreError
 from convstore.store import writes
@@ -61,7 +61,7 @@ _CODEC: Final = _DriverCodec()
 def eligible(backend: object, plan: AppendPlan) -> bool:
     """Whether ``plan`` may try the one-statement path on ``backend``."""
     return (
-        isinstance(backend, SqlAlchemyBackend)
+        isinstance(backend, PostgresBackend)
         and backend.dialect_name == "postgresql"
         and plan.parent_seq is None
         and plan.idempotency_key is None
@@ -73,7 +73,7 @@ def eligible(backend: object, plan: AppendPlan) -> bool:
 
 
 async def append_in_one_statement(
-    backend: SqlAlchemyBackend, plan: AppendPlan
+    backend: PostgresBackend, plan: AppendPlan
 ) -> AppendResult | None:
     """The stored messages, or ``None``: the general path must take this append."""
     try:

@@ -46,8 +46,8 @@ from convstore.model import (
 )
 from convstore.transcript.compaction import apply_compaction
 from convstore.transcript.diagnostics import Diagnostics, DroppedResult, SyntheticResult
-from convstore.transcript.ids import IdProjector
-from convstore.transcript.media import MediaResolver
+from convstore.transcript.id_projection import IdProjector
+from convstore.transcript.media_placement import MediaResolver
 from convstore.transcript.plan import (
     AssistantPart,
     AssistantTurn,

@@ -4,7 +4,7 @@ Invariants:
 
 - The bytes come from `ConversationStore.read_attachment` with the app's tenant: hash-verified,
   and bytes no conversation of that tenant references are a 404, worded like missing ones.
-- The media type is what the bytes' signature proves (`convstore.media.sniff`), never what a
+- The media type is what the bytes' signature proves (`convstore.media_types.sniff`), never what a
   writer declared; bytes without a known signature are ``application/octet-stream``.
 - Only raster images are served inline. Everything else (SVG, HTML, PDF, unknown types) is a
   download: ``Content-Disposition: attachment``. Every response is ``nosniff`` and under a
@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from convstore.errors import AttachmentNotFoundError
-from convstore.media import OCTET_STREAM, SNIFF_PREFIX_BYTES, sniff
+from convstore.media_types import OCTET_STREAM, SNIFF_PREFIX_BYTES, sniff
 from convstore.model import FilePart
 from convstore.model.content import AttachmentRef
 from convstore.store import ConversationStore

@@ -48,7 +48,7 @@ from convstore.db.statements import Statements, column_names
 from convstore.db.tx import Codec, PassthroughCodec, Row, Statement, Tx
 from convstore.errors import ClosedError, SchemaOutOfDateError
 
-__all__ = ["SqlAlchemyBackend"]
+__all__ = ["PostgresBackend"]
 
 T = TypeVar("T")
 
@@ -151,7 +151,7 @@ def _refuse_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
         raise sa_exc.DisconnectionError("the server closed this pooled connection")
 
 
-class SqlAlchemyBackend:
+class PostgresBackend:
     """Runs store operations through an SQLAlchemy async engine."""
 
     def __init__(self, url: URL, *, auto_migrate: bool = False, pool_size: int = 10) -> None:

@@ -1,6 +1,6 @@
 """Tool definitions on the wire: each format's ``tools`` field, read and written.
 
-Shapes (CONTRACT.md, "v2: replay"; sources in ``docs/providers/<target>.md``):
+Shapes (sources in ``docs/providers/<target>.md``):
 
 =========================== =====================================================================
 format                      ``tools`` entry
