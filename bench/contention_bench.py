@@ -24,12 +24,9 @@ in the output, never asserted.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from datetime import timedelta
@@ -43,7 +40,7 @@ from tests.reliability.contention import (
     read_back_every_file,
 )
 
-from bench.gc_bench import database_url
+from bench.databases import database_url, each_database, emit
 from convstore import ConversationStore
 from convstore.db import sqlite_path
 from convstore.store.maintenance import fsck
@@ -133,14 +130,13 @@ def main() -> None:
     parser.add_argument("--tmpdir")
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
-    results = []
-    for database in [d for d in args.database.split(",") if d]:
-        with tempfile.TemporaryDirectory(prefix="bench-contention-", dir=args.tmpdir) as tmp:
-            results.append(asyncio.run(run(database, args, Path(tmp))))
-    output = {"results": results}
-    if args.json_out is not None:
-        args.json_out.write_text(json.dumps(output, indent=1))
-    print(json.dumps(output, indent=1))
+    output = each_database(
+        args.database,
+        lambda database, tmp: run(database, args, tmp),
+        prefix="bench-contention-",
+        tmpdir=args.tmpdir,
+    )
+    emit(output, args.json_out)
 
 
 if __name__ == "__main__":

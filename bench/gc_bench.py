@@ -21,17 +21,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ctypes
-import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.databases import database_url, each_database, emit
 from convstore import ConversationStore, FilePart, Message
 from convstore.store import collect_garbage
 
@@ -73,17 +71,6 @@ async def gc_rate(url: str, blobs: str, count: int, *, beside_writer: bool) -> f
     return count / elapsed
 
 
-async def database_url(database: str, directory: Path) -> str:
-    """A fresh database: an SQLite file in ``directory``, or a new PostgreSQL database."""
-    if database == "sqlite":
-        directory.mkdir(parents=True, exist_ok=True)
-        return f"sqlite+aiosqlite:///{directory / 'gc.db'}"
-    from bench.peers.runner import fresh_postgres_database, postgres_dsn
-
-    url = f"{postgres_dsn().replace('postgresql://', 'postgresql+asyncpg://')}/"
-    return url + await fresh_postgres_database("gc")
-
-
 async def run(database: str, count: int, reps: int, directory: Path) -> dict[str, Any]:
     url = await database_url(database, directory)
     async with ConversationStore(url, blobs=str(directory / "unused"), auto_migrate=True):
@@ -122,25 +109,16 @@ async def _counted(directory: Path, count: int, library: Path) -> None:
 
 def callgrind(count: int, timeout: float) -> dict[str, Any]:
     """Instructions per deleted blob of one SQLite collection, or why there are none."""
-    from bench.callgrind_bench import _build_helper, _parse, unavailable
+    from bench.callgrind_bench import counted_run, unavailable
 
     reason = unavailable()
     if reason is not None:
         return {"gc_callgrind": f"skipped: {reason}"}
-    with tempfile.TemporaryDirectory(prefix="bench-gc-cg-") as out:
-        directory = Path(out)
-        library = _build_helper(directory)
-        command = [
-            "valgrind", "--tool=callgrind", "--instr-atstart=no",
-            f"--callgrind-out-file={directory}/cg.out.%p",
-            sys.executable, "-m", "bench.gc_bench", "--inside", str(directory),
-            "--library", str(library), "--blobs", str(count),
-        ]  # fmt: skip
-        proc = subprocess.run(command, capture_output=True, text=True, check=False, timeout=timeout)
-        totals = _parse(directory, "cg.out.")
-        if proc.returncode != 0 or "gc" not in totals:
-            tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
-            return {"gc_callgrind": f"failed: exit status {proc.returncode}: {tail}"}
+    with tempfile.TemporaryDirectory(prefix="bench-gc-cg-") as work:
+        arguments = ["--inside", work, "--blobs", str(count)]
+        totals, failure = counted_run("bench.gc_bench", arguments, timeout)
+    if failure is not None or "gc" not in totals:
+        return {"gc_callgrind": f"failed: {failure or 'nothing counted'}"}
     return {"gc_callgrind": "ok", "gc_instructions_per_blob": totals["gc"] / count}
 
 
@@ -158,16 +136,15 @@ def main() -> None:
     if args.inside is not None:
         asyncio.run(_counted(args.inside, args.blobs, args.library))
         return
-    results = []
-    for database in [d for d in args.database.split(",") if d]:
-        with tempfile.TemporaryDirectory(prefix="bench-gc-", dir=args.tmpdir) as tmp:
-            results.append(asyncio.run(run(database, args.blobs, args.reps, Path(tmp))))
-    output: dict[str, Any] = {"results": results}
+    output = each_database(
+        args.database,
+        lambda database, tmp: run(database, args.blobs, args.reps, tmp),
+        prefix="bench-gc-",
+        tmpdir=args.tmpdir,
+    )
     if args.callgrind_blobs:
         output.update(callgrind(args.callgrind_blobs, timeout=1800))
-    if args.json_out is not None:
-        args.json_out.write_text(json.dumps(output, indent=1))
-    print(json.dumps(output, indent=1))
+    emit(output, args.json_out)
 
 
 if __name__ == "__main__":

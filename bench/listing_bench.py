@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.databases import database_url, each_database, emit
 from bench.gc_bench import gc_rate
 from convstore import ConversationStore
 from convstore.db.tx import Tx
@@ -135,13 +134,7 @@ async def _variants(store: ConversationStore, size: int) -> dict[str, float]:
 
 
 async def run(database: str, sizes: list[int], directory: Path, bulk: bool) -> dict[str, Any]:
-    if database == "sqlite":
-        url = f"sqlite+aiosqlite:///{directory / 'listing.db'}"
-    else:
-        from bench.peers.runner import fresh_postgres_database, postgres_dsn
-
-        url = f"{postgres_dsn().replace('postgresql://', 'postgresql+asyncpg://')}/"
-        url += await fresh_postgres_database("listing")
+    url = await database_url(database, directory)
     result: dict[str, Any] = {"database": database, "sizes": {}, "bulk": bulk}
     async with ConversationStore(url, blobs=str(directory / "blobs"), auto_migrate=True) as store:
         made = 0
@@ -174,14 +167,13 @@ def main() -> None:
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    results = []
-    for database in [d for d in args.database.split(",") if d]:
-        with tempfile.TemporaryDirectory(prefix="bench-listing-", dir=args.tmpdir) as tmp:
-            results.append(asyncio.run(run(database, sizes, Path(tmp), args.bulk)))
-    output = {"results": results}
-    if args.json_out is not None:
-        args.json_out.write_text(json.dumps(output, indent=1))
-    print(json.dumps(output, indent=1))
+    output = each_database(
+        args.database,
+        lambda database, tmp: run(database, sizes, tmp, args.bulk),
+        prefix="bench-listing-",
+        tmpdir=args.tmpdir,
+    )
+    emit(output, args.json_out)
 
 
 if __name__ == "__main__":
