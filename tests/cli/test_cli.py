@@ -21,7 +21,19 @@ from convstore.cli import main
 from tests.support.corpus import CORPUS_DIR
 from tests.support.wire_rules import check_payload
 
-COMMANDS = ["demo", "migrate", "list", "show", "import", "render", "gc", "fsck"]
+COMMANDS = [
+    "demo",
+    "migrate",
+    "list",
+    "show",
+    "import",
+    "render",
+    "gc",
+    "fsck",
+    "export",
+    "erase",
+    "prune",
+]
 
 
 @dataclass

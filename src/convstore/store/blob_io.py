@@ -29,7 +29,13 @@ from convstore.store.writes import AppendPlan
 if TYPE_CHECKING:
     from convstore.store.conversation_store import ConversationStore
 
-__all__ = ["fetch_attachments", "namespace_of", "read_attachment", "write_batch"]
+__all__ = [
+    "fetch_attachments",
+    "namespace_of",
+    "read_attachment",
+    "wait_for_collection",
+    "write_batch",
+]
 
 _FETCH_CONCURRENCY = 16
 _COLLECTED_RETRIES = 3
@@ -90,14 +96,14 @@ async def write_batch(
             if attempt == _COLLECTED_RETRIES - 1:
                 break
             # Wait for the collection to end, then store the bytes again (above).
-            await _wait_for_collection(store, collected.blobs)
+            await wait_for_collection(store, collected.blobs)
     raise BlobStorageError(
         "an attachment of this append was being garbage-collected and could not be stored "
         "again; nothing was written: retry the append"
     )
 
 
-async def _wait_for_collection(store: ConversationStore, blobs: list[tuple[str, str]]) -> None:
+async def wait_for_collection(store: ConversationStore, blobs: list[tuple[str, str]]) -> None:
     """Wait until garbage collection has finished with ``blobs`` (namespace, digest).
 
     A collector holds its mark for one stat and one delete; a mark older than

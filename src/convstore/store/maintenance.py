@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from convstore.db import sqlite_path
 from convstore.db.tx import Tx
@@ -31,8 +32,10 @@ from convstore.errors import InvalidInputError
 from convstore.progress import Progress
 from convstore.progress import silent as _silent
 from convstore.store import settings
-from convstore.store.conversation_store import ConversationStore
 from convstore.store.reads import referenced_blobs
+
+if TYPE_CHECKING:
+    from convstore.store.conversation_store import ConversationStore
 
 __all__ = [
     "DEFAULT_GRACE",
@@ -40,6 +43,7 @@ __all__ = [
     "GarbageReport",
     "Progress",
     "blob_url",
+    "collect_blobs",
     "collect_garbage",
     "fsck",
     "record_blob_location",
@@ -137,6 +141,31 @@ async def collect_garbage(
         staging += await blobs.sweep_staging(older_than=cutoff, dry_run=dry_run)
     progress("scanning blobs", examined, examined)
     return GarbageReport(examined, len(referenced), deleted, young, staging, dry_run)
+
+
+async def collect_blobs(
+    store: ConversationStore, blobs: list[tuple[str, str]], *, progress: Progress = _silent
+) -> list[str]:
+    """Delete these (namespace, digest) blobs now if nothing references them; their labels.
+
+    For blobs known to have just lost their last reference (`convstore.store.erase`): no
+    grace period, but the same marking protocol as `collect_garbage`, so an append that
+    references one of them meanwhile keeps it (it commits first) or stores it again.
+    """
+    by_namespace: dict[str, list[str]] = {}
+    for namespace, sha256 in blobs:
+        by_namespace.setdefault(namespace, []).append(sha256)
+    # Anything modified before this instant may go (an append touching the bytes later keeps
+    # them: `_collect` re-reads the modified time after marking).
+    cutoff = await store.blob_store.storage_now()
+    deleted: list[str] = []
+    for namespace, digests in sorted(by_namespace.items()):
+        ordered = sorted(set(digests))
+        for start in range(0, len(ordered), GC_BATCH):
+            gone = await _collect(store, namespace, ordered[start : start + GC_BATCH], cutoff)
+            deleted += [_label(namespace, sha256) for sha256 in gone]
+            progress("deleting blobs", len(deleted), len(blobs))
+    return deleted
 
 
 GC_BATCH = 256
