@@ -231,7 +231,7 @@ def test_the_cli_imports_an_export_and_prints_the_report(
     assert main(["import", str(export), "--format", "chatgpt-export", "--url", url]) == 0
     out = capsys.readouterr()
     assert out.out.splitlines()[0] == "imported (chatgpt-export): 1 conversation, 3 message"
-    assert "import: " in out.err
+    assert "importing (bytes of the export read): " in out.err
     assert main(["import", str(export), "--format", "chatgpt-export", "--url", url]) == 0
     assert capsys.readouterr().out.splitlines()[1] == "already present: 1 conversation, 3 message"
     (tmp_path / "bad.json").write_text('[{"mapping": {}')

@@ -8,12 +8,11 @@ of the export could not be imported (the others were).
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 import zipfile
 from pathlib import Path
 
 from convstore.imports import FORMATS, import_file
+from convstore.progress import ProgressReporter
 from convstore.store import ConversationStore
 
 __all__ = ["handles", "import_export"]
@@ -30,28 +29,11 @@ def handles(args: argparse.Namespace) -> bool:
     return args.file != "-" and (path.is_dir() or zipfile.is_zipfile(path))
 
 
-class _Progress:
-    """Progress on stderr, at most twice a second."""
-
-    def __init__(self) -> None:
-        self._last = 0.0
-        self._shown = -1
-
-    def __call__(self, stage: str, done: int, total: int | None) -> None:
-        now = time.monotonic()
-        if done == self._shown or (done != total and now - self._last < 0.5):
-            return
-        self._last, self._shown = now, done
-        share = f" ({100 * done // total}%)" if total else ""
-        print(
-            f"  {stage}: {done:,}{f' of {total:,}' if total else ''} bytes{share}", file=sys.stderr
-        )
-
-
 async def import_export(store: ConversationStore, args: argparse.Namespace) -> int:
     """Import the export ``args.file`` into ``store``; prints the report."""
-    report = await import_file(
-        store, args.file, args.format, tenant=args.tenant, progress=_Progress()
-    )
+    with ProgressReporter() as progress:
+        report = await import_file(
+            store, args.file, args.format, tenant=args.tenant, progress=progress
+        )
     print(report.summary())
     return 1 if report.errors else 0

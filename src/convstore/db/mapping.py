@@ -19,8 +19,6 @@ Invariants:
 
 from __future__ import annotations
 
-import gc
-import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Final
@@ -28,6 +26,7 @@ from typing import Any, Final
 from pydantic import BaseModel
 from pydantic_core import to_json
 
+from convstore._compat.collector import collector_paused
 from convstore.db.tx import Codec, Row
 from convstore.errors import DatabaseError, InvalidMessageError
 from convstore.model import (
@@ -71,7 +70,6 @@ __all__ = [
     "encode_message",
     "encode_parts",
     "encode_tool_call",
-    "gc_paused",
     "new_tool_call",
     "text_column",
 ]
@@ -339,50 +337,16 @@ def decode_compactions(rows: Iterable[Row], codec: Codec) -> list[Compaction]:
     ]
 
 
-class _GcPause:
-    """Holds the cyclic garbage collector off while loads build their objects.
-
-    A load allocates thousands of objects that all survive it, so every collection the
-    allocations trigger scans them for nothing (about a fifth of a full load, measured with
-    ``bench/callgrind_bench.py``). Loads may decode in several threads at once (SQLite's readers):
-    the first one in pauses the collector, only if it was enabled, and the last one out
-    re-enables it, also when a decode fails.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._depth = 0
-        self._resume = False
-
-    def __enter__(self) -> None:
-        with self._lock:
-            if self._depth == 0:
-                self._resume = gc.isenabled()
-                if self._resume:
-                    gc.disable()
-            self._depth += 1
-
-    def __exit__(self, *_exc: object) -> None:
-        with self._lock:
-            self._depth -= 1
-            if self._depth == 0 and self._resume:
-                self._resume = False
-                gc.enable()
-
-
-gc_paused: Final = _GcPause()
-"""``with gc_paused:`` around a block that builds many long-lived objects."""
-
-
 def decode_messages(cid: str, rows: Iterable[Row], codec: Codec) -> list[Message]:
     """Messages from ``select_messages`` rows, in the order given.
 
     This is the load hot path (thousands of rows per conversation; see docs/performance.md):
     the codec's functions are bound to locals, each distinct timestamp is parsed once, and the
-    cyclic GC is held off (`gc_paused`).
+    cyclic GC is held off (`collector_paused`) once the rows are fetched.
     """
-    with gc_paused:
-        return _decode_messages(cid, rows, codec)
+    fetched = rows if isinstance(rows, list) else list(rows)
+    with collector_paused:
+        return _decode_messages(cid, fetched, codec)
 
 
 def _decode_messages(cid: str, rows: Iterable[Row], codec: Codec) -> list[Message]:
@@ -471,8 +435,9 @@ def decode_tool_calls(
     rows: Iterable[Row], outputs: dict[tuple[int, int], ToolOutput], codec: Codec
 ) -> list[ToolCall]:
     """`ToolCall`s from ``select_tool_calls`` rows; outputs from the decoded results."""
-    with gc_paused:
-        return _decode_tool_calls(rows, outputs, codec)
+    fetched = rows if isinstance(rows, list) else list(rows)
+    with collector_paused:
+        return _decode_tool_calls(fetched, outputs, codec)
 
 
 def _decode_tool_calls(

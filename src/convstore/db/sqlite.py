@@ -45,6 +45,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import URL
 from sqlalchemy.pool import StaticPool
 
+from convstore._compat.sqlite_driver import adapt_none_quickly, run_in_connection_thread
 from convstore.db.errors import is_transient, translate
 from convstore.db.migrations import (
     SchemaState,
@@ -63,18 +64,6 @@ T = TypeVar("T")
 
 _DIALECT: Final = sqlite_dialect.dialect(paramstyle="qmark")
 _MAX_ATTEMPTS: Final = 8
-
-
-def _null(_: None) -> None:
-    return None
-
-
-# The sqlite3 module runs its adapter lookup for every parameter that is not exactly an int,
-# float, str or bytearray; for None the lookup fails slowly (CPython 3.11 formats, then
-# discards, an AttributeError for each of ``__adapt__`` and ``__conform__``). Rows are mostly
-# NULL columns, so this was a sixth of an append's instructions; an identity adapter for None
-# is found at the first step. It binds exactly what None binds without it: NULL.
-sqlite3.register_adapter(type(None), _null)
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,13 +305,6 @@ class _Write:
     future: asyncio.Future[Any]
 
 
-def _run_in_driver_thread(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> Any:
-    # aiosqlite runs each call in its connection's thread through a queue; submitting a whole
-    # function makes one hop for a whole operation. SQLAlchemy's aiosqlite dialect uses the same
-    # private queue for the same reason (it has no public equivalent).
-    return conn._execute(fn, conn._conn, *args)  # type: ignore[no-untyped-call]
-
-
 class SqliteBackend:
     """Runs store operations on an SQLite file (or in memory) through aiosqlite."""
 
@@ -389,6 +371,7 @@ class SqliteBackend:
 
     async def _connect(self, *, reader: bool) -> aiosqlite.Connection:
         """A configured connection; lock contention while configuring it is retried."""
+        adapt_none_quickly()
         target = ":memory:" if self._path is None else str(self._path)
         pragmas = [f"PRAGMA busy_timeout = {self._busy_ms}", "PRAGMA foreign_keys = ON"]
         if reader:
@@ -404,7 +387,7 @@ class SqliteBackend:
             except sqlite3.Error as exc:
                 raise translate(exc) from exc
             try:
-                await _run_in_driver_thread(conn, _configure, pragmas, trace)
+                await run_in_connection_thread(conn, _configure, pragmas, trace)
             except BaseException as exc:
                 await _close_quietly(conn)
                 if not isinstance(exc, sqlite3.Error):
@@ -425,7 +408,7 @@ class SqliteBackend:
 
     async def _call(self, conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> T:
         try:
-            result: T = await _run_in_driver_thread(conn, fn, *args)
+            result: T = await run_in_connection_thread(conn, fn, *args)
         except (sqlite3.Error, sa_exc.SQLAlchemyError) as exc:
             # SQLAlchemy errors come from schema checks and migrations (Alembic runs on a
             # SQLAlchemy connection over this driver connection): a lock held past the busy
@@ -497,7 +480,7 @@ class SqliteBackend:
         failure: Exception | None = None
         for attempt in range(1, _MAX_ATTEMPTS + 1):
             try:
-                outcomes = await _run_in_driver_thread(
+                outcomes = await run_in_connection_thread(
                     writer, _in_group_bounded, fns, self.statements, self._cache, self._wal
                 )
             except sqlite3.Error as exc:
@@ -603,7 +586,7 @@ class SqliteBackend:
     async def trace_all(self) -> None:
         """Start reporting statements on the connections already open."""
         for conn in [*self._readers, *([self._writer] if self._writer else [])]:
-            await _run_in_driver_thread(conn, _install_trace, self._trace)
+            await run_in_connection_thread(conn, _install_trace, self._trace)
 
     def _trace(self, sql: str) -> None:
         for listener in list(self._listeners):

@@ -2,9 +2,9 @@
 
 Invariants:
 
-- One conversation is held at a time (read by `convstore.imports._jsonstream`), converted and
-  written in its own transaction before the next is read, so memory is bounded by the largest
-  conversation, not the export.
+- Conversations are read one at a time (by `convstore.imports._jsonstream`), each written in
+  its own transaction while the next is read and converted: at most two are held, so memory
+  is bounded by the largest conversations, not the export.
 - Reading and converting block (files, zip members, JSON): they run in a worker thread, one
   step per conversation, never on the event loop.
 - A file that is not readable JSON stops the import with `MalformedExportError` naming the
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from convstore.store import ConversationStore
 
 __all__ = ["Converter", "TreeFormat", "import_trees"]
+
+_STAGE = "importing (bytes of the export read)"
 
 Converter = Callable[[Any, ExportSource, Counter[str]], ConversationTree]
 """``convert(element, source, unmapped)``: one conversation of the export as a tree; counts
@@ -71,6 +73,23 @@ def _steps(source: ExportSource, fmt: TreeFormat, unmapped: Counter[str]) -> Ite
                 yield _Step(name, raw.tell(), where, converted)
 
 
+async def _write(
+    store: ConversationStore, step: _Step, tenant: str | None, report: ImportReport
+) -> None:
+    if isinstance(step.converted, str):
+        report.errors.append(f"{step.where}: {step.converted}")
+        return
+    try:
+        written = await write_tree(store, step.converted, tenant)
+    except (ConversationShapeError, InvalidMessageError) as exc:
+        report.errors.append(f"{step.where}: {exc}")
+        return
+    (report.imported if written.messages else report.present)["conversation"] += 1
+    report.imported["message"] += written.messages
+    report.present["message"] += written.present
+    report.imported["attachment"] += written.attachments
+
+
 async def import_trees(
     store: ConversationStore,
     path: Path,
@@ -89,26 +108,21 @@ async def import_trees(
         done_before = 0
         current = names[0]
         steps = _steps(source, fmt, report.unmapped)
-        while (step := await asyncio.to_thread(next, steps, None)) is not None:
-            if step.name != current:
-                done_before += source.size(current)
-                current = step.name
-            if isinstance(step.converted, str):
-                report.errors.append(f"{step.where}: {step.converted}")
-            else:
-                try:
-                    written = await write_tree(store, step.converted, tenant)
-                except (ConversationShapeError, InvalidMessageError) as exc:
-                    report.errors.append(f"{step.where}: {exc}")
-                else:
-                    kind = "conversation"
-                    (report.imported if written.messages else report.present)[kind] += 1
-                    report.imported["message"] += written.messages
-                    report.present["message"] += written.present
-                    report.imported["attachment"] += written.attachments
-            if progress is not None:
-                progress("import", min(done_before + step.at, total), total)
+        # The next conversation is read and converted (in a thread) while this one is written.
+        ahead = asyncio.ensure_future(asyncio.to_thread(next, steps, None))
+        try:
+            while (step := await ahead) is not None:
+                ahead = asyncio.ensure_future(asyncio.to_thread(next, steps, None))
+                if step.name != current:
+                    done_before += source.size(current)
+                    current = step.name
+                await _write(store, step, tenant, report)
+                if progress is not None:
+                    progress(_STAGE, min(done_before + step.at, total), total)
+        finally:
+            # A read still running in its thread must end before the source closes.
+            await asyncio.gather(ahead, return_exceptions=True)
         if progress is not None:
-            progress("import", total, total)
+            progress(_STAGE, total, total)
     finally:
         await asyncio.to_thread(source.close)

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["ImportReport", "Progress"]
+from convstore.progress import Progress
 
-Progress = Callable[[str, int, int | None], None]
-"""``progress(stage, done, total)``: called as an import advances (``total`` when known)."""
+__all__ = ["ImportReport", "Progress"]
 
 
 @dataclass(slots=True)

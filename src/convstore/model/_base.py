@@ -17,6 +17,7 @@ from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from convstore._compat.pydantic_internals import mark_as_base_init, trusted_constructor
 from convstore.errors import InvalidMessageError
 
 __all__ = ["CanonicalModel", "describe_validation_error", "trusted"]
@@ -52,10 +53,9 @@ class CanonicalModel(BaseModel):
         except ValidationError as exc:
             raise InvalidMessageError(describe_validation_error(exc)) from exc
 
-    # Tell pydantic this __init__ only translates errors: nested and bulk validation then stay in
-    # pydantic-core instead of calling back into Python for every object (pydantic checks this
-    # marker on BaseModel.__init__ to decide whether a model has a "custom" init).
-    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+    # This __init__ only translates errors: marked so, nested and bulk validation stay in
+    # pydantic-core instead of calling back into Python for every object.
+    __init__ = mark_as_base_init(__init__)
 
     @classmethod
     def model_validate(
@@ -114,25 +114,4 @@ def trusted(cls: type[M]) -> Callable[[dict[str, Any]], M]:
     returned function takes a dict naming every field of ``cls`` with a value of the declared
     type; the store's round-trip tests compare these objects with validated ones.
     """
-    fields = set(cls.model_fields)
-    private_attributes = getattr(cls, "__private_attributes__", {})
-    private = {name: attr.get_default() for name, attr in private_attributes.items()} or None
-
-    # The slot descriptors BaseModel declares: setting through them directly is about a third
-    # cheaper than object.__setattr__, which matters at thousands of objects per load.
-    def build(values: dict[str, Any]) -> M:
-        obj = _new(cls)
-        _set_dict(obj, values)
-        _set_fields(obj, fields)
-        _set_extra(obj, None)
-        _set_private(obj, dict(private) if private else None)
-        return obj
-
-    return build
-
-
-_new = object.__new__
-_set_dict = BaseModel.__dict__["__dict__"].__set__
-_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+    return trusted_constructor(cls)

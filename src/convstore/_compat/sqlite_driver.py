@@ -1,0 +1,43 @@
+"""aiosqlite's private call queue and the ``sqlite3`` adapter for ``None``.
+
+Assumptions (``tests/test_compat.py`` checks each; ``aiosqlite<0.23`` in ``pyproject.toml``):
+
+- ``aiosqlite.Connection._execute(fn, *args)`` runs ``fn(*args)`` in the connection's own
+  thread and returns its result, and ``Connection._conn`` is the ``sqlite3.Connection`` that
+  thread owns. SQLAlchemy's aiosqlite dialect relies on the same queue; aiosqlite has no public
+  way to run a whole function there.
+- ``sqlite3`` looks an adapter up for every parameter that is not exactly an int, float, str
+  or bytearray; for ``None`` the lookup fails slowly (CPython 3.11 formats, then discards, an
+  AttributeError for each of ``__adapt__`` and ``__conform__``). Rows are mostly NULL columns,
+  so that was a sixth of an append's instructions. An identity adapter for ``None`` is found at
+  the first step and binds exactly what ``None`` binds without it: NULL.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+import aiosqlite
+
+__all__ = ["adapt_none_quickly", "run_in_connection_thread"]
+
+
+def run_in_connection_thread(conn: aiosqlite.Connection, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(raw, *args)`` in ``conn``'s thread, ``raw`` its ``sqlite3.Connection``: one hop."""
+    return conn._execute(fn, conn._conn, *args)  # type: ignore[no-untyped-call]
+
+
+def _null(_: None) -> None:
+    return None
+
+
+def adapt_none_quickly() -> None:
+    """Register the ``None`` adapter (process-wide), unless the application registered one.
+
+    Called when a SQLite store opens, not at import. The registration is visible to every
+    ``sqlite3`` user in the process; it changes no result, since it binds NULL as before.
+    """
+    if (type(None), sqlite3.PrepareProtocol) not in sqlite3.adapters:
+        sqlite3.register_adapter(type(None), _null)
