@@ -78,6 +78,11 @@ def _delete(table: Table) -> Delete:
 
 
 @cache
+def _lock() -> Select[Any]:
+    return _tenant_ids().with_for_update()
+
+
+@cache
 def _referenced() -> Select[Any]:
     r = schema.blob_refs.c
     return (
@@ -90,6 +95,10 @@ def _referenced() -> Select[Any]:
 
 def _erase(tx: Tx, tenant: str) -> tuple[dict[str, int], list[tuple[str, str]]]:
     params = {"tenant": tenant}
+    # PostgreSQL: appends in flight to these conversations commit first (their rows are then
+    # erased and counted); later ones wait and find the conversations gone. SQLite has one
+    # writer at a time already.
+    tx.fetch(_lock(), params)
     blobs = [(row[0], row[1]) for row in tx.fetch(_referenced(), params)]
     rows = {table.name: tx.execute(_delete(table), params) for table in reversed(TABLES)}
     st = tx.statements
