@@ -17,12 +17,28 @@ from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from convstore.db import sqlite_path
 from convstore.errors import InvalidInputError, InvalidMessageError
-from convstore.limits import check_text
+from convstore.limits import (
+    MAX_CONVERSATION_ID_LENGTH,
+    check_json_object,
+    check_key,
+    check_text,
+)
 from convstore.model import ContentOutput, ErrorOutput, JsonOutput, Message, ToolOutput
 from convstore.model._base import describe_validation_error
 from convstore.store.ids import new_id
 
-__all__ = ["as_messages", "as_output", "check_ref", "default_blobs", "json_object", "now"]
+__all__ = [
+    "as_messages",
+    "as_output",
+    "check_ref",
+    "default_blobs",
+    "json_object",
+    "new_header",
+    "now",
+    "state_patch",
+    "state_patches",
+    "stored_object",
+]
 
 _MESSAGE = TypeAdapter(Message)
 _OUTPUT: TypeAdapter[ToolOutput] = TypeAdapter(ToolOutput)
@@ -33,6 +49,47 @@ def check_ref(conversation_id: str, tenant: str | None) -> None:
     """Refuse ids no database can look up alike (a longer one simply is not found)."""
     check_text(conversation_id, "conversation id")
     check_text(tenant, "tenant")
+
+
+def new_header(
+    cid: str | None,
+    title: str | None,
+    tenant: str | None,
+    metadata: Mapping[str, Any] | None,
+) -> tuple[str, dict[str, JsonValue]]:
+    """The id (``None``: a new one) and checked metadata of a conversation about to be created."""
+    meta = stored_object(metadata, "metadata")
+    cid = cid if cid is not None else new_id()
+    check_text(cid, "conversation id", max_length=MAX_CONVERSATION_ID_LENGTH)
+    check_text(title, "title")
+    check_key(tenant, "tenant")
+    return cid, meta
+
+
+def state_patches(
+    conversation_id: str, patches: Mapping[str, Mapping[str, Any]] | None
+) -> dict[str, dict[str, JsonValue]]:
+    """`append`'s ``state_patches``, checked: merge patches of *other* conversations, by id."""
+    if not patches:
+        return {}
+    if not isinstance(patches, Mapping):
+        raise InvalidInputError("state_patches maps conversation ids to merge patches")
+    checked: dict[str, dict[str, JsonValue]] = {}
+    for cid, patch in patches.items():
+        check_ref(cid, None)
+        if cid == conversation_id:
+            raise InvalidInputError(
+                "state_patches patch other conversations; use update_state for this one"
+            )
+        checked[cid] = state_patch(patch, f"state patch of {cid!r}")
+    return checked
+
+
+def state_patch(patch: Any, what: str = "state patch") -> dict[str, JsonValue]:
+    """An RFC 7396 merge patch of a conversation's state, checked."""
+    if not isinstance(patch, Mapping):
+        raise InvalidInputError("a state patch is a JSON object (RFC 7396 merge patch)")
+    return stored_object(patch, what)
 
 
 def now() -> datetime:
@@ -60,6 +117,13 @@ def json_object(value: Any, what: str) -> dict[str, JsonValue]:
         return _METADATA.validate_python(dict(value))
     except (ValidationError, TypeError, ValueError) as exc:
         raise InvalidInputError(f"{what} must be a JSON object: {exc}") from exc
+
+
+def stored_object(value: Any, what: str) -> dict[str, JsonValue]:
+    """`json_object`, also refused if a database would store it differently (metadata, state)."""
+    checked = json_object(value, what)
+    check_json_object(checked, what)
+    return checked
 
 
 def as_messages(messages: Message | Mapping[str, Any] | Sequence[Any]) -> list[Message]:

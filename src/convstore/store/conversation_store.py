@@ -9,39 +9,30 @@ Invariants:
   Without one, the caller is trusted with every conversation.
 - The store is an async context manager with an explicit lifecycle: using it before
   ``async with`` (or `open`) or after it closes raises `ClosedError`.
+- Each public method checks its arguments, opens one transaction and calls one function of
+  the modules behind it. The class is assembled from `convstore.store.connection` (opening
+  and closing), `convstore.store.conversation_methods` (conversations as a whole) and
+  `convstore.store.history_methods` (undo, fork, branches, cancel, compact); messages,
+  tool-call results, rendering and attachments are here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from os import PathLike
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
-from pydantic import JsonValue
-
-from convstore.blobs import BlobStore
-from convstore.db import DEFAULT_URL, create_backend, sqlite_path
-from convstore.db.backend import Backend
 from convstore.errors import (
-    ClosedError,
-    ConversationNotFoundError,
     InvalidInputError,
-    MessageNotFoundError,
 )
 from convstore.limits import (
-    MAX_CONVERSATION_ID_LENGTH,
-    MAX_LIST_LIMIT,
     check_count,
-    check_json_object,
     check_key,
     check_messages,
     check_text,
 )
 from convstore.model import (
-    Branch,
-    Compaction,
     Conversation,
     FilePart,
     Message,
@@ -56,23 +47,23 @@ from convstore.rendering import Rendered, render
 from convstore.store import (
     arguments,
     blob_io,
-    branches,
     conversations,
     lean_append,
     native,
     reads,
-    settings,
-    writes,
 )
 from convstore.store.checkpoints import Checkpoints
-from convstore.store.conversations import UNSET
+from convstore.store.connection import (
+    DEFAULT_BLOB_TIMEOUT,
+    DEFAULT_MAX_ATTACHMENT_SIZE,
+    DEFAULT_MESSAGE_CACHE,
+)
+from convstore.store.conversation_methods import ConversationMethods
 from convstore.store.erase import EraseReport, erase_tenant
 from convstore.store.export import ExportReport, export_archive
-from convstore.store.ids import new_id
-from convstore.store.message_cache import MessageCache
+from convstore.store.history_methods import HistoryMethods
 from convstore.store.native import NativePath
 from convstore.store.prune import DEFAULT_BATCH, DEFAULT_RETENTION, PruneReport, prune
-from convstore.store.reads import ConversationPage, ConversationSummary
 from convstore.store.results import AppendResult
 from convstore.store.tools import stored_tools
 from convstore.store.writes import NoChange, OnConflict
@@ -86,12 +77,8 @@ __all__ = [
     "ConversationStore",
 ]
 
-DEFAULT_MAX_ATTACHMENT_SIZE = 20 * 1024 * 1024
-DEFAULT_BLOB_TIMEOUT = 30.0
-DEFAULT_MESSAGE_CACHE = 10_000
 
-
-class ConversationStore:
+class ConversationStore(ConversationMethods, HistoryMethods):
     """Conversations as rows in SQLite or PostgreSQL, attachments as blobs in fsspec storage.
 
     Args:
@@ -117,267 +104,10 @@ class ConversationStore:
             database which messages its path holds (`convstore.store.message_cache`).
     """
 
-    def __init__(
-        self,
-        url: str = DEFAULT_URL,
-        *,
-        blobs: str | None = None,
-        max_attachment_size: int = DEFAULT_MAX_ATTACHMENT_SIZE,
-        auto_migrate: bool | None = None,
-        sqlite_synchronous: Literal["full", "normal"] = "full",
-        blob_options: Mapping[str, Any] | None = None,
-        dedupe: Literal["tenant", "global"] = "tenant",
-        blob_timeout: float | None = DEFAULT_BLOB_TIMEOUT,
-        message_cache: int = DEFAULT_MESSAGE_CACHE,
-    ) -> None:
-        if dedupe not in ("tenant", "global"):
-            raise InvalidInputError('dedupe is "tenant" or "global"')
-        check_count(message_cache, "message_cache")
-        self._messages = MessageCache(message_cache) if message_cache else None
-        self.dedupe = dedupe
-        self.url = url
-        self.blobs_url = blobs if blobs is not None else arguments.default_blobs(url)
-        self._blobs_given = blobs is not None
-        self._backend: Backend = create_backend(
-            url, auto_migrate=auto_migrate, sqlite_synchronous=sqlite_synchronous
-        )
-        self._blob_args: dict[str, Any] = {
-            "max_size": max_attachment_size,
-            "storage_options": blob_options,
-            "timeout": blob_timeout,
-        }
-        self._blobs: BlobStore | None = None
-        self._lean_appends = self._backend.dialect_name == "sqlite"
-        """Whether `append` may take `convstore.store.lean_append` (tests switch it off)."""
-        self.recorded_blobs_url: str | None = None
-        """The blob location recorded in the database (resolved to a usable path or URL), once
-        open; with ``blobs=`` given it may differ from `blobs_url` (see ``convstore blobs set``)."""
-
-    # -- lifecycle ------------------------------------------------------------------------------
-
-    async def open(self) -> Self:
-        """Connect (and create the schema of a new SQLite database).
-
-        The blob location is recorded in the database the first time a store opens it, and a
-        store opened without ``blobs=`` uses the recorded one: `convstore gc` and ``fsck`` find
-        the blobs from any directory.
-        """
-        if self._blobs is None:
-            blobs = self._blobs = BlobStore(self.blobs_url, **self._blob_args)
-            try:
-                await self._backend.open()
-                recorded = await self._blob_location()
-            except BaseException:
-                # A close() racing this open may already have taken and closed the blob store.
-                if self._blobs is blobs:
-                    self._blobs = None
-                await blobs.close()
-                raise
-            if recorded is not None and recorded != self.blobs_url and not self._blobs_given:
-                self.blobs_url = recorded
-                self._blobs = BlobStore(recorded, **self._blob_args)
-                await blobs.close()
-        return self
-
-    async def _blob_location(self) -> str | None:
-        """The recorded blob location (resolved); records this store's first if there is none."""
-        database = sqlite_path(self.url)
-        recorded = await self._backend.read(settings.blob_location)
-        if recorded is None and settings.recordable(self.blobs_url):
-            location = settings.to_record(self.blobs_url, database)
-            recorded = await self._backend.write(lambda tx: settings.record(tx, location))
-        self.recorded_blobs_url = (
-            settings.resolve(recorded, database) if recorded is not None else None
-        )
-        return self.recorded_blobs_url
-
-    async def close(self) -> None:
-        """Release connections (idempotent)."""
-        blobs, self._blobs = self._blobs, None
-        await self._backend.close()
-        if blobs is not None:
-            await blobs.close()
-
-    async def __aenter__(self) -> Self:
-        return await self.open()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    def _require_open(self) -> BlobStore:
-        if self._blobs is None:
-            raise ClosedError("the store is not open: use `async with ConversationStore(...)`")
-        return self._blobs
-
-    @property
-    def blob_store(self) -> BlobStore:
-        """The blob store (open stores only)."""
-        return self._require_open()
-
-    @property
-    def backend(self) -> Backend:
-        """The database backend (for maintenance tools and tests)."""
-        return self._backend
-
     @property
     def checkpoints(self) -> Checkpoints:
         """The checkpoints of graph threads kept with their conversations (LangGraph's saver)."""
         return Checkpoints(self)
-
-    async def migrate(self, revision: str = "head") -> None:
-        """Upgrade the database schema to ``revision``."""
-        await self._backend.migrate(revision)
-
-    # -- conversations --------------------------------------------------------------------------
-
-    async def create_conversation(
-        self,
-        *,
-        title: str | None = None,
-        tenant: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        id: str | None = None,
-    ) -> Conversation:
-        """A new, empty conversation. ``id`` lets the application choose the id."""
-        cid, meta = self._new_header(id, title, tenant, metadata)
-        now = arguments.now()
-        return await self._backend.write(
-            lambda tx: conversations.insert(tx, cid, tenant, title, meta, now)
-        )
-
-    async def get_or_create_conversation(
-        self,
-        conversation_id: str,
-        *,
-        title: str | None = None,
-        tenant: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> Conversation:
-        """The conversation with this id, created (with ``title``/``metadata``) if absent.
-
-        Race-free: concurrent calls for one id all return the same single conversation. An id
-        held by another tenant raises `ConversationNotFoundError`.
-        """
-        cid, meta = self._new_header(conversation_id, title, tenant, metadata)
-        now = arguments.now()
-        return await self._backend.write(
-            lambda tx: conversations.get_or_create(tx, cid, tenant, title, meta, now)
-        )
-
-    def _new_header(
-        self,
-        cid: str | None,
-        title: str | None,
-        tenant: str | None,
-        metadata: Mapping[str, Any] | None,
-    ) -> tuple[str, dict[str, JsonValue]]:
-        self._require_open()
-        meta = arguments.json_object(metadata, "metadata")
-        check_json_object(meta, "metadata")
-        cid = cid if cid is not None else new_id()
-        check_text(cid, "conversation id", max_length=MAX_CONVERSATION_ID_LENGTH)
-        check_text(title, "title")
-        check_key(tenant, "tenant")
-        return cid, meta
-
-    async def update_conversation(
-        self,
-        conversation_id: str,
-        *,
-        title: str | None = UNSET,
-        metadata: Mapping[str, Any] | None = UNSET,
-        tenant: str | None = None,
-        expected_revision: str | None = None,
-    ) -> Conversation:
-        """Rename a conversation or replace its metadata; arguments left out stay as they are.
-
-        Returns the conversation's header (no messages loaded).
-        """
-        self._require_open()
-        changes: dict[str, Any] = {}
-        arguments.check_ref(conversation_id, tenant)
-        if title is not UNSET:
-            check_text(title, "title")
-            changes["title"] = title
-        if metadata is not UNSET:
-            changes["metadata"] = arguments.json_object(metadata, "metadata")
-            check_json_object(changes["metadata"], "metadata")
-        now = arguments.now()
-        return await self._backend.write(
-            lambda tx: conversations.update_header(
-                tx, conversation_id, tenant, expected_revision, now, **changes
-            )
-        )
-
-    async def update_state(
-        self,
-        conversation_id: str,
-        patch: Mapping[str, Any],
-        *,
-        tenant: str | None = None,
-        expected_revision: str | None = None,
-    ) -> Conversation:
-        """Apply an RFC 7396 merge patch to the conversation's state object.
-
-        ``null`` deletes a key, nested objects merge, anything else replaces. Returns the
-        header (no messages loaded) with the new ``state`` and ``revision``.
-        """
-        self._require_open()
-        if not isinstance(patch, Mapping):
-            raise InvalidInputError("a state patch is a JSON object (RFC 7396 merge patch)")
-        arguments.check_ref(conversation_id, tenant)
-        checked = arguments.json_object(patch, "state patch")
-        check_json_object(checked, "state patch")
-        now = arguments.now()
-        return await self._backend.write(
-            lambda tx: conversations.update_header(
-                tx, conversation_id, tenant, expected_revision, now, state_patch=checked
-            )
-        )
-
-    async def list_conversations(
-        self,
-        *,
-        tenant: str | None = None,
-        limit: int = 100,
-        cursor: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> ConversationPage:
-        """Conversations newest first (by creation), ``limit`` at a time.
-
-        Pass ``page[-1].cursor`` (or ``page.next_cursor``) as ``cursor=`` for the next page;
-        ``metadata={"k": v}`` keeps conversations whose metadata has all those keys equal.
-        """
-        self._require_open()
-        check_text(tenant, "tenant")
-        check_count(limit, "limit", maximum=MAX_LIST_LIMIT)
-        wanted = None if metadata is None else arguments.json_object(metadata, "metadata filter")
-        return await self._backend.read(
-            lambda tx: reads.list_conversations(tx, tenant, limit, cursor, wanted)
-        )
-
-    async def delete_conversation(
-        self,
-        conversation_id: str,
-        *,
-        tenant: str | None = None,
-        expected_revision: str | None = None,
-    ) -> None:
-        """Delete a conversation and everything in it; its blobs become collectable."""
-        self._require_open()
-        arguments.check_ref(conversation_id, tenant)
-
-        def delete(tx: Any) -> None:
-            if expected_revision is not None:
-                writes.lock(tx, conversation_id, tenant, expected_revision)
-            writes.delete_conversation(tx, conversation_id, tenant)
-
-        await self._backend.write(delete)
 
     # -- messages -------------------------------------------------------------------------------
 
@@ -429,7 +159,8 @@ class ConversationStore:
             isinstance(parent_seq, bool) or not isinstance(parent_seq, int) or parent_seq < 1
         ):
             raise InvalidInputError("parent_seq is the seq of a message of the conversation")
-        also = self._state_patcher(conversation_id, tenant, state_patches)
+        patches = arguments.state_patches(conversation_id, state_patches)
+        also = conversations.state_patcher(conversation_id, patches, arguments.now())
         if not batch:
             if also is not None:
                 raise InvalidInputError("state_patches are applied with an append of messages")
@@ -475,39 +206,6 @@ class ConversationStore:
             self._messages.put_appended(conversation_id, stored)
         return stored
 
-    def _state_patcher(
-        self,
-        conversation_id: str,
-        tenant: str | None,
-        state_patches: Mapping[str, Mapping[str, Any]] | None,
-    ) -> Callable[[Any], None] | None:
-        """What `append` runs after its rows, in its transaction, for ``state_patches``."""
-        if not state_patches:
-            return None
-        if not isinstance(state_patches, Mapping):
-            raise InvalidInputError("state_patches maps conversation ids to merge patches")
-        checked: dict[str, dict[str, JsonValue]] = {}
-        for cid, patch in state_patches.items():
-            arguments.check_ref(cid, None)
-            if cid == conversation_id:
-                raise InvalidInputError(
-                    "state_patches patch other conversations; use update_state for this one"
-                )
-            if not isinstance(patch, Mapping):
-                raise InvalidInputError("a state patch is a JSON object (RFC 7396 merge patch)")
-            checked[cid] = arguments.json_object(patch, f"state patch of {cid!r}")
-            check_json_object(checked[cid], f"state patch of {cid!r}")
-        now = arguments.now()
-
-        def patch_states(tx: Any) -> None:
-            owner = reads.conversation_tenant(tx, conversation_id)
-            for cid, patch in checked.items():
-                if reads.conversation_tenant(tx, cid) != owner:
-                    raise ConversationNotFoundError(cid)  # another tenant's: never says which
-                conversations.update_header(tx, cid, owner, None, now, state_patch=patch)
-
-        return patch_states
-
     async def load(
         self,
         conversation_id: str,
@@ -540,19 +238,6 @@ class ConversationStore:
             lambda tx: reads.load_conversation(
                 tx, conversation_id, tenant, last, before_seq, head_seq=head_seq, cache=cache
             )
-        )
-
-    async def get_conversation(
-        self, conversation_id: str, *, tenant: str | None = None
-    ) -> ConversationSummary:
-        """The conversation's header alone (title, metadata, revision, counts), no messages.
-
-        A missing conversation, or one of another tenant, raises `ConversationNotFoundError`.
-        """
-        self._require_open()
-        arguments.check_ref(conversation_id, tenant)
-        return await self._backend.read(
-            lambda tx: reads.get_conversation(tx, conversation_id, tenant)
         )
 
     async def load_native(
@@ -617,109 +302,8 @@ class ConversationStore:
         for seq in seqs:
             check_count(seq, "seq")
         wanted = list(seqs)
-
-        def read(tx: Any) -> list[Message]:
-            owner = reads.conversation_tenant(tx, conversation_id)
-            if tenant is not None and owner != tenant:
-                raise ConversationNotFoundError(conversation_id)
-            return reads.messages_at(tx, conversation_id, sorted(set(wanted)))
-
-        found = {m.seq: m for m in await self._backend.read(read)}
-        missing = [seq for seq in wanted if seq not in found]
-        if missing:
-            raise MessageNotFoundError(
-                f"conversation {conversation_id!r} holds no message with seq {missing[0]}"
-            )
-        return [found[seq] for seq in wanted]
-
-    # -- branches and undo ----------------------------------------------------------------------
-
-    async def pop(
-        self,
-        conversation_id: str,
-        *,
-        tenant: str | None = None,
-        expected_revision: str | None = None,
-    ) -> Message:
-        """Remove the newest message of the active path and return it.
-
-        Popping a tool result makes its call unanswered again; popping the assistant message
-        that made calls removes them. A message other branches run through is kept for them
-        (only the head moves). An empty path raises `InvalidInputError`.
-        """
-        self._require_open()
-        now = arguments.now()
-        return await self._backend.write(
-            lambda tx: branches.pop(tx, conversation_id, tenant, expected_revision, now)
-        )
-
-    async def truncate(
-        self,
-        conversation_id: str,
-        *,
-        after_seq: int,
-        tenant: str | None = None,
-        expected_revision: str | None = None,
-    ) -> list[Message]:
-        """Pop every message after ``after_seq`` on the active path (``0``: all of them).
-
-        Returns the removed messages, newest first.
-        """
-        self._require_open()
-        if isinstance(after_seq, bool) or not isinstance(after_seq, int) or after_seq < 0:
-            raise InvalidInputError("after_seq must be a non-negative integer")
-        now = arguments.now()
-        return await self._backend.write(
-            lambda tx: branches.truncate(
-                tx, conversation_id, tenant, after_seq, expected_revision, now
-            )
-        )
-
-    async def fork(
-        self,
-        conversation_id: str,
-        *,
-        at_seq: int,
-        title: str | None = None,
-        tenant: str | None = None,
-    ) -> Conversation:
-        """A new conversation whose history is this one's active path up to ``at_seq``.
-
-        Messages keep their ``seq`` and ``id``; attachments are shared by hash, never copied.
-        Returns the new conversation's header (no messages loaded).
-        """
-        self._require_open()
-        if isinstance(at_seq, bool) or not isinstance(at_seq, int) or at_seq < 1:
-            raise InvalidInputError("at_seq is the seq of a message on the active path")
-        arguments.check_ref(conversation_id, tenant)
-        check_text(title, "title")
-        now = arguments.now()
-        return await self._backend.write(
-            lambda tx: branches.fork(tx, conversation_id, tenant, at_seq, title, now)
-        )
-
-    async def branches(self, conversation_id: str, *, tenant: str | None = None) -> list[Branch]:
-        """The tips of the conversation's message tree, by ``head_seq``; the active one marked."""
-        self._require_open()
-        return await self._backend.read(lambda tx: reads.branches(tx, conversation_id, tenant))
-
-    async def switch_branch(
-        self,
-        conversation_id: str,
-        *,
-        head_seq: int,
-        tenant: str | None = None,
-        expected_revision: str | None = None,
-    ) -> None:
-        """Make ``head_seq`` the head: ``load`` then returns the path root → ``head_seq``."""
-        self._require_open()
-        if isinstance(head_seq, bool) or not isinstance(head_seq, int) or head_seq < 1:
-            raise InvalidInputError("head_seq is the seq of a message of the conversation")
-        now = arguments.now()
-        await self._backend.write(
-            lambda tx: branches.switch_branch(
-                tx, conversation_id, tenant, head_seq, expected_revision, now
-            )
+        return await self._backend.read(
+            lambda tx: reads.messages_by_seq(tx, conversation_id, tenant, wanted)
         )
 
     # -- tool calls -----------------------------------------------------------------------------
@@ -762,51 +346,6 @@ class ConversationStore:
             return same
         assert call is not None  # completion mode always reports the call
         return call
-
-    async def cancel_tool_calls(
-        self,
-        conversation_id: str,
-        *,
-        tenant: str | None = None,
-        expected_revision: str | None = None,
-    ) -> list[str]:
-        """Move every pending call of the active path to ``cancelled``; the ids it cancelled."""
-        self._require_open()
-        arguments.check_ref(conversation_id, tenant)
-        now = arguments.now()
-        return await self._backend.write(
-            lambda tx: writes.cancel_pending(tx, conversation_id, tenant, now, expected_revision)
-        )
-
-    async def compact(
-        self,
-        conversation_id: str,
-        *,
-        through_seq: int,
-        summary: str,
-        tenant: str | None = None,
-        expected_revision: str | None = None,
-    ) -> Compaction:
-        """Record a summary standing in for messages up to ``through_seq`` when rendering.
-
-        Non-destructive: every message stays stored and loadable.
-        """
-        self._require_open()
-        arguments.check_ref(conversation_id, tenant)
-        check_count(through_seq, "through_seq")
-        check_text(summary, "summary")
-        now = arguments.now()
-        return await self._backend.write(
-            lambda tx: writes.compact(
-                tx,
-                conversation_id,
-                tenant,
-                through_seq,
-                summary,
-                now,
-                expected_revision=expected_revision,
-            )
-        )
 
     # -- rendering ------------------------------------------------------------------------------
 

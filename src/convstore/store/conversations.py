@@ -13,7 +13,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -22,9 +22,10 @@ from convstore.db.tx import Tx
 from convstore.errors import ConversationNotFoundError
 from convstore.model import Conversation
 from convstore.store.metadata_tags import replace_tags, write_tags
+from convstore.store.reads import conversation_tenant
 from convstore.store.writes import Header, lock, new_revision
 
-__all__ = ["UNSET", "get_or_create", "insert", "merge_patch", "update_header"]
+__all__ = ["UNSET", "get_or_create", "insert", "merge_patch", "state_patcher", "update_header"]
 
 
 class _Unset:
@@ -140,3 +141,24 @@ def update_header(
         },
     )
     return _header(tx, cid, None)
+
+
+def state_patcher(
+    conversation_id: str, patches: Mapping[str, Mapping[str, Any]], now: datetime
+) -> Callable[[Tx], None] | None:
+    """What an append to ``conversation_id`` runs after its rows for its ``state_patches``.
+
+    Each patched conversation must belong to the appended one's tenant; one that does not is
+    reported as missing (`ConversationNotFoundError`), never as another tenant's.
+    """
+    if not patches:
+        return None
+
+    def patch_states(tx: Tx) -> None:
+        owner = conversation_tenant(tx, conversation_id)
+        for cid, patch in patches.items():
+            if conversation_tenant(tx, cid) != owner:
+                raise ConversationNotFoundError(cid)
+            update_header(tx, cid, owner, None, now, state_patch=patch)
+
+    return patch_states

@@ -36,7 +36,7 @@ from convstore.store.archive_rows import TABLES
 from convstore.store.maintenance import collect_blobs
 
 if TYPE_CHECKING:
-    from convstore.store.conversation_store import ConversationStore
+    from convstore.store.connection import StoreConnection
 
 __all__ = ["EraseReport", "erase_tenant"]
 
@@ -111,7 +111,7 @@ def _erase(tx: Tx, tenant: str) -> tuple[dict[str, int], list[tuple[str, str]]]:
 
 
 async def erase_tenant(
-    store: ConversationStore, tenant: str, *, now: bool = False, progress: Progress = silent
+    store: StoreConnection, tenant: str, *, now: bool = False, progress: Progress = silent
 ) -> EraseReport:
     """Erase every conversation of ``tenant``; with ``now``, delete its released blobs too."""
     if not isinstance(tenant, str) or not tenant:

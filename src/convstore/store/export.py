@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import cache
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from sqlalchemy import Select, bindparam, select
 
@@ -47,9 +47,43 @@ from convstore.store.archive_rows import dump_rows
 from convstore.store.documents import conversation_document
 
 if TYPE_CHECKING:
-    from convstore.store.conversation_store import ConversationStore
+    from convstore.blobs import BlobStore
+    from convstore.db.backend import Backend
+    from convstore.model import Conversation
+    from convstore.store.reads import ConversationSummary
 
-__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ExportReport", "export_archive"]
+
+class ConversationReader(Protocol):
+    """What an export reads through (a `ConversationStore`)."""
+
+    @property
+    def backend(self) -> Backend:
+        """The database backend."""
+        ...
+
+    @property
+    def blob_store(self) -> BlobStore:
+        """The blob store."""
+        ...
+
+    async def load(self, conversation_id: str) -> Conversation:
+        """The conversation's active path."""
+        ...
+
+    async def get_conversation(
+        self, conversation_id: str, *, tenant: str | None = None
+    ) -> ConversationSummary:
+        """The conversation's header."""
+        ...
+
+
+__all__ = [
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "ConversationReader",
+    "ExportReport",
+    "export_archive",
+]
 
 EXPORT_FORMAT: Final = "convstore.export"
 EXPORT_VERSION: Final = 1
@@ -93,7 +127,7 @@ def _column(rows: dict[str, Any], table: str, column: str) -> list[Any]:
 
 
 async def export_archive(
-    store: ConversationStore,
+    store: ConversationReader,
     path: str | PathLike[str],
     *,
     tenant: str | None = None,
@@ -134,7 +168,7 @@ def _discard(archive: zipfile.ZipFile, partial: Path) -> None:
 
 
 async def _write(
-    store: ConversationStore,
+    store: ConversationReader,
     archive: zipfile.ZipFile,
     ids: list[str],
     tenant: str | None,
@@ -189,7 +223,7 @@ async def _write(
     return ExportReport(target, len(listed), messages, len(described), size)
 
 
-async def _document(store: ConversationStore, cid: str) -> dict[str, Any] | None:
+async def _document(store: ConversationReader, cid: str) -> dict[str, Any] | None:
     """The show document of ``cid`` with its rows of the same revision; None once deleted."""
     for _ in range(_REREADS):
         rows = await store.backend.read(lambda tx: dump_rows(tx, cid))
@@ -207,7 +241,7 @@ async def _document(store: ConversationStore, cid: str) -> dict[str, Any] | None
 
 
 async def _blob(
-    store: ConversationStore, archive: zipfile.ZipFile, namespace: str, sha256: str
+    store: ConversationReader, archive: zipfile.ZipFile, namespace: str, sha256: str
 ) -> dict[str, Any]:
     data = await store.blob_store.namespace(namespace).get(sha256)
 

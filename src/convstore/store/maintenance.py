@@ -35,7 +35,7 @@ from convstore.store import settings
 from convstore.store.reads import referenced_blobs
 
 if TYPE_CHECKING:
-    from convstore.store.conversation_store import ConversationStore
+    from convstore.store.connection import StoreConnection
 
 __all__ = [
     "DEFAULT_GRACE",
@@ -93,14 +93,14 @@ def _label(namespace: str, sha256: str) -> str:
     return f"{namespace}:{sha256}" if namespace else sha256
 
 
-def blob_url(store: ConversationStore, label: str) -> str:
+def blob_url(store: StoreConnection, label: str) -> str:
     """The storage URL of a blob as the reports name it (``[<namespace>:]<digest>``)."""
     namespace, _, sha256 = label.rpartition(":")
     return store.blob_store.namespace(namespace).key(sha256)
 
 
 async def collect_garbage(
-    store: ConversationStore,
+    store: StoreConnection,
     *,
     grace: timedelta = DEFAULT_GRACE,
     dry_run: bool = False,
@@ -144,7 +144,7 @@ async def collect_garbage(
 
 
 async def collect_blobs(
-    store: ConversationStore, blobs: list[tuple[str, str]], *, progress: Progress = _silent
+    store: StoreConnection, blobs: list[tuple[str, str]], *, progress: Progress = _silent
 ) -> list[str]:
     """Delete these (namespace, digest) blobs now if nothing references them; their labels.
 
@@ -176,7 +176,7 @@ GC_CONCURRENCY = 16
 
 
 async def _settle(
-    store: ConversationStore, namespace: str, candidates: list[str], cutoff: datetime, dry_run: bool
+    store: StoreConnection, namespace: str, candidates: list[str], cutoff: datetime, dry_run: bool
 ) -> list[str]:
     """Delete what a batch of candidates still may lose; their labels."""
     if dry_run:
@@ -186,7 +186,7 @@ async def _settle(
 
 
 async def _collect(
-    store: ConversationStore, namespace: str, candidates: list[str], cutoff: datetime
+    store: StoreConnection, namespace: str, candidates: list[str], cutoff: datetime
 ) -> list[str]:
     """Delete the candidate blobs no append has taken since the listing; the ones deleted.
 
@@ -269,7 +269,7 @@ async def _collect(
 
 
 async def fsck(
-    store: ConversationStore, *, concurrency: int = 8, progress: Progress = _silent
+    store: StoreConnection, *, concurrency: int = 8, progress: Progress = _silent
 ) -> FsckReport:
     """Verify every referenced blob and list unreferenced ones; changes nothing."""
     root = store.blob_store
@@ -305,7 +305,7 @@ async def fsck(
 
 
 async def record_blob_location(
-    store: ConversationStore, *, progress: Progress = _silent
+    store: StoreConnection, *, progress: Progress = _silent
 ) -> FsckReport:
     """Record the store's blob location (its ``blobs=``) in the database, for every later store.
 

@@ -35,7 +35,7 @@ from convstore.progress import Progress, silent
 from convstore.store import arguments
 
 if TYPE_CHECKING:
-    from convstore.store.conversation_store import ConversationStore
+    from convstore.store.connection import StoreConnection
 
 __all__ = ["DEFAULT_BATCH", "DEFAULT_RETENTION", "PruneReport", "prune"]
 
@@ -113,7 +113,7 @@ def _delete_stale(tx: Tx, stale: list[_Candidate], cutoff: datetime) -> int:
 
 
 async def prune(
-    store: ConversationStore,
+    store: StoreConnection,
     *,
     older_than: timedelta,
     tenant: str | None = None,

@@ -60,6 +60,7 @@ __all__ = [
     "list_conversations",
     "load_conversation",
     "messages_at",
+    "messages_by_seq",
     "path_seqs",
     "referenced_blobs",
     "tombstoned",
@@ -104,6 +105,21 @@ class ConversationPage(list[ConversationSummary]):
 def messages_at(tx: Tx, cid: str, seqs: Iterable[int]) -> list[Message]:
     """The messages with these sequence numbers (those that exist), by ``seq``."""
     return _Messages(tx, cid, None, None).at(seqs)
+
+
+def messages_by_seq(tx: Tx, cid: str, tenant: str | None, seqs: list[int]) -> list[Message]:
+    """The messages with these ``seq`` s, on any branch, in the order asked.
+
+    `MessageNotFoundError` names the first seq the conversation does not hold.
+    """
+    owner = conversation_tenant(tx, cid)
+    if tenant is not None and owner != tenant:
+        raise ConversationNotFoundError(cid)
+    found = {m.seq: m for m in messages_at(tx, cid, sorted(set(seqs)))}
+    missing = [seq for seq in seqs if seq not in found]
+    if missing:
+        raise MessageNotFoundError(f"conversation {cid!r} holds no message with seq {missing[0]}")
+    return [found[seq] for seq in seqs]
 
 
 def path_seqs(tx: Tx, cid: str, end: int | None) -> list[int]:

@@ -41,7 +41,7 @@ from convstore.store.archive_rows import ArchiveRows, read_archive, restore_rows
 from convstore.store.export import EXPORT_FORMAT, EXPORT_VERSION, MANIFEST
 
 if TYPE_CHECKING:
-    from convstore.store.conversation_store import ConversationStore
+    from convstore.store.connection import StoreConnection
 
 __all__ = ["RestoreReport", "restore_archive"]
 
@@ -139,7 +139,7 @@ class _Archive:
 
 
 async def restore_archive(
-    store: ConversationStore,
+    store: StoreConnection,
     path: Path,
     *,
     tenant: str | None = None,
@@ -170,7 +170,7 @@ def _retarget(rows: ArchiveRows, tenant: str | None, namespace: str) -> None:
 
 
 async def _restore_one(
-    store: ConversationStore,
+    store: StoreConnection,
     archive: _Archive,
     rows: ArchiveRows,
     tenant: str | None,

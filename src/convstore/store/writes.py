@@ -586,8 +586,12 @@ def finish_tombstones(tx: Tx, blobs: list[tuple[str, str]], deleted_at: datetime
     )
 
 
-def delete_conversation(tx: Tx, cid: str, tenant: str | None) -> None:
+def delete_conversation(
+    tx: Tx, cid: str, tenant: str | None, expected_revision: str | None = None
+) -> None:
     """Delete a conversation and, by cascade, everything in it."""
+    if expected_revision is not None:
+        lock(tx, cid, tenant, expected_revision)
     deleted = tx.execute(
         tx.statements.delete_conversation.pick(tenant), {"cid": cid, "for_tenant": tenant}
     )

@@ -1,0 +1,160 @@
+"""`ConversationStore`'s methods on conversations as a whole: their headers and deletion.
+
+Create (`create_conversation`, `get_or_create_conversation`), read (`get_conversation`,
+`list_conversations`), change (`update_conversation`, `update_state`) and
+`delete_conversation`. Each checks its arguments, opens one transaction and calls one function
+of `convstore.store.conversations`, `convstore.store.writes` or `convstore.store.reads`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from convstore.limits import MAX_LIST_LIMIT, check_count, check_text
+from convstore.model import Conversation
+from convstore.store import arguments, conversations, reads, writes
+from convstore.store.connection import StoreConnection
+from convstore.store.conversations import UNSET
+from convstore.store.reads import ConversationPage, ConversationSummary
+
+__all__ = ["ConversationMethods"]
+
+
+class ConversationMethods(StoreConnection):
+    """Conversation headers: create, read, change, delete."""
+
+    async def create_conversation(
+        self,
+        *,
+        title: str | None = None,
+        tenant: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        id: str | None = None,
+    ) -> Conversation:
+        """A new, empty conversation. ``id`` lets the application choose the id."""
+        self._require_open()
+        cid, meta = arguments.new_header(id, title, tenant, metadata)
+        now = arguments.now()
+        return await self._backend.write(
+            lambda tx: conversations.insert(tx, cid, tenant, title, meta, now)
+        )
+
+    async def get_or_create_conversation(
+        self,
+        conversation_id: str,
+        *,
+        title: str | None = None,
+        tenant: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Conversation:
+        """The conversation with this id, created (with ``title``/``metadata``) if absent.
+
+        Race-free: concurrent calls for one id all return the same single conversation. An id
+        held by another tenant raises `ConversationNotFoundError`.
+        """
+        self._require_open()
+        cid, meta = arguments.new_header(conversation_id, title, tenant, metadata)
+        now = arguments.now()
+        return await self._backend.write(
+            lambda tx: conversations.get_or_create(tx, cid, tenant, title, meta, now)
+        )
+
+    async def update_conversation(
+        self,
+        conversation_id: str,
+        *,
+        title: str | None = UNSET,
+        metadata: Mapping[str, Any] | None = UNSET,
+        tenant: str | None = None,
+        expected_revision: str | None = None,
+    ) -> Conversation:
+        """Rename a conversation or replace its metadata; arguments left out stay as they are.
+
+        Returns the conversation's header (no messages loaded).
+        """
+        self._require_open()
+        changes: dict[str, Any] = {}
+        arguments.check_ref(conversation_id, tenant)
+        if title is not UNSET:
+            check_text(title, "title")
+            changes["title"] = title
+        if metadata is not UNSET:
+            changes["metadata"] = arguments.stored_object(metadata, "metadata")
+        now = arguments.now()
+        return await self._backend.write(
+            lambda tx: conversations.update_header(
+                tx, conversation_id, tenant, expected_revision, now, **changes
+            )
+        )
+
+    async def update_state(
+        self,
+        conversation_id: str,
+        patch: Mapping[str, Any],
+        *,
+        tenant: str | None = None,
+        expected_revision: str | None = None,
+    ) -> Conversation:
+        """Apply an RFC 7396 merge patch to the conversation's state object.
+
+        ``null`` deletes a key, nested objects merge, anything else replaces. Returns the
+        header (no messages loaded) with the new ``state`` and ``revision``.
+        """
+        self._require_open()
+        checked = arguments.state_patch(patch)
+        arguments.check_ref(conversation_id, tenant)
+        now = arguments.now()
+        return await self._backend.write(
+            lambda tx: conversations.update_header(
+                tx, conversation_id, tenant, expected_revision, now, state_patch=checked
+            )
+        )
+
+    async def list_conversations(
+        self,
+        *,
+        tenant: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ConversationPage:
+        """Conversations newest first (by creation), ``limit`` at a time.
+
+        Pass ``page[-1].cursor`` (or ``page.next_cursor``) as ``cursor=`` for the next page;
+        ``metadata={"k": v}`` keeps conversations whose metadata has all those keys equal.
+        """
+        self._require_open()
+        check_text(tenant, "tenant")
+        check_count(limit, "limit", maximum=MAX_LIST_LIMIT)
+        wanted = None if metadata is None else arguments.json_object(metadata, "metadata filter")
+        return await self._backend.read(
+            lambda tx: reads.list_conversations(tx, tenant, limit, cursor, wanted)
+        )
+
+    async def delete_conversation(
+        self,
+        conversation_id: str,
+        *,
+        tenant: str | None = None,
+        expected_revision: str | None = None,
+    ) -> None:
+        """Delete a conversation and everything in it; its blobs become collectable."""
+        self._require_open()
+        arguments.check_ref(conversation_id, tenant)
+        await self._backend.write(
+            lambda tx: writes.delete_conversation(tx, conversation_id, tenant, expected_revision)
+        )
+
+    async def get_conversation(
+        self, conversation_id: str, *, tenant: str | None = None
+    ) -> ConversationSummary:
+        """The conversation's header alone (title, metadata, revision, counts), no messages.
+
+        A missing conversation, or one of another tenant, raises `ConversationNotFoundError`.
+        """
+        self._require_open()
+        arguments.check_ref(conversation_id, tenant)
+        return await self._backend.read(
+            lambda tx: reads.get_conversation(tx, conversation_id, tenant)
+        )

@@ -1,0 +1,154 @@
+"""`ConversationStore`'s methods that change a history other than by appending to it.
+
+Undo (`pop`, `truncate`), `fork`, `branches`, `switch_branch`, `cancel_tool_calls` and
+`compact`. Each checks its arguments, opens one transaction and calls one function of
+`convstore.store.branches`, `convstore.store.writes` or `convstore.store.reads`, as every
+public method of the store does.
+"""
+
+from __future__ import annotations
+
+from convstore.errors import InvalidInputError
+from convstore.limits import check_count, check_text
+from convstore.model import Branch, Compaction, Conversation, Message
+from convstore.store import arguments, branches, reads, writes
+from convstore.store.connection import StoreConnection
+
+__all__ = ["HistoryMethods"]
+
+
+class HistoryMethods(StoreConnection):
+    """Undo, fork, branches, cancelling pending calls and compaction."""
+
+    async def pop(
+        self,
+        conversation_id: str,
+        *,
+        tenant: str | None = None,
+        expected_revision: str | None = None,
+    ) -> Message:
+        """Remove the newest message of the active path and return it.
+
+        Popping a tool result makes its call unanswered again; popping the assistant message
+        that made calls removes them. A message other branches run through is kept for them
+        (only the head moves). An empty path raises `InvalidInputError`.
+        """
+        self._require_open()
+        now = arguments.now()
+        return await self._backend.write(
+            lambda tx: branches.pop(tx, conversation_id, tenant, expected_revision, now)
+        )
+
+    async def truncate(
+        self,
+        conversation_id: str,
+        *,
+        after_seq: int,
+        tenant: str | None = None,
+        expected_revision: str | None = None,
+    ) -> list[Message]:
+        """Pop every message after ``after_seq`` on the active path (``0``: all of them).
+
+        Returns the removed messages, newest first.
+        """
+        self._require_open()
+        if isinstance(after_seq, bool) or not isinstance(after_seq, int) or after_seq < 0:
+            raise InvalidInputError("after_seq must be a non-negative integer")
+        now = arguments.now()
+        return await self._backend.write(
+            lambda tx: branches.truncate(
+                tx, conversation_id, tenant, after_seq, expected_revision, now
+            )
+        )
+
+    async def fork(
+        self,
+        conversation_id: str,
+        *,
+        at_seq: int,
+        title: str | None = None,
+        tenant: str | None = None,
+    ) -> Conversation:
+        """A new conversation whose history is this one's active path up to ``at_seq``.
+
+        Messages keep their ``seq`` and ``id``; attachments are shared by hash, never copied.
+        Returns the new conversation's header (no messages loaded).
+        """
+        self._require_open()
+        if isinstance(at_seq, bool) or not isinstance(at_seq, int) or at_seq < 1:
+            raise InvalidInputError("at_seq is the seq of a message on the active path")
+        arguments.check_ref(conversation_id, tenant)
+        check_text(title, "title")
+        now = arguments.now()
+        return await self._backend.write(
+            lambda tx: branches.fork(tx, conversation_id, tenant, at_seq, title, now)
+        )
+
+    async def branches(self, conversation_id: str, *, tenant: str | None = None) -> list[Branch]:
+        """The tips of the conversation's message tree, by ``head_seq``; the active one marked."""
+        self._require_open()
+        return await self._backend.read(lambda tx: reads.branches(tx, conversation_id, tenant))
+
+    async def switch_branch(
+        self,
+        conversation_id: str,
+        *,
+        head_seq: int,
+        tenant: str | None = None,
+        expected_revision: str | None = None,
+    ) -> None:
+        """Make ``head_seq`` the head: ``load`` then returns the path root → ``head_seq``."""
+        self._require_open()
+        if isinstance(head_seq, bool) or not isinstance(head_seq, int) or head_seq < 1:
+            raise InvalidInputError("head_seq is the seq of a message of the conversation")
+        now = arguments.now()
+        await self._backend.write(
+            lambda tx: branches.switch_branch(
+                tx, conversation_id, tenant, head_seq, expected_revision, now
+            )
+        )
+
+    async def cancel_tool_calls(
+        self,
+        conversation_id: str,
+        *,
+        tenant: str | None = None,
+        expected_revision: str | None = None,
+    ) -> list[str]:
+        """Move every pending call of the active path to ``cancelled``; the ids it cancelled."""
+        self._require_open()
+        arguments.check_ref(conversation_id, tenant)
+        now = arguments.now()
+        return await self._backend.write(
+            lambda tx: writes.cancel_pending(tx, conversation_id, tenant, now, expected_revision)
+        )
+
+    async def compact(
+        self,
+        conversation_id: str,
+        *,
+        through_seq: int,
+        summary: str,
+        tenant: str | None = None,
+        expected_revision: str | None = None,
+    ) -> Compaction:
+        """Record a summary standing in for messages up to ``through_seq`` when rendering.
+
+        Non-destructive: every message stays stored and loadable.
+        """
+        self._require_open()
+        arguments.check_ref(conversation_id, tenant)
+        check_count(through_seq, "through_seq")
+        check_text(summary, "summary")
+        now = arguments.now()
+        return await self._backend.write(
+            lambda tx: writes.compact(
+                tx,
+                conversation_id,
+                tenant,
+                through_seq,
+                summary,
+                now,
+                expected_revision=expected_revision,
+            )
+        )
