@@ -23,7 +23,6 @@ LONGER: dict[str, str] = {
     # Data: one Core statement per operation the store runs, built from the schema per dialect.
     "convstore/db/statements.py": "data table",
     # Being split by responsibility in the store/ restructuring.
-    "convstore/store/conversation_store.py": "store/ restructuring in progress",
     "convstore/store/writes.py": "store/ restructuring in progress",
     "convstore/store/reads.py": "store/ restructuring in progress",
     # Being unified into one native-record path.

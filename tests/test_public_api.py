@@ -39,8 +39,14 @@ def _signature(obj: Any) -> str:
     return re.sub(r" at 0x[0-9a-f]+", "", text)  # a default's repr holds its address
 
 
-def _members(cls: type) -> Iterator[str]:
-    for name, member in sorted(vars(cls).items()):
+def _members(cls: type, *, inherited: bool = False) -> Iterator[str]:
+    # ``inherited``: a plain class assembled from convstore's own bases (ConversationStore is)
+    # shows what it inherits from them.
+    namespace: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        if klass is cls or (inherited and klass.__module__.startswith("convstore.")):
+            namespace.update(vars(klass))
+    for name, member in sorted(namespace.items()):
         if name.startswith("_") and name != "__init__":
             continue
         if isinstance(member, property):
@@ -61,7 +67,7 @@ def _describe(name: str, obj: Any) -> Iterator[str]:
         yield from (line for line in _members(obj) if "__init__" not in line)
     elif isinstance(obj, type):
         yield f"class {name}"
-        yield from _members(obj)
+        yield from _members(obj, inherited=True)
     elif callable(obj):
         yield f"function {name}{_signature(obj)}"
     else:
