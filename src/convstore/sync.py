@@ -252,6 +252,7 @@ class SyncConversationStore:
     update_conversation = _blocking(AsyncConversationStore.update_conversation)
     update_state = _blocking(AsyncConversationStore.update_state)
     list_conversations = _blocking(AsyncConversationStore.list_conversations)
+    search = _blocking(AsyncConversationStore.search)
     delete_conversation = _blocking(AsyncConversationStore.delete_conversation)
     append = _blocking(AsyncConversationStore.append)
     load = _blocking(AsyncConversationStore.load)
