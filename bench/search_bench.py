@@ -7,7 +7,8 @@ here).
 
 Corpus: ``--messages`` messages in ``--conversations`` conversations, written through the
 store's public append (10 messages an append, 16 writers), from a fixed random seed: chat text
-drawn from a Zipf-distributed English vocabulary, one message in eight German, one in eight
+drawn from a Zipf-distributed vocabulary of 8,000 words of three to ten letters drawn with
+English letter frequencies, one message in eight German, one in eight
 Japanese or Chinese (no spaces), one in eight an assistant tool call with a code identifier and
 JSON arguments, titles from the same vocabulary.
 
@@ -53,7 +54,11 @@ PER_APPEND = 10
 WRITERS = 16
 APPENDS_PER_ROUND = 50
 
-_SYLLABLES = ("ka", "lo", "ri", "ten", "mar", "so", "vel", "quin", "dra", "po", "nex", "ul", "ber")
+# English letter frequencies (per mille): words drawn from them have an English-like spread of
+# trigrams, neither the few of a syllable vocabulary nor the uniform spread of random letters.
+_LETTERS = "etaoinshrdlcumwfgypbvkjxqz"
+_LETTER_WEIGHTS = (127, 91, 82, 75, 70, 67, 63, 61, 60, 43, 40, 28, 28, 24, 24, 22, 20, 20, 19,
+                   15, 10, 8, 2, 2, 1, 1)  # fmt: skip
 _GERMAN = (
     "Die Größe der Äpfel ärgert den Bäcker",
     "Straßenbahn fährt über die Brücke nach Zürich",
@@ -74,7 +79,8 @@ _IDENTIFIERS = ("get_user_by_id", "parse_json_payload", "fetchOrders", "render_w
 def _vocabulary(rng: random.Random, size: int = 8000) -> list[str]:
     words: dict[str, None] = {}
     while len(words) < size:
-        words["".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4)))] = None
+        length = rng.randint(3, 10)
+        words["".join(rng.choices(_LETTERS, _LETTER_WEIGHTS, k=length))] = None
     return list(words)
 
 
