@@ -15,6 +15,7 @@ from convstore.store.maintenance import (
 from convstore.store.native import NativeEntry, NativePath
 from convstore.store.reads import ConversationPage, ConversationSummary
 from convstore.store.results import AppendResult
+from convstore.store.search import SearchHit, SearchPage
 
 __all__ = [
     "DEFAULT_MAX_ATTACHMENT_SIZE",
@@ -26,6 +27,8 @@ __all__ = [
     "GarbageReport",
     "NativeEntry",
     "NativePath",
+    "SearchHit",
+    "SearchPage",
     "collect_garbage",
     "fsck",
     "record_blob_location",
