@@ -35,8 +35,11 @@ Invariants:
   message list is rebuilt from immutable message rows, and a message whose JSON would not read
   back equal makes its list fall back to ``serde``.
 - Messages already stored are recognised by id and equality, so a message is stored once per
-  distinct content. A message list read from the saver holds copies of the saver's cached
-  messages: treat messages as values (``add_messages`` replaces by id; it never edits in place).
+  distinct content. A message list read from the saver holds the message objects the graph
+  already holds from the last list it read or put, and new objects for the rest; the saver's
+  own copy of a stored message is never handed out. Treat messages as values (``add_messages``
+  replaces by id; it never edits in place): a message edited in place after it was put is not
+  seen as changed.
 - Channel versions are strings unique per write (``get_next_version``), so a fork never reuses
   a version another branch stored.
 - The blocking methods (``get_tuple``, ``put``, ...) raise `AsyncOnlyError`: use the ``a``
