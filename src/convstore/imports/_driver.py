@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convstore.errors import ConversationNotFoundError, InvalidInputError, InvalidMessageError
+from convstore.errors import ConversationNotFoundError, InvalidInputError
 
 from ._jsonstream import array_items
 from ._report import ImportReport, Progress
@@ -82,14 +82,15 @@ async def _write(
         return
     try:
         written = await write_tree(store, step.converted, tenant)
-    except (ConversationShapeError, InvalidMessageError) as exc:
-        report.errors.append(f"{step.where}: {exc}")
-        return
     except ConversationNotFoundError:
         # Ids are global: another tenant imported this conversation (never said which).
         report.errors.append(
             f"{step.where}: conversation id {step.converted.id!r} is not available to this tenant"
         )
+        return
+    except (ConversationShapeError, InvalidInputError) as exc:
+        # A cycle, a message or title over the store's limits: this conversation only.
+        report.errors.append(f"{step.where}: {exc}")
         return
     (report.imported if written.messages else report.present)["conversation"] += 1
     report.imported["message"] += written.messages

@@ -27,9 +27,16 @@ from convstore.store.results import AppendResult
 from convstore.store.writes import AppendPlan
 
 if TYPE_CHECKING:
+    from convstore.store.connection import StoreConnection
     from convstore.store.conversation_store import ConversationStore
 
-__all__ = ["fetch_attachments", "namespace_of", "read_attachment", "write_batch"]
+__all__ = [
+    "fetch_attachments",
+    "namespace_of",
+    "read_attachment",
+    "wait_for_collection",
+    "write_batch",
+]
 
 _FETCH_CONCURRENCY = 16
 _COLLECTED_RETRIES = 3
@@ -90,14 +97,14 @@ async def write_batch(
             if attempt == _COLLECTED_RETRIES - 1:
                 break
             # Wait for the collection to end, then store the bytes again (above).
-            await _wait_for_collection(store, collected.blobs)
+            await wait_for_collection(store, collected.blobs)
     raise BlobStorageError(
         "an attachment of this append was being garbage-collected and could not be stored "
         "again; nothing was written: retry the append"
     )
 
 
-async def _wait_for_collection(store: ConversationStore, blobs: list[tuple[str, str]]) -> None:
+async def wait_for_collection(store: StoreConnection, blobs: list[tuple[str, str]]) -> None:
     """Wait until garbage collection has finished with ``blobs`` (namespace, digest).
 
     A collector holds its mark for one stat and one delete; a mark older than
@@ -115,7 +122,7 @@ async def _wait_for_collection(store: ConversationStore, blobs: list[tuple[str, 
         delay = min(delay * 2, 0.5)
 
 
-async def _take_as_deleted(store: ConversationStore, blobs: list[tuple[str, str]]) -> None:
+async def _take_as_deleted(store: StoreConnection, blobs: list[tuple[str, str]]) -> None:
     now = await store.blob_store.storage_now()
     await store.backend.write(lambda tx: writes.finish_tombstones(tx, blobs, now))
 
