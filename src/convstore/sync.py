@@ -270,6 +270,9 @@ class SyncConversationStore:
     compact = _blocking(AsyncConversationStore.compact)
     render = _blocking(AsyncConversationStore.render)
     read_attachment = _blocking(AsyncConversationStore.read_attachment)
+    export = _blocking(AsyncConversationStore.export)
+    erase_tenant = _blocking(AsyncConversationStore.erase_tenant)
+    prune = _blocking(AsyncConversationStore.prune)
 
 
 ConversationStore = SyncConversationStore

@@ -21,7 +21,20 @@ from convstore.cli import main
 from tests.support.corpus import CORPUS_DIR
 from tests.support.wire_rules import check_payload
 
-COMMANDS = ["demo", "migrate", "list", "show", "import", "render", "gc", "fsck", "search"]
+COMMANDS = [
+    "demo",
+    "migrate",
+    "list",
+    "show",
+    "import",
+    "render",
+    "gc",
+    "fsck",
+    "search",
+    "export",
+    "erase",
+    "prune",
+]
 
 
 @dataclass

@@ -23,7 +23,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from convstore.capabilities import TARGETS
-from convstore.cli import commands, search, serve
+from convstore.cli import commands, data, search, serve
 from convstore.db import DEFAULT_URL
 from convstore.errors import ConvstoreError
 from convstore.imports import FORMATS as IMPORT_FORMATS
@@ -183,6 +183,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_arguments(command("serve", "serve the read-only web inspector (convstore[web])"))
     search.add_arguments(command("search", "find messages and conversation titles by their text"))
+    data.add_arguments(
+        command(
+            "export",
+            "write conversations (all of a tenant's, or named ones), their attachments and a "
+            "manifest to a zip; 'import OUT.zip --format convstore' restores it exactly",
+        ),
+        command(
+            "erase",
+            "delete every conversation of a tenant (one transaction) and, at the next gc or "
+            "with --now, the blobs only it referenced",
+        ),
+        command(
+            "prune",
+            "delete conversations not written for a period, in short batches, beside running "
+            "writers",
+        ),
+    )
     return parser
 
 
@@ -201,6 +218,9 @@ _HANDLERS: dict[str, Handler] = {
     "blobs": commands.blobs_command,
     "serve": serve.serve,
     "search": search.search,
+    "export": data.export,
+    "erase": data.erase,
+    "prune": data.prune,
 }
 
 

@@ -13,7 +13,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from convstore.cli.commands import _existing_store
+from convstore.cli.commands import existing_store
 from convstore.store.search import MARK_END, MARK_START, SearchHit
 
 __all__ = ["add_arguments", "search"]
@@ -53,7 +53,7 @@ def hit_line(hit: SearchHit, *, bold: bool) -> str:
 
 async def search(args: argparse.Namespace) -> int:
     """Print one page of hits, best first."""
-    async with _existing_store(args) as store:
+    async with existing_store(args) as store:
         page = await store.search(
             args.query,
             tenant=args.tenant,

@@ -27,6 +27,7 @@ from convstore.store.results import AppendResult
 from convstore.store.writes import AppendPlan
 
 if TYPE_CHECKING:
+    from convstore.store.connection import StoreConnection
     from convstore.store.conversation_store import ConversationStore
 
 __all__ = [
@@ -103,7 +104,7 @@ async def write_batch(
     )
 
 
-async def wait_for_collection(store: ConversationStore, blobs: list[tuple[str, str]]) -> None:
+async def wait_for_collection(store: StoreConnection, blobs: list[tuple[str, str]]) -> None:
     """Wait until garbage collection has finished with ``blobs`` (namespace, digest).
 
     A collector holds its mark for one stat and one delete; a mark older than
@@ -121,7 +122,7 @@ async def wait_for_collection(store: ConversationStore, blobs: list[tuple[str, s
         delay = min(delay * 2, 0.5)
 
 
-async def _take_as_deleted(store: ConversationStore, blobs: list[tuple[str, str]]) -> None:
+async def _take_as_deleted(store: StoreConnection, blobs: list[tuple[str, str]]) -> None:
     now = await store.blob_store.storage_now()
     await store.backend.write(lambda tx: writes.finish_tombstones(tx, blobs, now))
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from convstore.db import sqlite_path
 from convstore.db.tx import Tx
@@ -31,8 +32,10 @@ from convstore.errors import InvalidInputError
 from convstore.progress import Progress
 from convstore.progress import silent as _silent
 from convstore.store import settings
-from convstore.store.conversation_store import ConversationStore
 from convstore.store.reads import referenced_blobs
+
+if TYPE_CHECKING:
+    from convstore.store.connection import StoreConnection
 
 __all__ = [
     "DEFAULT_GRACE",
@@ -40,6 +43,7 @@ __all__ = [
     "GarbageReport",
     "Progress",
     "blob_url",
+    "collect_blobs",
     "collect_garbage",
     "fsck",
     "record_blob_location",
@@ -89,14 +93,14 @@ def _label(namespace: str, sha256: str) -> str:
     return f"{namespace}:{sha256}" if namespace else sha256
 
 
-def blob_url(store: ConversationStore, label: str) -> str:
+def blob_url(store: StoreConnection, label: str) -> str:
     """The storage URL of a blob as the reports name it (``[<namespace>:]<digest>``)."""
     namespace, _, sha256 = label.rpartition(":")
     return store.blob_store.namespace(namespace).key(sha256)
 
 
 async def collect_garbage(
-    store: ConversationStore,
+    store: StoreConnection,
     *,
     grace: timedelta = DEFAULT_GRACE,
     dry_run: bool = False,
@@ -139,15 +143,37 @@ async def collect_garbage(
     return GarbageReport(examined, len(referenced), deleted, young, staging, dry_run)
 
 
+async def collect_blobs(
+    store: StoreConnection, blobs: list[tuple[str, str]], *, progress: Progress = _silent
+) -> list[str]:
+    """Delete these (namespace, digest) blobs now if nothing references them; their labels.
+
+    For blobs known to have just lost their last reference (`convstore.store.erase`): no
+    grace period, but the same marking protocol as `collect_garbage`, so an append that
+    references one of them meanwhile keeps it (it commits first) or stores it again.
+    """
+    by_namespace: dict[str, list[str]] = {}
+    for namespace, sha256 in blobs:
+        by_namespace.setdefault(namespace, []).append(sha256)
+    # Anything modified before this instant may go (an append touching the bytes later keeps
+    # them: `_collect` re-reads the modified time after marking).
+    cutoff = await store.blob_store.storage_now()
+    deleted: list[str] = []
+    for namespace, digests in sorted(by_namespace.items()):
+        ordered = sorted(set(digests))
+        for start in range(0, len(ordered), GC_BATCH):
+            gone = await _collect(store, namespace, ordered[start : start + GC_BATCH], cutoff)
+            deleted += [_label(namespace, sha256) for sha256 in gone]
+            progress("deleting blobs", len(deleted), len(blobs))
+    return deleted
+
+
 GC_BATCH = 256
 """Candidates marked, deleted and unmarked together: one write transaction each way."""
 
-GC_CONCURRENCY = 16
-"""Storage deletions in flight at once."""
-
 
 async def _settle(
-    store: ConversationStore, namespace: str, candidates: list[str], cutoff: datetime, dry_run: bool
+    store: StoreConnection, namespace: str, candidates: list[str], cutoff: datetime, dry_run: bool
 ) -> list[str]:
     """Delete what a batch of candidates still may lose; their labels."""
     if dry_run:
@@ -157,7 +183,7 @@ async def _settle(
 
 
 async def _collect(
-    store: ConversationStore, namespace: str, candidates: list[str], cutoff: datetime
+    store: StoreConnection, namespace: str, candidates: list[str], cutoff: datetime
 ) -> list[str]:
     """Delete the candidate blobs no append has taken since the listing; the ones deleted.
 
@@ -175,13 +201,14 @@ async def _collect(
             st.insert_attachment,
             [(sha256, 0, "application/octet-stream", stamp) for sha256 in candidates],
         )
-        marked = []
-        for sha256 in candidates:
-            tx.fetch(st.lock_attachment_exclusive, {"sha256": sha256})
-            params = {"namespace": namespace, "sha256": sha256}
-            if tx.fetch(st.select_blob_referenced_in, params):
-                continue  # an append committed a reference since the listing
-            marked.append(sha256)
+        # One statement each for the whole batch (two round trips, not two per candidate):
+        # every row is locked before any reference is looked for, so an append that committed
+        # a reference before the lock is seen, and one that has not yet will see the mark.
+        digests = tx.codec.dump_json(candidates)
+        tx.fetch(st.lock_attachments_exclusive, {"digests": digests})
+        params = {"namespace": namespace, "digests": digests}
+        taken = {row[0] for row in tx.fetch(st.select_blobs_referenced_in, params)}
+        marked = [sha256 for sha256 in candidates if sha256 not in taken]
         gone = [{"ns": namespace, "digest": sha256} for sha256 in marked]
         if gone:
             tx.execute_many(st.delete_tombstone, gone)  # earlier, unfinished marks
@@ -192,30 +219,20 @@ async def _collect(
     if not marked:
         return []
     blobs = store.blob_store.namespace(namespace)
-    limit = asyncio.Semaphore(GC_CONCURRENCY)
-
-    async def delete(sha256: str) -> bool:
-        # Every append that stored or touched these bytes before the mark committed did so
-        # before this stat. One that touches them after it finds the mark in its transaction
-        # (a deletion in progress, or one recorded as later than its put) and stores them again.
-        async with limit:
-            current = await blobs.info(sha256)
-            if current is None or current.modified >= cutoff:
-                return False
-            await blobs.delete(sha256)
-            return True
-
     deleted: list[str] = []
     deleted_at: datetime | None = None
     try:
-        outcomes = await asyncio.gather(*(delete(sha) for sha in marked), return_exceptions=True)
-        deleted = [sha for sha, done in zip(marked, outcomes, strict=True) if done is True]
+        # Every append that stored or touched these bytes before the mark committed did so
+        # before the stat that precedes each deletion here. One that touches them after it finds
+        # the mark in its transaction (a deletion in progress, or one recorded as later than its
+        # put) and stores them again.
+        deletion = await blobs.delete_stale(marked, modified_before=cutoff)
+        deleted = deletion.deleted
         # After every deletion of the batch: an append whose put came before this instant may
         # have touched bytes that are gone, and stores them again.
         deleted_at = await blobs.storage_now()
-        failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
-        if failure is not None:
-            raise failure
+        if deletion.failure is not None:
+            raise deletion.failure
     finally:
         finished_at = deleted_at
 
@@ -240,7 +257,7 @@ async def _collect(
 
 
 async def fsck(
-    store: ConversationStore, *, concurrency: int = 8, progress: Progress = _silent
+    store: StoreConnection, *, concurrency: int = 8, progress: Progress = _silent
 ) -> FsckReport:
     """Verify every referenced blob and list unreferenced ones; changes nothing."""
     root = store.blob_store
@@ -276,7 +293,7 @@ async def fsck(
 
 
 async def record_blob_location(
-    store: ConversationStore, *, progress: Progress = _silent
+    store: StoreConnection, *, progress: Progress = _silent
 ) -> FsckReport:
     """Record the store's blob location (its ``blobs=``) in the database, for every later store.
 

@@ -22,10 +22,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.templating import Jinja2Templates
 
 from convstore.capabilities import TARGETS
-from convstore.cli.transfer import conversation_document
 from convstore.db.migrations import head_revision
 from convstore.errors import ConvstoreError, InvalidInputError, NotFoundError
 from convstore.store import ConversationStore, fsck
+from convstore.store.documents import conversation_document
 from convstore.store.search import snippet_segments
 from convstore.web import _compat
 from convstore.web._views import (
