@@ -18,13 +18,8 @@ import zlib
 from typing import Any
 
 from convstore import ContentOutput, ConversationStore, FilePart, Message, NativeRecord, TextPart
-from convstore.integrations._openai_agents_items import (
-    first_calls_only,
-    pop_newest,
-    read_items,
-    to_items,
-    to_message,
-)
+from convstore.integrations._openai_agents_items import first_calls_only, to_message
+from convstore.integrations._openai_agents_reads import pop_newest, read_items, to_items
 
 
 def png(width: int, height: int) -> bytes:

@@ -60,10 +60,9 @@ from convstore.integrations._openai_agents_items import (
     NATIVE_FORMAT,
     Item,
     first_calls_only,
-    pop_newest,
-    read_items,
     to_message,
 )
+from convstore.integrations._openai_agents_reads import pop_newest, read_items
 from convstore.integrations._store_handle import ThreadedStoreHandle
 from convstore.model import Message
 from convstore.store import ConversationStore
