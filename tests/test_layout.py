@@ -27,7 +27,6 @@ LONGER: dict[str, str] = {
     "convstore/store/reads.py": "store/ restructuring in progress",
     # Being unified into one native-record path.
     "convstore/integrations/ai_sdk.py": "integrations unification in progress",
-    "convstore/integrations/google_adk.py": "integrations unification in progress",
     "convstore/integrations/langgraph.py": "integrations unification in progress",
     # Not split yet.
     "convstore/db/sqlite.py": "not split yet",

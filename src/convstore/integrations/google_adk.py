@@ -47,11 +47,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hashlib
 import time
 import uuid
-from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, Final
 
 from convstore.errors import MissingDependencyError
@@ -68,7 +65,6 @@ try:
         ListSessionsResponse,
     )
     from google.adk.sessions.session import Session
-    from google.adk.sessions.state import State
 except ImportError as _missing:
     raise MissingDependencyError(__name__, "google-adk", "google-adk") from _missing
 from pydantic import JsonValue
@@ -80,75 +76,37 @@ from convstore.errors import (
     RevisionConflictError,
 )
 from convstore.integrations._adk_parts import event_messages
-from convstore.integrations._native_record import MARKER_KEY, NativeFormat
+from convstore.integrations._adk_state import (
+    APP_KEY,
+    CREATED_KEY,
+    CREATOR_KEY,
+    FORMAT,
+    KIND_KEY,
+    RECORDS,
+    SESSION_KEY,
+    SNAPSHOT_KEY,
+    USER_KEY,
+    Snapshot,
+    app_cid,
+    fold,
+    merged,
+    scope_conversation,
+    scope_state,
+    session_cid,
+    unwrap,
+    user_cid,
+)
+from convstore.integrations._native_record import MARKER_KEY
 from convstore.integrations._store_handle import OwnsStore, StoreHandle
 from convstore.model import Message
 from convstore.store import AppendResult, ConversationStore, ConversationSummary, NativePath
 
 __all__ = ["ConvstoreSessionService"]
 
-FORMAT: Final = "google-adk"
-# The session conversation's metadata keys (a scope conversation has the first three).
-KIND_KEY: Final = "adk.kind"
-"""``"session"``, ``"app"`` or ``"user"``: what the conversation holds."""
-APP_KEY: Final = "adk.app"
-USER_KEY: Final = "adk.user"
-SESSION_KEY: Final = "adk.session"
-CREATED_KEY: Final = "adk.created"
-CREATOR_KEY: Final = "adk.token"
-"""A fresh token per `create_session` call: the one that finds its own token created it."""
-SNAPSHOT_KEY: Final = "adk.snapshot"
-"""The session state through an event: ``{"through_id", "state", "time"}``, ``through_id``
-the id of the message carrying that event (``{"through_seq": 0, ...}`` before the first event;
-earlier releases wrote ``through_seq``, the seq of that message)."""
 _STALE: Final = (
     "The session has been modified in storage since it was loaded. "
     "Please reload the session before appending more events."
 )
-
-
-def _digest(*names: str) -> str:
-    return hashlib.sha256("\x00".join(names).encode()).hexdigest()[:48]
-
-
-def _session_cid(app: str, user: str, session_id: str) -> str:
-    return f"adk-s-{_digest(app, user, session_id)}"
-
-
-def _app_cid(app: str) -> str:
-    return f"adk-a-{_digest(app)}"
-
-
-def _user_cid(app: str, user: str) -> str:
-    return f"adk-u-{_digest(app, user)}"
-
-
-def _blob(node: dict[str, JsonValue]) -> tuple[str, str | None] | None:
-    """google-genai's `Blob` JSON (``inline_data``): ``{"data": base64, "mime_type"}``."""
-    media_type = node.get("mime_type", node.get("mimeType"))
-    if isinstance(node.get("data"), str) and isinstance(media_type, str):
-        return "data", media_type
-    return None
-
-
-_RECORDS: Final = NativeFormat(FORMAT, _blob, "urlsafe")
-"""Events as their native records (``inline_data`` bytes as blob placeholders)."""
-
-
-def _unwrap(state: dict[str, JsonValue]) -> dict[str, Any]:
-    """Scoped state as stored (each value in a one-element list) → plain values."""
-    return {k: v[0] for k, v in state.items() if isinstance(v, list) and len(v) == 1}
-
-
-def _fold(state: dict[str, Any], natives: Iterable[dict[str, JsonValue]]) -> dict[str, Any]:
-    """``state`` with the session-scoped deltas of stored events applied in order."""
-    folded = dict(state)
-    for native in natives:
-        actions = native.get("actions")
-        delta = actions.get("state_delta") if isinstance(actions, dict) else None
-        if isinstance(delta, dict):
-            folded.update(_session_util.extract_state_delta(delta)["session"])
-    return folded
 
 
 class ConvstoreSessionService(OwnsStore, BaseSessionService):
@@ -176,7 +134,7 @@ class ConvstoreSessionService(OwnsStore, BaseSessionService):
     @staticmethod
     def conversation_id(app_name: str, user_id: str, session_id: str) -> str:
         """The convstore conversation holding a session (for ``store.load`` / ``store.render``)."""
-        return _session_cid(app_name, user_id, session_id.strip())
+        return session_cid(app_name, user_id, session_id.strip())
 
     # -- sessions --------------------------------------------------------------------------------
 
@@ -205,21 +163,21 @@ class ConvstoreSessionService(OwnsStore, BaseSessionService):
             CREATOR_KEY: token,
             SNAPSHOT_KEY: {"through_seq": 0, "state": deltas["session"], "time": now},
         }
-        cid = _session_cid(app_name, user_id, session_id)
+        cid = session_cid(app_name, user_id, session_id)
         conv = await store.get_or_create_conversation(cid, metadata=metadata)
         if conv.metadata.get(CREATOR_KEY) != token:
             raise AlreadyExistsError(f"Session with id {session_id} already exists.")
         app_state, user_state = await asyncio.gather(
-            self._patch_scope(store, _app_cid(app_name), app_name, None, deltas["app"]),
+            self._patch_scope(store, app_cid(app_name), app_name, None, deltas["app"]),
             self._patch_scope(
-                store, _user_cid(app_name, user_id), app_name, user_id, deltas["user"]
+                store, user_cid(app_name, user_id), app_name, user_id, deltas["user"]
             ),
         )
         session = Session(
             id=session_id,
             app_name=app_name,
             user_id=user_id,
-            state=_merged(app_state, user_state, deltas["session"]),
+            state=merged(app_state, user_state, deltas["session"]),
             last_update_time=now,
         )
         session._storage_update_marker = conv.revision
@@ -236,7 +194,7 @@ class ConvstoreSessionService(OwnsStore, BaseSessionService):
         """The session with its events (filtered by ``config``), or `None`."""
         store = await self._handle.get()
         session_id = session_id.strip() if session_id else session_id
-        cid = _session_cid(app_name, user_id, session_id)
+        cid = session_cid(app_name, user_id, session_id)
         recent = config.num_recent_events if config is not None else None
         # An event is one message or a few: a window of 3 per event usually holds the newest
         # `recent` events; when it does not, the whole path is read.
@@ -245,8 +203,8 @@ class ConvstoreSessionService(OwnsStore, BaseSessionService):
         # is missing (a read left running would outlive its caller's event loop).
         loaded, app_state, user_state = await asyncio.gather(
             store.load_native(cid, format=FORMAT, last=window),
-            _scope_state(store, _app_cid(app_name)),
-            _scope_state(store, _user_cid(app_name, user_id)),
+            scope_state(store, app_cid(app_name)),
+            scope_state(store, user_cid(app_name, user_id)),
             return_exceptions=True,
         )
         for outcome in (app_state, user_state):
@@ -271,7 +229,7 @@ class ConvstoreSessionService(OwnsStore, BaseSessionService):
             id=session_id,
             app_name=app_name,
             user_id=user_id,
-            state=_merged(app_state, user_state, session_state),
+            state=merged(app_state, user_state, session_state),
             events=events,
             last_update_time=updated,
         )
@@ -300,8 +258,8 @@ class ConvstoreSessionService(OwnsStore, BaseSessionService):
             cursor = page.next_cursor
         users = sorted({str(s.metadata[USER_KEY]) for s in summaries})
         app_state, *user_states = await asyncio.gather(
-            _scope_state(store, _app_cid(app_name)),
-            *(_scope_state(store, _user_cid(app_name, user)) for user in users),
+            scope_state(store, app_cid(app_name)),
+            *(scope_state(store, user_cid(app_name, user)) for user in users),
         )
         by_user = dict(zip(users, user_states, strict=True))
         sessions = []
@@ -315,7 +273,7 @@ class ConvstoreSessionService(OwnsStore, BaseSessionService):
                     id=str(summary.metadata[SESSION_KEY]),
                     app_name=app_name,
                     user_id=user,
-                    state=_merged(
+                    state=merged(
                         app_state, by_user[user], state if isinstance(state, dict) else {}
                     ),
                     last_update_time=float(snapshot.get("time") or 0.0),
@@ -329,12 +287,12 @@ class ConvstoreSessionService(OwnsStore, BaseSessionService):
         store = await self._handle.get()
         session_id = session_id.strip() if session_id else session_id
         with contextlib.suppress(ConversationNotFoundError):
-            await store.delete_conversation(_session_cid(app_name, user_id, session_id))
+            await store.delete_conversation(session_cid(app_name, user_id, session_id))
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         """The user's ``user:`` state, keys without the prefix; ``{}`` when none."""
         store = await self._handle.get()
-        return await _scope_state(store, _user_cid(app_name, user_id))
+        return await scope_state(store, user_cid(app_name, user_id))
 
     # -- events ----------------------------------------------------------------------------------
 
@@ -347,7 +305,7 @@ class ConvstoreSessionService(OwnsStore, BaseSessionService):
         if event.partial:
             return event
         store = await self._handle.get()
-        cid = _session_cid(session.app_name, session.user_id, session.id)
+        cid = session_cid(session.app_name, session.user_id, session.id)
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
         marker = session._storage_update_marker
@@ -387,15 +345,15 @@ class ConvstoreSessionService(OwnsStore, BaseSessionService):
 
     async def _state_after(
         self, store: ConversationStore, head: NativePath, event: Event
-    ) -> _Snapshot:
+    ) -> Snapshot:
         """The metadata, with the session state through ``event``, of the append storing it.
 
         ``head`` is the conversation as read before the append (its newest message); the
         append is checked against the session's marker, so it applies only to that state.
         """
         state, _ = await self._session_state(store, head)
-        folded = _fold(state, [event.model_dump(exclude_none=True, mode="json")])
-        return _Snapshot(head.metadata, folded, event.timestamp)
+        folded = fold(state, [event.model_dump(exclude_none=True, mode="json")])
+        return Snapshot(head.metadata, folded, event.timestamp)
 
     async def _session_state(
         self, store: ConversationStore, conv: NativePath
@@ -426,7 +384,7 @@ class ConvstoreSessionService(OwnsStore, BaseSessionService):
         if after:
             timestamp = after[-1].get("timestamp")
             updated = float(timestamp) if isinstance(timestamp, int | float) else updated
-        return _fold(state, after), updated
+        return fold(state, after), updated
 
     async def _patch_scope(
         self,
@@ -441,10 +399,10 @@ class ConvstoreSessionService(OwnsStore, BaseSessionService):
         `create_session`'s initial scoped state (no event to write it with).
         """
         if not delta:
-            return await _scope_state(store, cid)
-        await _scope_conversation(store, cid, app, user)
+            return await scope_state(store, cid)
+        await scope_conversation(store, cid, app, user)
         conv = await store.update_state(cid, {key: [value] for key, value in delta.items()})
-        return _unwrap(conv.state)
+        return unwrap(conv.state)
 
     async def _scope_patches(
         self, store: ConversationStore, session: Session, event: Event
@@ -461,40 +419,14 @@ class ConvstoreSessionService(OwnsStore, BaseSessionService):
         app, user = session.app_name, session.user_id
         patches: dict[str, dict[str, JsonValue]] = {}
         for cid, scope_user, scoped in (
-            (_app_cid(app), None, deltas["app"]),
-            (_user_cid(app, user), user, deltas["user"]),
+            (app_cid(app), None, deltas["app"]),
+            (user_cid(app, user), user, deltas["user"]),
         ):
             if not scoped:
                 continue
-            await _scope_conversation(store, cid, app, scope_user)
+            await scope_conversation(store, cid, app, scope_user)
             patches[cid] = {key: [value] for key, value in scoped.items()}
         return patches
-
-
-async def _scope_conversation(
-    store: ConversationStore, cid: str, app: str, user: str | None
-) -> None:
-    """Make the conversation holding an app's (``user=None``) or a user's scoped state."""
-    kind = "app" if user is None else "user"
-    metadata: dict[str, JsonValue] = {MARKER_KEY: FORMAT, KIND_KEY: kind, APP_KEY: app}
-    if user is not None:
-        metadata[USER_KEY] = user
-    await store.get_or_create_conversation(cid, metadata=metadata)
-
-
-async def _scope_state(store: ConversationStore, cid: str) -> dict[str, Any]:
-    try:
-        conv = await store.load(cid, last=0)
-    except ConversationNotFoundError:
-        return {}
-    return _unwrap(conv.state)
-
-
-def _merged(app: dict[str, Any], user: dict[str, Any], session: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(session)
-    merged.update({State.APP_PREFIX + k: v for k, v in app.items()})
-    merged.update({State.USER_PREFIX + k: v for k, v in user.items()})
-    return merged
 
 
 def _check_markerless(path: NativePath, session: Session) -> str:
@@ -508,7 +440,7 @@ def _check_markerless(path: NativePath, session: Session) -> str:
 
 
 def _natives(messages: list[Message]) -> list[dict[str, JsonValue]]:
-    return [n for m in messages if (n := _RECORDS.data(m)) is not None]
+    return [n for m in messages if (n := RECORDS.data(m)) is not None]
 
 
 def _records(path: NativePath) -> list[dict[str, JsonValue]]:
@@ -517,7 +449,7 @@ def _records(path: NativePath) -> list[dict[str, JsonValue]]:
 
 
 async def _events(store: ConversationStore, natives: list[dict[str, JsonValue]]) -> list[Event]:
-    restored = await _RECORDS.restore(store, list(natives))
+    restored = await RECORDS.restore(store, list(natives))
     return [Event.model_validate(data) for data in restored]
 
 
@@ -529,20 +461,6 @@ def _since(events: list[Event], after: float) -> list[Event]:
     return events[index:]
 
 
-@dataclass(frozen=True, slots=True)
-class _Snapshot:
-    """The session state through the event an append stores, and the metadata it goes in."""
-
-    metadata: dict[str, Any]
-    state: dict[str, Any]
-    time: float
-
-    def metadata_through(self, key: str) -> dict[str, Any]:
-        """The session's metadata with this snapshot, taken through the message ``key``."""
-        snapshot = {"through_id": key, "state": self.state, "time": self.time}
-        return {**self.metadata, SNAPSHOT_KEY: snapshot}
-
-
 async def _append(
     store: ConversationStore,
     cid: str,
@@ -551,7 +469,7 @@ async def _append(
     *,
     marker: str | None,
     patches: dict[str, dict[str, JsonValue]],
-    snapshot: _Snapshot,
+    snapshot: Snapshot,
 ) -> AppendResult:
     """Append the event's messages (named after ``key``) with its state, one transaction.
 
@@ -573,4 +491,4 @@ async def _append(
 def _messages(event: Event, key: str) -> list[Message]:
     """The canonical messages of an event; the last carries ``key`` and the native record."""
     data: Any = event.model_dump(exclude_none=True, mode="json")
-    return _RECORDS.attach(event_messages(event, key), key or None, _RECORDS.strip(data))
+    return RECORDS.attach(event_messages(event, key), key or None, RECORDS.strip(data))
