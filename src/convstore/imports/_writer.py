@@ -27,8 +27,13 @@ from typing import TYPE_CHECKING, Any, Final
 from convstore.blobs import StoredBlob
 from convstore.limits import check_messages
 from convstore.model import Message
-from convstore.store import arguments, blob_io, branches, conversations, reads, writes
-from convstore.store.attachments import attachment_rows, store_files, written_times
+from convstore.store import arguments, branches, conversations, header_lock, reads, writes
+from convstore.store.attachments import (
+    attachment_rows,
+    namespace_of,
+    store_files,
+    written_times,
+)
 from convstore.store.writes import AppendPlan, BlobBeingCollectedError
 
 from ._tree import ConversationTree, in_tree_order
@@ -77,7 +82,7 @@ async def write_tree(
     """Store ``tree`` (what is not stored yet) in one transaction."""
     entries, head_id = _entries(tree)
     check_messages([e.message for e in entries], max_attachment_size=store.blob_store.max_size)
-    blobs = store.blob_store.namespace(blob_io.namespace_of(store.dedupe, tenant))
+    blobs = store.blob_store.namespace(namespace_of(store.dedupe, tenant))
     for attempt in range(_COLLECTED_RETRIES):
         stored, stored_blobs = await store_files(blobs, [e.message for e in entries])
         target = _Target(
@@ -130,11 +135,11 @@ def _write(tx: Any, target: _Target, entries: list[_Entry], stored: Sequence[Mes
             return
         parent_seq = seqs[chain_parent] if chain_parent is not None else None
         if parent_seq is None:
-            lock = writes.lock(tx, cid, tenant, None)
+            lock = header_lock.lock(tx, cid, tenant, None)
             if lock.head_seq is not None:
                 # A second root: the batch must follow nothing, so the path is emptied first.
                 branches.move_head(tx, lock, None, now)
-                writes.advance(tx, lock, now)
+                header_lock.advance(tx, lock, now)
         shas = {f.attachment.sha256 for m in chain for f in m.files if f.attachment}
         used = [by_sha[s] for s in sorted(shas) if s in by_sha]
         plan = AppendPlan(
@@ -148,7 +153,7 @@ def _write(tx: Any, target: _Target, entries: list[_Entry], stored: Sequence[Mes
             namespace=namespace,
             written=written_times(used),
         )
-        result, _ = writes.append_messages(tx, plan)
+        result = writes.append_messages(tx, plan)
         for message in result:
             assert message.id is not None
             assert message.seq is not None

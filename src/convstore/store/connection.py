@@ -6,7 +6,7 @@ Invariants:
   `ClosedError` outside it. `close` is idempotent and may race an `open` in progress.
 - The blob location is recorded in the database the first time a store opens it; a store
   opened without ``blobs=`` uses the recorded one (see `convstore.store.settings`).
-- `blob_context` is the narrow view blob I/O works with (backend, blob store, dedupe mode),
+- `_blob_context` is the narrow view blob I/O works with (backend, blob store, dedupe mode),
   never the store itself.
 """
 
@@ -22,6 +22,7 @@ from convstore.db.backend import Backend
 from convstore.errors import ClosedError, InvalidInputError
 from convstore.limits import check_count
 from convstore.store import arguments, settings
+from convstore.store.attachments import BlobContext
 from convstore.store.message_cache import MessageCache
 
 __all__ = [
@@ -134,6 +135,15 @@ class StoreConnection:
     ) -> None:
         await self.close()
 
+    def _check_ref(self, conversation_id: str | None, tenant: str | None) -> None:
+        """The preamble of every method that names a conversation.
+
+        The store is open, and the id and tenant are strings every database looks up alike
+        (`arguments.check_ref`).
+        """
+        self._require_open()
+        arguments.check_ref(conversation_id, tenant)
+
     def _require_open(self) -> BlobStore:
         if self._blobs is None:
             raise ClosedError("the store is not open: use `async with ConversationStore(...)`")
@@ -143,6 +153,10 @@ class StoreConnection:
     def blob_store(self) -> BlobStore:
         """The blob store (open stores only)."""
         return self._require_open()
+
+    def _blob_context(self) -> BlobContext:
+        """What attachment I/O needs of this store (open stores only)."""
+        return BlobContext(self._backend, self._require_open(), self.dedupe)
 
     @property
     def backend(self) -> Backend:
