@@ -135,6 +135,7 @@ $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 # Every store in its own process, all from .venv-bench; writes docs/performance.md.
 bench: $(BENCH_STAMP) bench-frameworks bench-langgraph
 	$(BENCH_VENV)/bin/python -m bench.compare --save-json docs/performance.json
+	$(BENCH_VENV)/bin/python -m bench.search_bench --json-out docs/search-bench.json
 
 # ConvstoreSaver beside langgraph-checkpoint-sqlite's AsyncSqliteSaver on a 200-turn agent run.
 bench-langgraph: $(LG_STAMP)

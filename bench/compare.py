@@ -20,6 +20,10 @@ go to stdout and, with the versions, the machine and the render benchmark
 cannot be installed beside the dev extra's SDK oracles. A store that is not installed, or lacks
 the API measured, is reported as n/a with the reason.
 
+This module runs the benchmarks and prints the tables; `bench.report_tables` builds the tables
+and `bench.report` the Markdown around them, from the saved results alone (``--from-json``
+rebuilds the report without measuring).
+
 Nothing here uses the network; `bench.peers.runner` refuses and records any attempt.
 """
 
@@ -42,102 +46,25 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.listing_bench import markdown as listing_markdown
-from bench.moves_bench import moves_table
-from bench.peers import BASELINE, POSTGRES_BASELINE, POSTGRES_STORES, STORES
+from bench.peers import POSTGRES_STORES, STORES
 from bench.peers.convstore_v1 import V1_COMMIT
-from bench.peers.runner import OFFLINE_ENVIRONMENT, spread, sqlite_default_synchronous
+from bench.peers.runner import OFFLINE_ENVIRONMENT, sqlite_default_synchronous
 from bench.render_bench import markdown as render_markdown
+from bench.report import document
+from bench.report_tables import (
+    callgrind_table,
+    details_table,
+    layout_table,
+    main_table,
+    moves_section,
+    postgres_section,
+    scale_notes,
+    split_stores,
+    turn_loop_table,
+)
 from bench.targets import targets_table
-from bench.workload import ITEMS_PER_TURN
 
 ROOT = Path(__file__).resolve().parents[1]
-
-METRICS: tuple[tuple[str, str, str], ...] = (
-    ("append_items_s", "append items/s", ",.0f"),
-    ("full_load_ms", "full load ms", ".1f"),
-    ("last_ms", "last-50 ms", ".2f"),
-    ("concurrent_items_s", "concurrent items/s", ",.0f"),
-    ("pop_ms", "pop ms", ".2f"),
-)
-"""The main tables: result key, column title, number format."""
-
-WAL_METRIC = ("wal_pages_per_append", "WAL pages/append", ".2f")
-
-READING = """\
-- Every number is the **median** of the repetitions; `[min-max]` is the spread of the
-  repetition medians. Ratios (`x`) are *peer / convstore* of the medians: for items/s a ratio
-  above 1 means the peer wrote faster than convstore; for milliseconds a ratio above 1 means
-  the peer was slower.
-- **append items/s**: one conversation, {turns} turns of 6 items ({items:,} items), one write
-  call per turn where the API allows it (see "write calls per turn"); wall time of the loop.
-- **full load ms**: loading the {turns}-turn conversation through the store's API into its own
-  objects (median of 10 loads). **last-50 ms**: the newest 50 records *in the store's own
-  unit* (messages, items or events: see the second table; median of 50 loads); n/a where the
-  store has no such API.
-- **WAL pages/append**: WAL frames (pages) each append writes and fsyncs, over 50 appends to a
-  fresh file while a reader holds the WAL open (so no checkpoint restarts it).
-- **concurrent items/s**: 20 conversations x 50 turns written by 20 asyncio tasks at once on
-  one fresh file (synchronous APIs through `asyncio.to_thread`); **errors**: appends that
-  raised, plus turns that were reported written but are missing on reload.
-- Each store ran in its own process, each repetition on fresh SQLite files (created in WAL
-  mode, so every store wrote a WAL file); what each store sets on its connections is listed.
-  Numbers from a shared or busy machine are noisy: compare ratios from one run, not absolute
-  numbers across runs, and re-run on a quiet machine before quoting them."""
-
-FAIRNESS = """\
-- **Work per append differs by design.** convstore validates canonical messages, writes
-  relational rows (messages with their parts as JSON, tool calls, a per-conversation sequence
-  and revision) and tracks each tool call's lifecycle; the JSON-row stores write one opaque
-  text row per item or message and understand nothing of it; the raw sqlite3 floors write rows
-  and nothing else; the raw asyncpg floor writes convstore's rows, planned without validation.
-- **PostgreSQL runs without durability** (`fsync=off`, like the test suite's cluster) and on
-  TCP loopback: the numbers measure round trips and CPU, not the disk.
-- **Durability.** All stores here commit with `synchronous=FULL` in WAL mode (one fsync per
-  commit): convstore and the floor set it; the others leave SQLite's default, which is
-  {synchronous} on this build. LangChain's `SQLChatMessageHistory` and ADK's
-  `DatabaseSessionService` do not enable WAL themselves: left alone they would write a
-  rollback journal (more fsyncs per commit), so the pre-created WAL file favours them.
-  `--journal native` measures every store on a file it creates itself.
-- **Write calls per turn.** ADK's API appends one event per call, one transaction each: a turn
-  costs it four commits where the others pay one.
-- **Synchronous APIs skip the thread hop.** LangChain (sync API) and the floor are called
-  directly on the event loop's thread in the single-conversation phase, which an asyncio
-  application could not do without blocking its loop; the async stores (convstore,
-  both openai-agents sessions, ADK) pay a thread hop per database call. In the concurrent
-  phase the synchronous ones run on the default thread pool (`min(32, cores + 4)` threads).
-- **Loads return different things.** `SQLiteSession`/`SQLAlchemySession` and the floor
-  return decoded JSON dicts; LangChain builds message objects; ADK builds pydantic `Event`s;
-  convstore builds its validated-on-write models and the tool-call lifecycles.
-- **Last-50 units differ**: 50 convstore messages are 60 items, 50 ADK events 75 items.
-- **Payloads are built before timing** in every store's own types (pydantic messages, events,
-  dicts): construction costs an application pays are excluded for all.
-- **Shared engines.** Conversations of one store share one engine / service, as an application
-  would (`SQLAlchemySession.from_url` would build a pool per conversation).
-- **Concurrency models differ.** `SQLiteSession` serialises every session on a file behind one
-  process-wide lock; `SQLAlchemySession` retries "database is locked" with back-off; convstore
-  retries transient errors itself and commits the writes queued behind its one writer
-  connection together (group commit); an error count therefore also reflects the store's
-  policy.
-- One-time costs (imports, schema creation or migration, first connections) are excluded by a
-  warm-up run in every process and by creating conversations before the clock starts.
-- **Loads are timed back to back**, for every store. On the 2-core VM this report was first
-  made on, the same CPU work runs about twice as slow after an idle pause (a synchronous
-  last-50 load, no threads involved: 0.50 ms back to back, 1.10 ms after a 10 ms sleep), so an
-  isolated call costs more than these medians; `bench.store_bench` prints both for convstore."""
-
-
-WHY = """\
-Where convstore trails, the work differs: an append validates canonical messages, bumps the
-conversation's sequence counter and revision and writes two tables (seven rows a turn: five
-messages with their parts as one JSON column, two tool calls with their lifecycle) where a
-JSON-row store writes six opaque rows; a typed load builds frozen models (messages, parts,
-tool calls with their lifecycles) where `SQLiteSession` `json.loads` one column per item. The
-callgrind table below splits each path into instructions, which do not move with the machine's
-load; where a wall-time ratio and the instruction ratio disagree, the machine was busy."""
-
-
-# -- running ------------------------------------------------------------------------------------
 
 
 def _run_json(
@@ -267,7 +194,7 @@ def run_render(args: argparse.Namespace) -> tuple[dict[str, Any] | None, str]:
 
 
 def run_scale(args: argparse.Namespace, v1_src: Path | None) -> dict[str, Any]:
-    """`bench.scale_bench` for the current code and for v1 (issue 11, criterion 4)."""
+    """`bench.scale_bench` for the current code and for v1."""
     out: dict[str, Any] = {}
     for name, env in (("v2", {}), ("v1", v1_environment(v1_src))):
         if name == "v1" and v1_src is None:
@@ -388,382 +315,6 @@ def _loadavg() -> str:
         return "unknown"
 
 
-# -- tables -------------------------------------------------------------------------------------
-
-
-def _values(result: dict[str, Any], key: str) -> list[float]:
-    return [r[key] for r in result.get("repetitions", []) if r.get(key) is not None]
-
-
-def _cell(values: list[float], spec: str) -> str:
-    if not values:
-        return "n/a"
-    mid, low, high = spread(values)
-    return f"{format(mid, spec)} [{format(low, spec)}-{format(high, spec)}]"
-
-
-def _ratio(values: list[float], base: list[float]) -> str:
-    if not values or not base:
-        return "n/a"
-    return f"{spread(values)[0] / spread(base)[0]:.2f}x"
-
-
-def _label(store: str, result: dict[str, Any] | None) -> str:
-    if result is None or "peer" not in result:
-        return store
-    return str(result["peer"]["label"])
-
-
-def main_table(
-    results: dict[str, dict[str, Any]],
-    stores: Sequence[str],
-    baseline: str = BASELINE,
-    metrics: Sequence[tuple[str, str, str]] = (*METRICS, WAL_METRIC),
-) -> tuple[str, list[str]]:
-    """The side-by-side table and its footnotes (first errors, n/a reasons)."""
-    base = results.get(baseline, {})
-    head = ["store"]
-    for _, title, _spec in metrics:
-        head += [title, "x"]
-    head.append("errors")
-    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
-    notes: list[str] = []
-    for store in stores:
-        result = results.get(store)
-        label = _label(store, result)
-        reason = None
-        if result is None:
-            reason = "not run"
-        elif not result["available"]:
-            reason = result["reason"]
-        elif result.get("failed") and not result["repetitions"]:
-            reason = f"failed: {result['failed']}"
-        if reason is not None:
-            notes.append(f"{label}: n/a — {reason}")
-            lines.append(f"| {label} | n/a" + " | n/a" * (len(head) - 3) + " | — |")
-            continue
-        assert result is not None
-        cells = [label]
-        for key, _title, spec in metrics:
-            values = _values(result, key)
-            cells += [_cell(values, spec), _ratio(values, _values(base, key))]
-        reps = result["repetitions"]
-        errors = sum(r["concurrent_errors"] + r["concurrent_lost_turns"] for r in reps)
-        cells.append(str(errors))
-        first = next((r["first_error"] for r in reps if r["first_error"]), None)
-        if first:
-            notes.append(f"{label}: first concurrent error: `{first}`")
-        if result.get("failed"):
-            notes.append(f"{label}: a later repetition failed: {result['failed']}")
-        if result.get("network_attempts"):
-            notes.append(f"{label}: refused network attempts: {result['network_attempts']}")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines), notes
-
-
-TURN_LOOP_METRICS = (
-    ("turn_loop_full_turns_s", "whole history, turns/s"),
-    ("turn_loop_last_turns_s", "newest 50, turns/s"),
-)
-
-
-def turn_loop_table(results: dict[str, dict[str, Any]], stores: Sequence[str]) -> str:
-    """The turn loop: read history, build the next request, append; turns/s per store."""
-    base = results.get(BASELINE)
-    head = "| store | request built by | " + " | ".join(
-        f"{label} | x" for _, label in TURN_LOOP_METRICS
-    )
-    lines = [head + " |", "|---|---|" + "---:|---:|" * len(TURN_LOOP_METRICS)]
-    for store in stores:
-        result = results.get(store)
-        if result is None or not result.get("available") or not result["peer"].get("requests"):
-            continue
-        cells = []
-        for key, _ in TURN_LOOP_METRICS:
-            values = _values(result, key)
-            base_values = _values(base, key) if base else []
-            cells += [
-                _cell(values, ",.1f") if values else "n/a",
-                _ratio(values, base_values) if values and base_values else "n/a",
-            ]
-        lines.append(
-            f"| {_label(store, result)} | {result['peer']['requests']} | "
-            + " | ".join(cells)
-            + " |"
-        )
-    return "\n".join(lines)
-
-
-def _median(result: dict[str, Any] | None, key: str) -> float | None:
-    values = _values(result, key) if result and result.get("available") else []
-    return spread(values)[0] if values else None
-
-
-def _fmt(value: float | None, spec: str, suffix: str = "") -> str:
-    return "n/a" if value is None else f"{value:{spec}}{suffix}"
-
-
-def layout_table(results: dict[str, dict[str, Any]], scale: dict[str, Any]) -> str:
-    """Before and after the schema-v2 layout change (issue 11, criterion 4), from this run."""
-    lines = [
-        "| code | append items/s | full load ms | WAL pages/append | last-50 ms, 1k messages "
-        "| last-50 ms, 100k messages | 100k conversation |",
-        "|---|---:|---:|---:|---:|---:|---|",
-    ]
-    for name, store, label in (("v1", "convstore_v1", f"before: v1 ({V1_COMMIT})"),
-                               ("v2", BASELINE, "after: v2 (this commit)")):  # fmt: skip
-        result = results.get(store)
-        run = scale.get(name) if isinstance(scale, dict) else None
-        if isinstance(run, dict):
-            small = _fmt(run["small_last_ms"], ".2f")
-            large = _fmt(run["large_last_ms"], ".2f")
-            shape = f"{run['messages']:,} messages, {run['branches']} branches"
-            if not run["branches"]:
-                shape += " (v1 has none)"
-        else:
-            small = large = "n/a"
-            shape = str(run or "not run")
-        lines.append(
-            f"| {label} | {_fmt(_median(result, 'append_items_s'), ',.0f')} "
-            f"| {_fmt(_median(result, 'full_load_ms'), '.1f')} "
-            f"| {_fmt(_median(result, 'wal_pages_per_append'), '.2f')} | {small} | {large} "
-            f"| {shape} |"
-        )
-    return "\n".join(lines)
-
-
-def _moves(scale: dict[str, Any]) -> str:
-    run = (scale or {}).get("v2")
-    return moves_table(run) if isinstance(run, dict) else "Not run."
-
-
-def scale_notes(scale: dict[str, Any]) -> str:
-    """Cold (after a collection) last-50 times and fill times of the scale runs."""
-    out = []
-    for name, run in (scale or {}).items():
-        if isinstance(run, dict):
-            out.append(
-                f"- {name}: last-50 after a `gc.collect()` (a cold call): "
-                f"{run['small_last_cold_ms']:.2f} ms on 1k, {run['large_last_cold_ms']:.2f} ms on "
-                f"{run['messages']:,}; writing the large conversation took {run['fill_s']:.0f} s."
-            )
-            if "small_append_ms" in run:  # appends alternate between the two conversations
-                small, large = run["small_append_ms"], run["large_append_ms"]
-                out.append(
-                    f"- {name}: append of one turn (5 messages), median {small:.2f} ms on 1k, "
-                    f"{large:.2f} ms on {run['messages']:,} ({large / small:.2f}x)."
-                )
-    return "\n".join(out)
-
-
-def callgrind_table(callgrind: dict[str, Any]) -> str:
-    """Instructions per call (callgrind), SQLite stores."""
-    if not callgrind:
-        return "Not run."
-    if callgrind.get("skipped"):
-        return f"Skipped: {callgrind['skipped']}."
-    rows = [row for row in callgrind["results"] if "error" not in row]
-    turns = rows[0]["history_turns"] if rows and "history_turns" in rows[0] else "?"
-    lines = [
-        f"| store | per append | per full load ({turns} turns) | per last-50 load "
-        "| turn-loop request, whole history | turn-loop request, newest 50 | per pop |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-
-    def millions(value: float | None, spec: str) -> str:
-        return "n/a" if value is None else f"{value / 1e6:{spec}} M"
-
-    for row in callgrind["results"]:
-        if "error" in row:
-            lines.append(f"| {row['peer']} | failed: {row['error'][:120]} | | | | | |")
-            continue
-        cells = (
-            millions(row["append"], ".2f"),
-            millions(row["full_load"], ".1f"),
-            millions(row["last_50"], ".2f"),
-            millions(row.get("request_full"), ".1f"),
-            millions(row.get("request_50"), ".2f"),
-            millions(row.get("pop"), ".2f"),
-        )
-        lines.append(f"| {row['peer']} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def details_table(results: dict[str, dict[str, Any]], stores: Sequence[str]) -> str:
-    """How each store was driven, what it sets, and what it left on disk."""
-    lines = [
-        "| store | versions | write calls per turn | stored shape | load / last-N (unit) "
-        "| SQLite settings the store applies | journal (file) | DB size | append p99 ms |",
-        "|---|---|---|---|---|---|---|---:|---:|",
-    ]
-    for store in stores:
-        result = results.get(store)
-        if result is None or "peer" not in result:
-            continue
-        peer = result["peer"]
-        versions = ", ".join(f"{k} {v or 'missing'}" for k, v in result["versions"].items())
-        last = f"`{peer['last_api']}`" if peer["last_api"] else "none"
-        reps = result["repetitions"]
-        journal = reps[0]["journal_mode"] if reps else "-"
-        sizes = [r["database_bytes"] / 1e6 for r in reps]
-        size = f"{spread(sizes)[0]:.1f} MB" if sizes and spread(sizes)[0] else "-"
-        p99 = _cell(_values(result, "append_p99_ms"), ".1f")
-        cells = (
-            peer["label"],
-            versions or "stdlib",
-            peer["append_api"],
-            peer["shape"],
-            f"`{peer['load_api']}` / {last} ({peer['unit']})",
-            peer["durability"],
-            journal,
-            size,
-            p99,
-        )
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def interpreters(results: dict[str, dict[str, Any]]) -> list[str]:
-    """One line per distinct interpreter / SQLite library the stores ran on."""
-    seen: dict[tuple[str, str, str], list[str]] = {}
-    for store, result in results.items():
-        if "executable" in result:
-            key = (result["executable"], result["python"], result["sqlite"])
-            seen.setdefault(key, []).append(store)
-    return [
-        f"`{exe}`: Python {py}, SQLite {lib}: {', '.join(stores)}"
-        for (exe, py, lib), stores in seen.items()
-    ]
-
-
-def _split(stores: Sequence[str]) -> tuple[list[str], list[str]]:
-    return [s for s in stores if s not in POSTGRES_STORES], [
-        s for s in stores if s in POSTGRES_STORES
-    ]
-
-
-def postgres_section(saved: dict[str, Any]) -> list[str]:
-    """The PostgreSQL comparison (or why it did not run)."""
-    _sqlite, pg = _split(saved["stores"])
-    if not pg:
-        return ["Not selected."]
-    if saved.get("postgres_unavailable"):
-        return [f"Not run: {saved['postgres_unavailable']}."]
-    table, notes = main_table(saved["results"], pg, POSTGRES_BASELINE, METRICS)
-    return [
-        "A throwaway cluster like the test suite's (`tests/support/postgres.py`: PostgreSQL on "
-        "TCP loopback, `fsync=off`, `synchronous_commit=off`), a fresh database per store and "
-        "repetition. Ratios are to convstore on PostgreSQL.",
-        "",
-        table,
-        "",
-        *[f"- {note}" for note in notes],
-    ]
-
-
-def document(saved: dict[str, Any]) -> str:
-    """docs/performance.md, from the saved results of a run."""
-    run, env = saved["run"], saved["environment"]
-    stores, _pg = _split(saved["stores"])
-    table, notes = main_table(saved["results"], stores)
-    render = saved["render"]
-    scale = saved.get("scale", {})
-    out = [
-        "# Performance against the stores people use today",
-        "",
-        f"Generated by `{env['command']}` (`make bench` runs it with the defaults) on "
-        f"{env['date']}; re-running it overwrites this file.",
-        "",
-        "## How to read this",
-        "",
-        READING.format(turns=run["turns"], items=run["turns"] * ITEMS_PER_TURN),
-        "",
-        f"## Stores side by side (repetitions: {run['reps']}, journal: {run['journal']})",
-        "",
-        f"Workload: {run['turns']} turns x {ITEMS_PER_TURN} items (user text, assistant with two "
-        "tool calls of ~200-byte JSON arguments, two ~1 KB tool results, ~500-character reply).",
-        "",
-        table,
-        "",
-        *[f"- {note}" for note in notes],
-        *([""] if notes else []),
-        "## The turn loop",
-        "",
-        f"{run.get('loop_turns', 500)} turns on a fresh file, each: read the history (all of it, "
-        "or the newest 50 records), build the next model request from it the way the store's "
-        "framework does, serialise it with `json.dumps`, append the turn. Turns/s over the "
-        "whole loop; ratios are *store / convstore* (above 1: the store turned faster). "
-        "convstore renders to the Responses API, the shape the openai-agents sessions store.",
-        "",
-        turn_loop_table(saved["results"], stores),
-        "",
-        "## PostgreSQL side by side",
-        "",
-        *postgres_section(saved),
-        "",
-        "## Targets",
-        "",
-        targets_table(saved["results"], scale, saved.get("callgrind")),
-        "",
-        WHY,
-        "",
-        "## Before and after the schema-v2 layout (issue 11)",
-        "",
-        "Append, full load and WAL pages from the SQLite table above (same run, same "
-        "workload); last-50 from `bench.scale_bench` (one fresh file per version: a "
-        f"1,000-message conversation and a {run.get('scale_messages', 100_000):,}-message one, "
-        "back-to-back median of 50 loads).",
-        "",
-        layout_table(saved["results"], scale),
-        "",
-        scale_notes(scale),
-        "",
-        "## Moving the head at 1,000 and 100,000 messages (issue 19)",
-        "",
-        "`bench.moves_bench` in the same scale run: medians of each move at the end of each "
-        "conversation (the 100,000-message chain is a fork of the branched one at its head), "
-        "with callgrind instructions per call when valgrind is installed.",
-        "",
-        _moves(scale),
-        "",
-        "## The conversation list and gc at scale",
-        "",
-        "`bench.listing_bench`: conversations created through the store's API by 64 concurrent "
-        "tasks, 10 tenants, metadata `project` (100 values) and `user` (100 values); the median "
-        "of 21 pages of 20 after a warm-up, each size growing the same database.",
-        "",
-        listing_markdown(saved["listing"])
-        if isinstance(saved.get("listing"), dict)
-        else str(saved.get("listing", "Not run.")),
-        "",
-        "## Instructions per call (callgrind)",
-        "",
-        "Exact counts where wall time is noisy: every thread of the process, measured calls only "
-        "(`bench.callgrind_bench`).",
-        "",
-        callgrind_table(saved.get("callgrind", {})),
-        "",
-        "### What each store did",
-        "",
-        details_table(saved["results"], stores),
-        "",
-        "## Rendering (convstore)",
-        "",
-        render_markdown(render) if isinstance(render, dict) else str(render),
-        "",
-        "## Known asymmetries (read before quoting a ratio)",
-        "",
-        FAIRNESS.format(synchronous=run["sqlite_default_synchronous"]),
-        "",
-        "## Environment",
-        "",
-        *[f"- **{key}**: {value}" for key, value in env.items()],
-        *[f"- **interpreter**: {line}" for line in interpreters(saved["results"])],
-        "",
-    ]
-    return "\n".join(out)
-
-
 def measure_all(args: argparse.Namespace, stores: list[str]) -> dict[str, Any]:
     """Run every store and the other benchmarks; everything the report is made from."""
     started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -817,7 +368,7 @@ def main() -> None:
         default=100_000,
         help="messages of the large conversation of the scale run (100000)",
     )
-    parser.add_argument("--skip-scale", action="store_true", help="no scale run (issue 11)")
+    parser.add_argument("--skip-scale", action="store_true", help="no scale run")
     parser.add_argument("--skip-callgrind", action="store_true", help="no callgrind counts")
     parser.add_argument(
         "--listing-sizes",
@@ -859,7 +410,7 @@ def main() -> None:
         if args.save_json is not None:
             args.save_json.write_text(json.dumps(saved, indent=1))
 
-    sqlite_stores, _pg = _split(saved["stores"])
+    sqlite_stores, _pg = split_stores(saved["stores"])
     table, notes = main_table(saved["results"], sqlite_stores)
     render = saved["render"]
     print()
@@ -876,7 +427,7 @@ def main() -> None:
     print(layout_table(saved["results"], saved.get("scale", {})))
     print(scale_notes(saved.get("scale", {})))
     print()
-    print(_moves(saved.get("scale", {})))
+    print(moves_section(saved.get("scale", {})))
     print()
     print(callgrind_table(saved.get("callgrind", {})))
     print()

@@ -18,17 +18,26 @@ turn interleaved (so the machine's noise falls on both), each store with its def
 - ms for ``aget_state`` at the end: from a new saver on the same file (cold) and again (warm),
   median of 5 each.
 
-Wall times only: callgrind counts of this workload are not measured here (the 200-turn run takes
-an hour under valgrind; bench/callgrind_bench.py counts the store's own append and load).
+Instruction counts beside them (callgrind, when valgrind is installed; ``--callgrind-turns 0``
+skips them): each saver in a process of its own under ``valgrind --tool=callgrind
+--instr-atstart=no`` (bench/callgrind_bench.py's helper switches counting on and off) runs
+``--callgrind-turns`` turns (100) uncounted, then counts ``--counted-turns`` more (5, so 20
+steps), then ``aget_state`` through a new saver (cold) and again (warm). Every thread counts
+(the drivers' too), so the counts include the SQLite work of each saver.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import ctypes
 import json
+import os
 import sqlite3
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -38,6 +47,7 @@ from typing import Any
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from tests.integrations.langgraph_agent import build, config, question
 
+from bench.callgrind_bench import _build_helper, _parse, unavailable
 from convstore import ConversationStore
 from convstore.integrations.langgraph import ConvstoreSaver
 
@@ -126,6 +136,75 @@ async def one_repetition(turns: int, directory: Path) -> dict[str, dict[str, Any
     return results
 
 
+async def counted(saver: str, library: Path, turns: int, counted_turns: int) -> None:
+    """Inside valgrind: ``turns`` uncounted, then the counted steps and reads of one saver."""
+    helper = ctypes.CDLL(str(library))
+    with tempfile.TemporaryDirectory(prefix="lg-bench-cg-") as tmp:
+        db = Path(tmp) / "saver.db"
+        async with contextlib.AsyncExitStack() as stack:
+            if saver == "ConvstoreSaver":
+                url = f"sqlite+aiosqlite:///{db}"
+                store = await stack.enter_async_context(
+                    ConversationStore(url, blobs=str(Path(tmp) / "blobs"))
+                )
+
+                def new_graph() -> Any:
+                    return build(ConvstoreSaver(store=store))
+            else:
+                peer = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(db)))
+
+                def new_graph() -> Any:
+                    return build(AsyncSqliteSaver(peer.conn))
+
+            graph = new_graph()
+            for turn in range(1, turns + 1):
+                await graph.ainvoke({"messages": [question(turn)]}, config(THREAD))
+            helper.cg_on()
+            for turn in range(turns + 1, turns + counted_turns + 1):
+                await graph.ainvoke({"messages": [question(turn)]}, config(THREAD))
+            helper.cg_off(b"steps")
+            cold = new_graph()
+            helper.cg_on()
+            await cold.aget_state(config(THREAD))
+            helper.cg_off(b"aget_state_cold")
+            helper.cg_on()
+            await cold.aget_state(config(THREAD))
+            helper.cg_off(b"aget_state_warm")
+
+
+def instructions(turns: int, counted_turns: int) -> dict[str, dict[str, float]] | str:
+    """Instructions per step and per ``aget_state``, by saver (or why they were not counted)."""
+    reason = unavailable()
+    if reason is not None:
+        return reason
+    results: dict[str, dict[str, float]] = {}
+    for saver in ("ConvstoreSaver", "AsyncSqliteSaver"):
+        with tempfile.TemporaryDirectory(prefix="lg-bench-cg-out-") as out:
+            directory = Path(out)
+            library = _build_helper(directory)
+            command = [
+                "valgrind", "--tool=callgrind", "--instr-atstart=no",
+                f"--callgrind-out-file={directory}/cg.out.%p",
+                sys.executable, "-m", "bench.langgraph_bench", "--inside", saver,
+                "--library", str(library), "--callgrind-turns", str(turns),
+                "--counted-turns", str(counted_turns),
+            ]  # fmt: skip
+            proc = subprocess.run(
+                command, cwd=Path(__file__).resolve().parents[1], env=dict(os.environ),
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            totals = _parse(directory, "cg.out.")
+            if proc.returncode != 0 or len(totals) < 3:
+                tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
+                return f"{saver} under callgrind: exit status {proc.returncode}: {tail}"
+        results[saver] = {
+            "instructions per step": totals["steps"] / (counted_turns * STEPS_PER_TURN),
+            "aget_state instructions (cold)": totals["aget_state_cold"],
+            "aget_state instructions (warm)": totals["aget_state_warm"],
+        }
+    return results
+
+
 def _median_of(reps: list[dict[str, dict[str, Any]]], saver: str, key: str) -> Any:
     values = [rep[saver][key] for rep in reps]
     if isinstance(values[0], dict):
@@ -144,7 +223,12 @@ async def main_async(turns: int, reps: int) -> dict[str, dict[str, Any]]:
     }
 
 
-def report(summary: dict[str, dict[str, Any]], turns: int) -> str:
+def report(
+    summary: dict[str, dict[str, Any]],
+    turns: int,
+    counts: dict[str, dict[str, float]] | str | None = None,
+    counted_at: int = 0,
+) -> str:
     ours, theirs = summary["ConvstoreSaver"], summary["AsyncSqliteSaver"]
     marks = [m for m in MARKS if m <= turns]
     lines = [
@@ -166,6 +250,14 @@ def report(summary: dict[str, dict[str, Any]], turns: int) -> str:
     if marks and marks[0] == 50 and turns >= 200:
         growth = ours["bytes"][200] / ours["bytes"][50]
         lines.append(f"ConvstoreSaver bytes(200) / bytes(50) = {growth:.2f} (linear: 4)")
+    if isinstance(counts, str):
+        lines.append(f"callgrind: not counted ({counts})")
+    elif counts:
+        lines.append(f"callgrind, after {counted_at} turns (instructions, every thread):")
+        a_counts, b_counts = counts["ConvstoreSaver"], counts["AsyncSqliteSaver"]
+        for key in a_counts:
+            a, b = a_counts[key], b_counts[key]
+            lines.append(f"{key:32}{a / 1e6:>17.2f}M{b / 1e6:>17.2f}M{b / a:>9.2f}x")
     return "\n".join(lines)
 
 
@@ -174,10 +266,22 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--json-out", type=Path)
+    parser.add_argument("--callgrind-turns", type=int, default=100)
+    parser.add_argument("--counted-turns", type=int, default=5)
+    parser.add_argument("--inside", help=argparse.SUPPRESS)
+    parser.add_argument("--library", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    summary = asyncio.run(main_async(args.turns, args.reps))
-    print(report(summary, args.turns))
+    if args.inside:
+        asyncio.run(counted(args.inside, args.library, args.callgrind_turns, args.counted_turns))
+        return
+    summary: dict[str, Any] = asyncio.run(main_async(args.turns, args.reps))
+    counts = (
+        instructions(args.callgrind_turns, args.counted_turns) if args.callgrind_turns else None
+    )
+    print(report(summary, args.turns, counts, args.callgrind_turns))
     if args.json_out is not None:
+        if counts is not None:
+            summary = {**summary, "callgrind": counts}
         args.json_out.write_text(json.dumps(summary, indent=2) + "\n")
 
 

@@ -1,7 +1,7 @@
 """The conversation list and gc at scale: every listing variant at 1k, 100k and 1M conversations.
 
 Run: ``python -m bench.listing_bench [--sizes 1000,100000,1000000] [--database sqlite,postgresql]
-[--json-out F]`` (``bench.compare --scale-listing`` runs it; PostgreSQL needs the cluster
+[--json-out F]`` (``bench.compare --listing-sizes`` runs it; PostgreSQL needs the cluster
 `bench.compare` starts, or ``BENCH_POSTGRES_DSN``).
 
 Conversations are created through the store's public API, by 64 concurrent tasks (group commit

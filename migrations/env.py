@@ -11,7 +11,8 @@ Runs in three ways, all against `convstore.db.schema.metadata`:
 SQLite cannot ALTER most things in place, so migrations run in batch mode there. On a
 PostgreSQL database partitioned by ``convstore partition``, the partitions (and the per-partition
 copies of foreign keys that PostgreSQL makes) are left out of the comparison with the models:
-the partitioned tables themselves carry the schema.
+the partitioned tables themselves carry the schema. The full-text search objects
+(`convstore.db.search_ddl`) are left out too: the database maintains them, not the models.
 """
 
 import asyncio
@@ -24,6 +25,7 @@ from alembic import context
 from sqlalchemy import JSON, Connection, pool
 from sqlalchemy.ext.asyncio import async_engine_from_config
 
+from convstore.db import search_ddl
 from convstore.db.schema import metadata
 
 DEFAULT_URL = "sqlite+aiosqlite:///convstore.db"
@@ -71,7 +73,11 @@ def _partitions(connection: Connection) -> frozenset[str]:
 def _configure(connection: Connection) -> None:
     partitions = _partitions(connection)
 
-    def include_name(name: str | None, type_: str, _parents: Any) -> bool:
+    def include_name(name: str | None, type_: str, parents: Any) -> bool:
+        # The search index's tables, columns and indexes belong to the database's own DDL
+        # (convstore.db.search_ddl), not to the models.
+        if not search_ddl.include_name(name, type_, parents):
+            return False
         return not (type_ == "table" and name in partitions)
 
     def include_object(obj: Any, _name: Any, type_: str, reflected: bool, _compare: Any) -> bool:

@@ -91,8 +91,8 @@ def _tangles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
     return found
 
 
-# Cycles the store/ restructuring is removing; delete each entry when its cycle is gone (the
-# test fails on an entry that no longer matches).
+# Cycles tolerated for now, each with its reason (none: store/ has none left). The test fails
+# on an entry that no longer matches.
 KNOWN_TANGLES: set[frozenset[str]] = set()
 
 

@@ -8,6 +8,7 @@ Everything public is re-exported here; modules whose names start with an undersc
 everything not listed in ``__all__``, may change without notice.
 """
 
+from convstore._search_tool import SEARCH_TOOL_PARAMETERS, SearchToolHit, search_tool
 from convstore.capabilities import TARGETS, Capabilities, capabilities_for
 from convstore.db import DEFAULT_URL, migrate
 from convstore.errors import (
@@ -75,6 +76,8 @@ from convstore.store import (
     GarbageReport,
     NativeEntry,
     NativePath,
+    SearchHit,
+    SearchPage,
     collect_garbage,
     fsck,
 )
@@ -83,6 +86,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_URL",
+    "SEARCH_TOOL_PARAMETERS",
     "TARGETS",
     "AppendResult",
     "AsyncOnlyError",
@@ -129,6 +133,9 @@ __all__ = [
     "Role",
     "SchemaError",
     "SchemaOutOfDateError",
+    "SearchHit",
+    "SearchPage",
+    "SearchToolHit",
     "StorageError",
     "TextPart",
     "ThinkingPart",
@@ -153,4 +160,5 @@ __all__ = [
     "parse_response",
     "parse_tools",
     "render",
+    "search_tool",
 ]

@@ -252,6 +252,7 @@ class SyncConversationStore:
     update_conversation = _blocking(AsyncConversationStore.update_conversation)
     update_state = _blocking(AsyncConversationStore.update_state)
     list_conversations = _blocking(AsyncConversationStore.list_conversations)
+    search = _blocking(AsyncConversationStore.search)
     delete_conversation = _blocking(AsyncConversationStore.delete_conversation)
     append = _blocking(AsyncConversationStore.append)
     load = _blocking(AsyncConversationStore.load)
@@ -269,6 +270,9 @@ class SyncConversationStore:
     compact = _blocking(AsyncConversationStore.compact)
     render = _blocking(AsyncConversationStore.render)
     read_attachment = _blocking(AsyncConversationStore.read_attachment)
+    export = _blocking(AsyncConversationStore.export)
+    erase_tenant = _blocking(AsyncConversationStore.erase_tenant)
+    prune = _blocking(AsyncConversationStore.prune)
 
 
 ConversationStore = SyncConversationStore

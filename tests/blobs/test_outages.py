@@ -219,39 +219,93 @@ async def test_gc_sweeps_only_staging_files_named_like_the_stores_own(tmp_path: 
     await store.close()
 
 
-async def _slow_source(chunks: int) -> AsyncIterator[bytes]:
+async def _chunks(count: int) -> AsyncIterator[bytes]:
     yield PDF
-    for _ in range(chunks):
+    for _ in range(count):
         await asyncio.sleep(0)
         yield b"x" * 1024
 
 
-async def _staging_files(root: Path, *, settle: float = 2.0) -> list[str]:
-    """The staging files left, once background clean-ups have had ``settle`` seconds."""
-    deadline = time.monotonic() + settle
-    while True:
-        left = [p.name for p in (root / "tmp").glob("*")] if (root / "tmp").exists() else []
-        if not left or time.monotonic() > deadline:
-            return left
+async def _source_stopping_after(chunks: int, stopped: asyncio.Event) -> AsyncIterator[bytes]:
+    """``chunks`` chunks (the first a PDF's), then it waits forever: the put is mid-stream."""
+    for index in range(chunks):
+        yield PDF if index == 0 else b"x" * 1024
+    stopped.set()
+    await asyncio.Event().wait()
+
+
+async def _no_staging_file_left(root: Path) -> None:
+    """Wait for the background clean-ups a cancellation starts; fail if a file stays."""
+    staging = root / "tmp"
+    for _ in range(1500):  # a generous bound (30 s): this waits for threads, it times nothing
+        if not staging.exists() or not any(staging.iterdir()):
+            return
         await asyncio.sleep(0.02)
+    raise AssertionError(f"staging files left: {sorted(p.name for p in staging.iterdir())}")
 
 
-async def test_a_put_cancelled_at_any_point_leaves_no_staging_file(tmp_path: Path) -> None:
+async def _cancel_when(task: asyncio.Task[Any], reached: asyncio.Event, stage: str) -> None:
+    await asyncio.wait({task, asyncio.ensure_future(reached.wait())}, timeout=30,
+                       return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+    assert reached.is_set() and not task.done(), f"the put never reached {stage}"
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+@pytest.mark.parametrize("chunks", [0, 1, 2, 40])
+async def test_a_put_cancelled_while_reading_its_source_leaves_no_staging_file(
+    tmp_path: Path, chunks: int
+) -> None:
     root = tmp_path / "blobs"
     store = BlobStore(str(root))
-    cancelled = 0
-    for steps in range(0, 60, 3):
-        task = asyncio.create_task(store.put_stream(_slow_source(50)))
-        for _ in range(steps):
-            await asyncio.sleep(0)
-        if task.done():
-            continue
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        cancelled += 1
-        assert await _staging_files(root) == [], f"cancelled after {steps} loop steps"
-    assert cancelled >= 10
+    stopped = asyncio.Event()
+    task = asyncio.create_task(store.put_stream(_source_stopping_after(chunks, stopped)))
+    await _cancel_when(task, stopped, f"its source's chunk {chunks}")
+    await _no_staging_file_left(root)
+    await store.close()
+
+
+async def test_a_put_cancelled_while_its_staging_file_is_created_leaves_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker thread cannot be interrupted: it creates the file after the cancellation.
+    root = tmp_path / "blobs"
+    store = BlobStore(str(root))
+    loop = asyncio.get_running_loop()
+    opening, proceed = asyncio.Event(), threading.Event()
+    original = threaded.LocalBackend._open_for_write
+
+    def held(self: Any, path: str) -> Any:
+        loop.call_soon_threadsafe(opening.set)
+        proceed.wait(30)
+        return original(self, path)
+
+    monkeypatch.setattr(threaded.LocalBackend, "_open_for_write", held)
+    task = asyncio.create_task(store.put(PDF * 4))
+    await _cancel_when(task, opening, "the staging file's creation")
+    proceed.set()
+    await _no_staging_file_left(root)
+    monkeypatch.undo()
+    assert (await store.put(PDF)).size == len(PDF)  # the store is still usable
+    await store.close()
+
+
+async def test_a_put_cancelled_while_publishing_leaves_no_staging_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "blobs"
+    store = BlobStore(str(root))
+    publishing = asyncio.Event()
+
+    async def held(self: Any, src: str, dst: str) -> None:
+        publishing.set()
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(threaded.ThreadedBackend, "move", held)
+    task = asyncio.create_task(store.put(PDF * 4))
+    await _cancel_when(task, publishing, "publication")
+    await _no_staging_file_left(root)
     await store.close()
 
 
@@ -269,8 +323,8 @@ async def test_a_put_failing_on_a_full_disk_leaves_no_staging_file(
     with pytest.raises(BlobStorageError, match="No space left on device"):
         await store.put(PDF)
     with pytest.raises(BlobStorageError, match="No space left on device"):
-        await store.put_stream(_slow_source(3))
-    assert await _staging_files(root, settle=0) == []
+        await store.put_stream(_chunks(3))
+    assert not any((root / "tmp").iterdir())
     monkeypatch.setattr(threaded.LocalBackend, "_finish", finish)
     await store.close()
 

@@ -21,7 +21,20 @@ from convstore.cli import main
 from tests.support.corpus import CORPUS_DIR
 from tests.support.wire_rules import check_payload
 
-COMMANDS = ["demo", "migrate", "list", "show", "import", "render", "gc", "fsck"]
+COMMANDS = [
+    "demo",
+    "migrate",
+    "list",
+    "show",
+    "import",
+    "render",
+    "gc",
+    "fsck",
+    "search",
+    "export",
+    "erase",
+    "prune",
+]
 
 
 @dataclass
@@ -208,3 +221,32 @@ def test_environment_selects_the_store(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "from-env.db").exists()
     assert any((tmp_path / "env-blobs").rglob("*"))
+
+
+def test_search_prints_hits_filters_and_pages(tmp_path: Path, cli: Callable[..., Run]) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'search.db'}"
+    assert cli("demo", "--url", url).returncode == 0
+
+    lines = cli("search", "lisbon", "--url", url).stdout.splitlines()
+    assert lines[0].startswith("demo-trip-to-lisbon  title") and "⟦Lisbon⟧" in lines[0]
+    assert len(lines) > 1 and all(line.startswith("demo-trip-to-lisbon ") for line in lines)
+
+    document = json.loads(cli("search", "lisbon", "--url", url, "--json").stdout)
+    hits = document["hits"]
+    assert hits[0]["seq"] is None and hits[0]["conversation_title"] == "Trip to Lisbon"
+    assert {h["role"] for h in hits[1:]} <= {"user", "assistant", "tool", "system"}
+    assert [h["rank"] for h in hits] == sorted((h["rank"] for h in hits), reverse=True)
+
+    first = cli("search", "lisbon", "--url", url, "--limit", "1").stdout.splitlines()
+    assert len(first) == 2 and first[1].startswith("more: add --cursor ")
+    cursor = first[1].removeprefix("more: add --cursor ")
+    rest = json.loads(cli("search", "lisbon", "--url", url, "--json", "--cursor", cursor).stdout)[
+        "hits"
+    ]
+    assert rest == hits[1:]
+
+    assert cli("search", "lisbon", "--url", url, "--tenant", "nobody").stdout == "no hits\n"
+    other = cli("search", "lisbon", "--url", url, "--conversation", "nope").stdout
+    assert other == "no hits\n"
+    refused = cli("search", "lisbon", "--url", url, "--cursor", "garbage")
+    assert refused.returncode == 1 and "InvalidInputError" in refused.stderr

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 import convstore.db.migrations as migrate_module
 import convstore.db.sqlite as sqlite_module
 from convstore import ConversationStore, Message, SchemaError, SchemaOutOfDateError
+from convstore.db import search_ddl
 from convstore.db.migrations import (
     alembic_config,
     downgrade_connection,
@@ -49,7 +50,8 @@ def _tables(conn: Connection) -> set[str]:
 
 
 def _drift(conn: Connection) -> list[object]:
-    return list(compare_metadata(MigrationContext.configure(conn), metadata))
+    context = MigrationContext.configure(conn, opts={"include_name": search_ddl.include_name})
+    return list(compare_metadata(context, metadata))
 
 
 def test_single_head() -> None:

@@ -1,7 +1,8 @@
 """Corpus-seeded mutation of provider JSON: the one mutator behind every fuzz driver.
 
-`tests/reliability/test_fuzz.py` drives it with hypothesis (derandomised, counted, in CI) and
-`tests/fuzz/atheris_parse.py` with atheris (coverage-guided, by hand). A run starts from a real
+`tests/reliability/test_fuzz.py` drives it with hypothesis (derandomised, counted, in CI), the
+provider suites through `mutants` (mutated payloads of their own, rendered and validated too),
+and `tests/fuzz/atheris_parse.py` with atheris (coverage-guided, by hand). A run starts from a real
 request or response body a provider accepted (``tests/corpus``), copies it, and applies one to
 four operations at random nodes:
 
@@ -39,9 +40,12 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from tests.support.corpus import CORPUS_DIR
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
 
 __all__ = [
     "KINDS",
@@ -51,6 +55,7 @@ __all__ = [
     "Mutant",
     "RandomChooser",
     "Seed",
+    "mutants",
     "mutate",
     "seeds",
 ]
@@ -530,3 +535,17 @@ def mutate(seed: Seed, choose: Chooser, *, max_operations: int = 4) -> Mutant:
     for _ in range(choose.integer(1, max_operations)):
         run.apply(run.pick(_WEIGHTED))
     return mutant
+
+
+def mutants(pool: Sequence[Seed]) -> SearchStrategy[Mutant]:
+    """Hypothesis strategy: `mutate` on a seed of ``pool``, its choices seeded by one draw.
+
+    A hypothesis draw per choice would cost more than the parse the mutant feeds.
+    """
+    from hypothesis import strategies as st
+
+    def build(seed: int) -> Mutant:
+        choose = RandomChooser(seed)
+        return mutate(_pick(choose, pool), choose)
+
+    return st.integers(0, 2**32 - 1).map(build)

@@ -159,6 +159,14 @@ async def test_reimport_adds_nothing_and_a_newer_export_adds_only_what_is_new(
     assert tree.active == path_to(tree.parents, newer)
     with pytest.raises(ConversationNotFoundError):
         await store.load(cid, tenant="other")
+    # The same export for another tenant: its ids are taken, which is reported, not fatal.
+    elsewhere = await import_file(store, folder, "chatgpt-export", tenant="other")
+    assert elsewhere.imported["message"] == 0
+    (error,) = elsewhere.errors
+    assert error == (
+        "conversations.json, conversation 0 (character 1): "
+        f"conversation id {cid!r} is not available to this tenant"
+    )
 
 
 async def test_split_files_and_a_conversation_that_cannot_be_a_tree(

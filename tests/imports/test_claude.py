@@ -157,3 +157,20 @@ async def test_parent_message_uuids_make_branches_and_the_current_leaf_the_head(
     assert tree.parents == parents
     assert tree.tips == leaves(parents)
     assert tree.active == path_to(parents, a2["uuid"])
+
+
+async def test_a_conversation_over_the_store_limits_is_reported_and_the_rest_imported(
+    store: ConversationStore, tmp_path: Path
+) -> None:
+    hi = claude_message("human", [{"type": "text", "text": "hi"}], "2025-03-02T10:00:00Z")
+    bad = claude_conversation([hi], name="a\x00b")  # NUL is refused in stored text
+    good = claude_conversation(
+        [claude_message("human", [{"type": "text", "text": "hello"}], "2025-03-02T10:00:00Z")]
+    )
+    (tmp_path / "conversations.json").write_text(json.dumps([bad, good]))
+
+    report = await import_file(store, tmp_path, "claude-export")
+    assert report.imported == {"conversation": 1, "message": 1, "attachment": 0}
+    (error,) = report.errors
+    assert error.startswith("conversations.json, conversation 0 (character 1): title ")
+    assert (await store.load(f"claude-{good['uuid']}")).messages[0].text == "hello"

@@ -136,3 +136,17 @@ async def test_a_single_chat_object_is_an_export_of_one(
     report = await import_file(store, tmp_path / "chat.json", "openwebui-export")
     assert report.imported == {"conversation": 1, "message": 2, "attachment": 0}
     assert (await store.load(f"openwebui-{chat.id}")).title == "Sourdough"
+
+
+async def test_a_current_id_inside_the_tree_is_the_head(
+    store: ConversationStore, tmp_path: Path
+) -> None:
+    chat = OpenWebUI()
+    answer = chat.add(chat.add(None, "user", "hi"), "assistant", "hello", model="llama3.1:8b")
+    chat.add(chat.add(answer, "user", "and?"), "assistant", "more", model="llama3.1:8b")
+    chat.current = answer  # the chat was left showing an earlier message
+    (tmp_path / "chat.json").write_text(json.dumps([chat.record()]))
+    await import_file(store, tmp_path, "openwebui-export")
+    tree = await stored_tree(store, f"openwebui-{chat.id}")
+    assert tree.active == path_to(tree.parents, answer)
+    assert len(tree.parents) == 4

@@ -9,7 +9,6 @@ exact key sets of every block.
 from __future__ import annotations
 
 import base64
-import copy
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -20,7 +19,6 @@ import pytest
 from anthropic.types import MessageParam
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 import convstore
@@ -56,24 +54,15 @@ from convstore.transcript.plan import (
     UserTurn,
 )
 from convstore.transcript.planner import plan_messages
-from tests.support.corpus import CORPUS_DIR
+from tests.fuzz import Mutant, mutants, seeds
+from tests.support.corpus import corpus_guard
+from tests.support.corpus import corpus_records as load_records
 from tests.support.wire_rules import check_payload
 
 from .conversations import CASES, TARGET_MODELS
 
-
-def _load_corpus() -> list[dict[str, Any]]:
-    records = []
-    for path in sorted(CORPUS_DIR.glob("*.json")):
-        record = json.loads(path.read_text())
-        if record["api"] == "anthropic":
-            record["name"] = path.stem
-            records.append(record)
-    return records
-
-
-CORPUS = _load_corpus()
-pytestmark = pytest.mark.skipif(not CORPUS, reason=f"no Anthropic corpus under {CORPUS_DIR}")
+CORPUS = load_records("anthropic")
+pytestmark = corpus_guard(CORPUS, "anthropic")
 
 
 def corpus(name: str) -> dict[str, Any]:
@@ -753,64 +742,25 @@ def test_malformed_responses_raise(body: Any, message: str) -> None:
         anthropic.parse_response(body)
 
 
-_MUTATION_SOURCES = (
-    [
-        corpus(name)
-        for name in (
-            "test_anthropic_tool_with_thinking--1",
-            "test_multiple_parallel_tool_calls--1",
-            "test_anthropic_model_thinking_part_redacted--1",
-            "test_multimodal_tool_return_matrix-direct-binary-document-anthropic--1",
-        )
-    ]
-    if CORPUS
-    else []
-)
-
-
-def _paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    yield path
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _paths(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _paths(item, (*path, index))
-
-
-_REPLACEMENTS: st.SearchStrategy[Any] = st.sampled_from(
-    [None, 0, -1.5, True, "", "x", [], {}, [{}], {"type": "text"}]
-).map(copy.deepcopy)  # a fresh object per draw, so mutations never build cycles
-
-
-@st.composite
-def mutated_payloads(draw: st.DrawFn) -> Any:
-    record = draw(st.sampled_from(_MUTATION_SOURCES))
-    payload = copy.deepcopy(record[draw(st.sampled_from(["request", "response"]))])
-    for _ in range(draw(st.integers(1, 3))):
-        paths = list(_paths(payload))
-        path = draw(st.sampled_from(paths))
-        if not path:
-            payload = draw(_REPLACEMENTS)
-            continue
-        parent = payload
-        for step in path[:-1]:
-            parent = parent[step]
-        key = path[-1]
-        operation = draw(st.sampled_from(["delete", "replace", "truncate"]))
-        if operation == "delete":
-            del parent[key]
-        elif operation == "truncate" and isinstance(parent[key], str):
-            parent[key] = parent[key][: draw(st.integers(0, len(parent[key])))]
-        else:
-            parent[key] = draw(_REPLACEMENTS)
-    return payload
+_MUTATION_SEEDS = [
+    seed
+    for kind in ("request", "response")
+    for seed in seeds().get(("anthropic", kind), ())
+    if seed.name
+    in (
+        "test_anthropic_tool_with_thinking--1",
+        "test_multiple_parallel_tool_calls--1",
+        "test_anthropic_model_thinking_part_redacted--1",
+        "test_multimodal_tool_return_matrix-direct-binary-document-anthropic--1",
+    )
+]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(mutated_payloads())
-def test_mutated_corpus_payloads_raise_only_convstore_errors(payload: Any) -> None:
+@given(mutants(_MUTATION_SEEDS))
+def test_mutated_corpus_payloads_raise_only_convstore_errors(mutant: Mutant) -> None:
     """Only convstore errors escape; whatever does parse also renders to a valid request."""
+    payload = mutant.payload
     for parse in (anthropic.parse, anthropic.parse_response):
         try:
             parsed = parse(payload)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import copy
 import json
 import os
 import re
@@ -20,7 +19,6 @@ from typing import Any
 import pytest
 from google.genai import types as genai
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import convstore
@@ -57,12 +55,12 @@ from convstore.transcript.plan import (
     UserTurn,
 )
 from convstore.transcript.planner import plan_messages
-from tests.support.corpus import CORPUS_DIR
+from tests.fuzz import Mutant, Seed, mutants, seeds
+from tests.support.corpus import corpus_guard, corpus_records
 from tests.support.wire_rules import check_payload
 
 from .conversations import CASES, TARGET_MODELS
 
-CORPUS = CORPUS_DIR
 GEMINI_3 = "gemini-3-flash-preview"
 GEMINI_25 = "gemini-2.5-flash"
 DUMMY = "Y29udGV4dF9lbmdpbmVlcmluZ19pc190aGVfd2F5X3RvX2dv"
@@ -72,18 +70,8 @@ JPEG = b"\xff\xd8\xff\xe0" + bytes(range(24))
 PDF = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\n"
 
 
-def _records() -> list[dict[str, Any]]:
-    records = []
-    for path in sorted(CORPUS.glob("*.json")):
-        record = json.loads(path.read_text())
-        if record["api"] == "gemini":
-            record["name"] = path.stem
-            records.append(record)
-    return records
-
-
-RECORDS = _records() if CORPUS.is_dir() else []
-needs_corpus = pytest.mark.skipif(not RECORDS, reason="the shared corpus is not available")
+RECORDS = corpus_records("gemini")
+needs_corpus = corpus_guard(RECORDS, "gemini")
 
 
 def record(name: str) -> dict[str, Any]:
@@ -635,34 +623,6 @@ def test_malformed_responses_raise() -> None:
         gemini.parse_response({"candidates": "nope"})
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    paths = [prefix]
-    if isinstance(value, dict):
-        for key, child in value.items():
-            paths.extend(_paths(child, (*prefix, key)))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            paths.extend(_paths(child, (*prefix, index)))
-    return paths
-
-
-def _mutate(payload: Any, path: tuple[Any, ...], op: str, replacement: Any) -> Any:
-    mutated = copy.deepcopy(payload)
-    if not path:
-        return replacement
-    parent = mutated
-    for key in path[:-1]:
-        parent = parent[key]
-    key = path[-1]
-    if op == "delete":
-        del parent[key]
-    elif op == "truncate" and isinstance(parent[key], str):
-        parent[key] = parent[key][: len(parent[key]) // 2]
-    else:
-        parent[key] = replacement
-    return mutated
-
-
 SMALL_PAYLOAD: dict[str, Any] = {
     "systemInstruction": {"role": "user", "parts": [{"text": "sys"}]},
     "contents": [
@@ -695,38 +655,21 @@ SMALL_PAYLOAD: dict[str, Any] = {
     ],
 }
 
-_REPLACEMENTS = st.sampled_from([None, 0, 1.5, True, "", "x", [], {}, [{}], {"text": 1}])
 
-
-def _mutation_payloads() -> list[Any]:
-    payloads: list[Any] = [SMALL_PAYLOAD]
-    for name in (
+def _mutation_seeds() -> list[Seed]:
+    pool = [Seed("small", "gemini", "request", GEMINI_3, SMALL_PAYLOAD)]
+    names = (
         "test_multimodal_tool_return_matrix-direct-binary-image-google_gemini3--2",
         "test_google_model_thinking_part_from_other_model--1",
-    ):
-        if any(r["name"] == name for r in RECORDS):
-            payloads.append(request_of(record(name)))
-    return payloads
+    )
+    return pool + [s for s in seeds().get(("gemini", "request"), ()) if s.name in names]
 
 
-def _mutated(payload: Any, data: st.DataObject) -> Any:
-    mutated = payload
-    for _ in range(data.draw(st.integers(1, 3))):
-        path = data.draw(st.sampled_from(_paths(mutated)))
-        op = data.draw(st.sampled_from(["delete", "replace", "truncate"]))
-        if op == "delete" and not path:
-            op = "replace"
-        mutated = _mutate(mutated, path, op, data.draw(_REPLACEMENTS))
-    return mutated
-
-
-@pytest.mark.parametrize("payload", _mutation_payloads(), ids=lambda p: f"{len(json.dumps(p))}B")
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_mutated_payloads_raise_only_convstore_errors(payload: Any, data: st.DataObject) -> None:
-    mutated = _mutated(payload, data)
+@given(mutants(_mutation_seeds()))
+def test_mutated_payloads_raise_only_convstore_errors(mutant: Mutant) -> None:
     with contextlib.suppress(ConvstoreError):
-        gemini.parse(mutated)
+        gemini.parse(mutant.payload)
 
 
 SMALL_RESPONSE: dict[str, Any] = {
@@ -749,12 +692,11 @@ SMALL_RESPONSE: dict[str, Any] = {
 }
 
 
-@settings(max_examples=200, deadline=None)
-@given(data=st.data())
-def test_mutated_responses_raise_only_convstore_errors(data: st.DataObject) -> None:
-    mutated = _mutated(SMALL_RESPONSE, data)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutants([Seed("small", "gemini", "response", GEMINI_3, SMALL_RESPONSE)]))
+def test_mutated_responses_raise_only_convstore_errors(mutant: Mutant) -> None:
     with contextlib.suppress(ConvstoreError):
-        gemini.parse_response(mutated)
+        gemini.parse_response(mutant.payload)
 
 
 # -- encoding --------------------------------------------------------------------------------

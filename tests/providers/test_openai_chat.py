@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import copy
 import json
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import convstore
 from convstore.errors import ConvstoreError, MalformedPayloadError
@@ -40,6 +38,7 @@ from convstore.transcript.plan import (
     UserTurn,
 )
 from convstore.transcript.planner import plan_messages
+from tests.fuzz import Mutant, Seed, mutants
 
 from .chat.helpers import (
     IMAGE_URL,
@@ -662,51 +661,12 @@ KITCHEN_SINK: dict[str, Any] = {
     ],
 }
 
-_REPLACEMENTS = st.sampled_from([None, 0, 1.5, True, "x", "", [], {}, [1], {"type": "text"}])
-
-
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    paths = [prefix]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            paths.extend(_paths(item, (*prefix, key)))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            paths.extend(_paths(item, (*prefix, index)))
-    return paths
-
-
-@st.composite
-def _mutated(draw: st.DrawFn, original: dict[str, Any]) -> Any:
-    payload: Any = copy.deepcopy(original)
-    for _ in range(draw(st.integers(1, 4))):
-        paths = _paths(payload)
-        path = draw(st.sampled_from(paths))
-        operation = draw(st.sampled_from(["delete", "swap", "truncate"]))
-        if not path:
-            payload = copy.deepcopy(draw(_REPLACEMENTS)) if operation == "swap" else payload
-            continue
-        parent = payload
-        for key in path[:-1]:
-            parent = parent[key]
-        key = path[-1]
-        match operation:
-            case "delete":
-                del parent[key]
-            case "swap":
-                parent[key] = copy.deepcopy(draw(_REPLACEMENTS))  # never share a mutable
-            case "truncate" if isinstance(parent[key], str):
-                parent[key] = parent[key][: draw(st.integers(0, max(len(parent[key]) - 1, 0)))]
-            case _:
-                pass
-    return payload
-
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_mutated(KITCHEN_SINK))
-def test_mutated_payloads_raise_only_convstore_errors(payload: Any) -> None:
+@given(mutants([Seed("kitchen-sink", "openai-chat", "request", None, KITCHEN_SINK)]))
+def test_mutated_payloads_raise_only_convstore_errors(mutant: Mutant) -> None:
     with contextlib.suppress(ConvstoreError):  # refusing is fine; crashing is not
-        openai_chat.parse(payload)
+        openai_chat.parse(mutant.payload)
 
 
 _SMALL_CORPUS = dict(CHAT_CORPUS)[
@@ -714,18 +674,21 @@ _SMALL_CORPUS = dict(CHAT_CORPUS)[
 ]
 
 
+_SMALL_NAME = "test_multimodal_tool_return_matrix-direct-binary-document-mistral--1"
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_mutated(_SMALL_CORPUS["request"]))
-def test_mutated_corpus_request_raises_only_convstore_errors(payload: Any) -> None:
+@given(mutants([Seed(_SMALL_NAME, "openai-chat", "request", None, _SMALL_CORPUS["request"])]))
+def test_mutated_corpus_request_raises_only_convstore_errors(mutant: Mutant) -> None:
     with contextlib.suppress(ConvstoreError):  # refusing is fine; crashing is not
-        openai_chat.parse(payload)
+        openai_chat.parse(mutant.payload)
 
 
-@settings(max_examples=150, deadline=None)
-@given(_mutated(_SMALL_CORPUS["response"]))
-def test_mutated_corpus_response_raises_only_convstore_errors(body: Any) -> None:
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutants([Seed(_SMALL_NAME, "openai-chat", "response", None, _SMALL_CORPUS["response"])]))
+def test_mutated_corpus_response_raises_only_convstore_errors(mutant: Mutant) -> None:
     with contextlib.suppress(ConvstoreError):
-        openai_chat.parse_response(body)
+        openai_chat.parse_response(mutant.payload)
 
 
 # -- 3. encoding hand-built plans ---------------------------------------------------------------

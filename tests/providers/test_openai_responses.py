@@ -8,16 +8,13 @@ the same items. Encoded items are checked against the official SDK's request typ
 from __future__ import annotations
 
 import base64
-import copy
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final, get_args
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from openai.types.responses import (
     EasyInputMessageParam,
     ResponseFunctionToolCallParam,
@@ -63,25 +60,14 @@ from convstore.transcript.plan import (
     UserTurn,
 )
 from convstore.transcript.planner import plan_messages
-from tests.support.corpus import CORPUS_DIR
+from tests.fuzz import Mutant, Seed, mutants
+from tests.support.corpus import corpus_guard, corpus_records
 from tests.support.wire_rules import check_payload
 
 from .conversations import CASES, TARGET_MODELS
 
-
-def _corpus() -> list[tuple[str, dict[str, Any]]]:
-    if not CORPUS_DIR.is_dir():
-        return []
-    records = []
-    for path in sorted(CORPUS_DIR.glob("*.json")):
-        record = json.loads(path.read_text())
-        if record["api"] == TARGET:
-            records.append((path.stem, record))
-    return records
-
-
-CORPUS = _corpus()
-needs_corpus = pytest.mark.skipif(not CORPUS, reason=f"corpus not found at {CORPUS_DIR}")
+CORPUS = [(record["name"], record) for record in corpus_records(TARGET)]
+needs_corpus = corpus_guard(CORPUS, TARGET)
 corpus_cases = pytest.mark.parametrize(
     "record", [r for _, r in CORPUS], ids=[name for name, _ in CORPUS]
 )
@@ -947,49 +933,23 @@ def test_parse_kitchen_sink() -> None:
     assert [len(m.parts) for m in messages] == [1, 1, 6, 5, 2, 1]
 
 
-_REPLACEMENTS = st.sampled_from([None, 0, 1.5, True, "", "x", "data:", [], {}, [1], {"type": 1}])
-
-
-def _paths(node: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    yield path
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from _paths(value, (*path, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from _paths(value, (*path, index))
-
-
-def _mutate(data: st.DataObject, document: Any) -> Any:
-    path = data.draw(st.sampled_from([p for p in _paths(document) if p]))
-    parent = document
-    for step in path[:-1]:
-        parent = parent[step]
-    key = path[-1]
-    action = data.draw(st.sampled_from(["delete", "replace", "truncate"]))
-    if action == "delete":
-        del parent[key]
-    elif action == "replace" or not isinstance(parent[key], str):
-        parent[key] = copy.deepcopy(data.draw(_REPLACEMENTS))  # later steps may mutate it
-    else:
-        parent[key] = parent[key][: data.draw(st.integers(0, max(0, len(parent[key]) - 1)))]
-    return document
+_MUTATION_SEEDS = [
+    Seed(name, TARGET, kind, rec.get("model"), rec[kind])
+    for name, rec in [*CORPUS, ("kitchen-sink", {"request": KITCHEN_SINK})]
+    for kind in ("request", "response")
+    if kind in rec
+]
 
 
 @needs_corpus
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_mutated_corpus_payloads_raise_only_convstore_errors(data: st.DataObject) -> None:
-    rec = data.draw(st.sampled_from([r for _, r in CORPUS] + [{"request": KITCHEN_SINK}]))
-    which = data.draw(st.sampled_from(sorted(rec.keys() & {"request", "response"})))
-    document = copy.deepcopy(rec[which])
-    for _ in range(data.draw(st.integers(1, 3))):
-        document = _mutate(data, document)
+@given(mutants(_MUTATION_SEEDS))
+def test_mutated_corpus_payloads_raise_only_convstore_errors(mutant: Mutant) -> None:
     try:
-        if which == "request":
-            parse(document)
+        if mutant.seed.kind == "request":
+            parse(mutant.payload)
         else:
-            parse_response(document)
+            parse_response(mutant.payload)
     except ConvstoreError:
         pass
 

@@ -22,6 +22,7 @@ import pytest
 from convstore import ConversationStore, FilePart, Message
 from convstore.blobs import BlobStore
 from convstore.blobs._backend import ObjectStat
+from convstore.store import reads
 from convstore.store.maintenance import collect_garbage, fsck
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"gc race" * 40
@@ -79,6 +80,22 @@ def _hold(
     monkeypatch.setattr(BlobStore, name, held)
 
 
+def _signal_when_an_append_meets_a_mark(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """An event set when an append, having stored its bytes, finds gc's mark on them and waits."""
+    met = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    original = reads.tombstoned
+
+    def tombstoned(tx: Any, blobs: Any) -> bool:
+        marked = original(tx, blobs)
+        if marked:  # runs in the driver's thread
+            loop.call_soon_threadsafe(met.set)
+        return marked
+
+    monkeypatch.setattr(reads, "tombstoned", tombstoned)
+    return met
+
+
 async def _race(
     store: ConversationStore,
     monkeypatch: pytest.MonkeyPatch,
@@ -88,11 +105,17 @@ async def _race(
     """Hold gc at ``hold_at`` on the candidate, run an append of the same bytes, let gc go."""
     reached, release = asyncio.Event(), asyncio.Event()
     _hold(monkeypatch, hold_at, reached, release)
+    met = _signal_when_an_append_meets_a_mark(monkeypatch)
     gc = asyncio.create_task(collect_garbage(store, grace=timedelta(hours=1)))
-    await asyncio.wait_for(reached.wait(), 10)
+    await asyncio.wait_for(reached.wait(), 30)
     conv = await store.create_conversation()
     append = asyncio.create_task(append_first(conv.id))
-    await asyncio.sleep(0.3)  # the append stores (touches) the bytes and reaches its check
+    # The race is set up only once the append has stored (touched) the bytes and its
+    # transaction has found gc's mark: then it must wait for gc, which is still held.
+    waiting = asyncio.create_task(met.wait())
+    await asyncio.wait({append, waiting}, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+    assert met.is_set(), "the append never met the collector's mark: the race was not set up"
+    assert not append.done() and not gc.done()
     release.set()
     await asyncio.wait_for(asyncio.gather(gc, append), 30)
     monkeypatch.undo()
@@ -115,22 +138,36 @@ async def test_an_append_racing_the_collector_keeps_its_blob(
 
 
 async def test_gc_waiting_for_the_write_lock_does_not_delete_a_newly_referenced_blob(
-    store: ConversationStore, tmp_path: Path
+    store: ConversationStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The reported failure: gc picks a candidate, waits ~1 s for the database lock while an
     # append re-uploads the same bytes (a dedupe hit) and commits, then deletes them.
     await _orphan_old_blob(store, tmp_path)
     holder = sqlite3.connect(tmp_path / "gc.db", isolation_level=None)
+    backend = store.backend
+    original_write = backend.write
+    marking = asyncio.Event()
+
+    async def write(fn: Callable[[Any], Any]) -> Any:
+        if getattr(fn, "__name__", "") == "mark" and not marking.is_set():
+            # gc has listed the candidate and judged it old; its mark cannot commit before the
+            # holder does.
+            holder.execute("BEGIN IMMEDIATE")
+            marking.set()
+        return await original_write(fn)
+
+    monkeypatch.setattr(backend, "write", write)
     try:
-        holder.execute("BEGIN IMMEDIATE")
         gc = asyncio.create_task(collect_garbage(store, grace=timedelta(hours=1)))
-        await asyncio.sleep(0.5)  # gc has listed the candidate and waits for the lock
+        await asyncio.wait_for(marking.wait(), 30)
         # An append stores (touches) the same bytes now, before its rows can commit.
         await store.blob_store.put(PNG)
+        assert not gc.done(), "gc finished while the lock was held: the race was not set up"
         holder.execute("COMMIT")
         await asyncio.wait_for(gc, 30)
     finally:
         holder.close()
+        monkeypatch.undo()
     conv = await store.create_conversation()
     await store.append(conv.id, Message.user(FilePart.from_bytes(PNG)))
     await _assert_intact(store, conv.id)

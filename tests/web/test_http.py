@@ -384,3 +384,17 @@ async def test_thinking_usage_and_compaction_are_shown(
     assert html.unescape(mark.group(2)) == "Asked for 17 * 23 (391)."
     # The mark sits right after message #2, before #3.
     assert page.index('data-seq="2"') < mark.start() < page.index('data-seq="3"')
+
+
+async def test_search_lists_message_and_title_hits_with_marks(
+    store: ConversationStore, tenant: str, seeded: dict[str, str]
+) -> None:
+    await add_hostile(store, tenant=tenant)
+    async with client(create_app(store, tenant=tenant)) as http:
+        page = (await http.get("/?q=lisbon")).text
+        rows = re.findall(r'<tr data-conversation-id="([^"]+)"(?: data-seq="(\d+)")?>', page)
+        assert rows and {cid for cid, _ in rows} == {seeded["trip"]}  # not the other tenant's
+        assert "<mark>Lisbon</mark>" in page or "<mark>lisbon</mark>" in page
+        hostile = (await http.get("/", params={"q": "<script>"})).text
+        assert "<script>" not in hostile
+        assert "<mark>&lt;script&gt;</mark>" in hostile

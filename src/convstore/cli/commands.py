@@ -37,6 +37,7 @@ from convstore.store.tools import MODEL_KEY, SOURCE_KEY, tools_metadata
 __all__ = [
     "blobs_command",
     "demo",
+    "existing_store",
     "fsck_command",
     "gc",
     "import_payload",
@@ -53,7 +54,7 @@ def _store(args: argparse.Namespace) -> ConversationStore:
     return ConversationStore(args.url, blobs=args.blobs)
 
 
-def _existing_store(args: argparse.Namespace) -> ConversationStore:
+def existing_store(args: argparse.Namespace) -> ConversationStore:
     """A store on a database that must already exist: reading commands never create one.
 
     A mistyped ``--url`` would otherwise create an empty SQLite file, migrate it and report an
@@ -99,7 +100,7 @@ async def partition(args: argparse.Namespace) -> int:
 
 async def list_conversations(args: argparse.Namespace) -> int:
     """Print a page of conversations, newest first, and how to get the next one."""
-    async with _existing_store(args) as store:
+    async with existing_store(args) as store:
         page = await store.list_conversations(
             tenant=args.tenant, limit=args.limit, cursor=args.cursor
         )
@@ -111,7 +112,7 @@ async def list_conversations(args: argparse.Namespace) -> int:
 
 async def show(args: argparse.Namespace) -> int:
     """Print one conversation."""
-    async with _existing_store(args) as store:
+    async with existing_store(args) as store:
         conversation = await store.load(args.id, tenant=args.tenant, head_seq=args.head)
         tips = await store.branches(args.id, tenant=args.tenant)
     if args.json:
@@ -187,7 +188,7 @@ async def render(args: argparse.Namespace) -> int:
     model defaults to the one an imported request named, when rendering to its own format.
     """
     tools = await _tools_file(args.tools)
-    async with _existing_store(args) as store:
+    async with existing_store(args) as store:
         model = args.model
         if model is None:
             stored = (await store.get_conversation(args.id, tenant=args.tenant)).metadata
@@ -212,7 +213,7 @@ async def render(args: argparse.Namespace) -> int:
 
 async def gc(args: argparse.Namespace) -> int:
     """Collect unreferenced blobs (once, or every ``--watch`` seconds until interrupted)."""
-    async with _existing_store(args) as store:
+    async with existing_store(args) as store:
         if args.watch is None:
             report = await _collect_once(store, args)
             for sha in report.deleted:
@@ -254,7 +255,7 @@ def _gc_summary(report: GarbageReport, grace: float) -> str:
 
 async def fsck_command(args: argparse.Namespace) -> int:
     """Check referenced blobs; exit status 1 when any is missing or corrupted."""
-    async with _existing_store(args) as store:
+    async with existing_store(args) as store:
         with ProgressReporter() as progress:
             report = await fsck(store, progress=progress)
         for sha in report.missing:
@@ -274,7 +275,7 @@ async def fsck_command(args: argparse.Namespace) -> int:
 async def blobs_command(args: argparse.Namespace) -> int:
     """``blobs show`` prints the recorded location; ``blobs set URL`` checks and records one."""
     if args.blobs_command == "show":
-        async with _existing_store(args) as store:
+        async with existing_store(args) as store:
             print(store.recorded_blobs_url or "(none recorded)")
         return 0
     path = sqlite_path(args.url)

@@ -23,7 +23,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from convstore.capabilities import TARGETS
-from convstore.cli import commands, serve
+from convstore.cli import commands, data, search, serve
 from convstore.db import DEFAULT_URL
 from convstore.errors import ConvstoreError
 from convstore.imports import FORMATS as IMPORT_FORMATS
@@ -182,6 +182,24 @@ def build_parser() -> argparse.ArgumentParser:
         "show", parents=[shared], help="print the recorded blob location", description=None
     )
     serve.add_arguments(command("serve", "serve the read-only web inspector (convstore[web])"))
+    search.add_arguments(command("search", "find messages and conversation titles by their text"))
+    data.add_arguments(
+        command(
+            "export",
+            "write conversations (all of a tenant's, or named ones), their attachments and a "
+            "manifest to a zip; 'import OUT.zip --format convstore' restores it exactly",
+        ),
+        command(
+            "erase",
+            "delete every conversation of a tenant (one transaction) and, at the next gc or "
+            "with --now, the blobs only it referenced",
+        ),
+        command(
+            "prune",
+            "delete conversations not written for a period, in short batches, beside running "
+            "writers",
+        ),
+    )
     return parser
 
 
@@ -199,6 +217,10 @@ _HANDLERS: dict[str, Handler] = {
     "fsck": commands.fsck_command,
     "blobs": commands.blobs_command,
     "serve": serve.serve,
+    "search": search.search,
+    "export": data.export,
+    "erase": data.erase,
+    "prune": data.prune,
 }
 
 

@@ -15,7 +15,7 @@ import ipaddress
 import os
 import sys
 
-from convstore.cli.commands import _existing_store
+from convstore.cli.commands import existing_store
 from convstore.errors import MissingDependencyError
 
 __all__ = ["add_arguments", "is_loopback", "serve"]
@@ -67,7 +67,7 @@ async def serve(args: argparse.Namespace) -> int:
         from convstore.web._server import run
     except ImportError as exc:  # uvicorn, or the extra's others (a MissingDependencyError)
         raise MissingDependencyError("convstore serve", exc.name or "uvicorn", "web") from exc
-    async with _existing_store(args) as store:
+    async with existing_store(args) as store:
         app = create_app(store, tenant=args.tenant, token=args.token)
         note = " (token required: open it once with ?token=...)" if args.token else ""
 

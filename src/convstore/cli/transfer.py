@@ -28,7 +28,7 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -47,46 +47,10 @@ from convstore.model import (
 from convstore.model._base import describe_validation_error
 from convstore.model.serialization import MESSAGES_ADAPTER
 from convstore.store import ConversationStore
-from convstore.store.tools import TOOLS_KEY, stored_tools, tools_metadata
+from convstore.store.documents import FORMAT, VERSION, conversation_document
+from convstore.store.tools import tools_metadata
 
 __all__ = ["FORMAT", "VERSION", "conversation_document", "import_document"]
-
-FORMAT: Final = "convstore.conversation"
-VERSION: Final = 1
-
-
-def conversation_document(conversation: Conversation) -> dict[str, Any]:
-    """The whole conversation (active path) as a JSON-compatible document."""
-    metadata = {k: v for k, v in conversation.metadata.items() if k != TOOLS_KEY}
-    tools = stored_tools(conversation)
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "id": conversation.id,
-        "title": conversation.title,
-        "tenant": conversation.tenant,
-        "metadata": metadata,
-        "state": conversation.state,
-        "tools": TOOL_DEFINITIONS.dump_python(tools, mode="json", exclude_none=True),
-        "messages": MESSAGES_ADAPTER.dump_python(
-            conversation.messages,
-            mode="json",
-            exclude_none=True,
-            # The document names its conversation once; timestamps are the store's.
-            exclude={"__all__": {"created_at", "conversation_id"}},
-        ),
-        "tool_calls": [
-            call.model_dump(
-                mode="json",
-                include={"id", "name", "status", "result_kind", "seq", "result_seq"},
-                exclude_none=True,
-            )
-            for call in conversation.tool_calls
-        ],
-        "compactions": [
-            {"through_seq": c.through_seq, "summary": c.summary} for c in conversation.compactions
-        ],
-    }
 
 
 def _field(document: dict[str, Any], key: str, kind: type, default: Any) -> Any:

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Insert, Select, Table, bindparam, select
+from sqlalchemy import JSON, Insert, Select, Table, bindparam, cast, func, select, true, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 
 from convstore.db.schema import checkpoint_values, checkpoint_writes, checkpoints, conversations
-from convstore.db.statements import Scoped, _json_list, _scoped
+from convstore.db.statements import Scoped, _scoped
 
 __all__ = ["CHECKPOINT_COLUMNS", "CheckpointStatements", "checkpoint_statements"]
 
@@ -56,6 +56,19 @@ def _upsert(dialect_name: str, table: Table, *, replace: tuple[str, ...]) -> Ins
     return upsert
 
 
+def _pairs(dialect_name: str, name: str) -> Any:
+    """The ``(key, value)`` rows of a JSON object of strings bound as ``:name``."""
+    match dialect_name:
+        case "sqlite":
+            return func.json_each(bindparam(name)).table_valued("key", "value")
+        case "postgresql":
+            return func.json_each_text(cast(bindparam(name, type_=JSON), JSON)).table_valued(
+                "key", "value"
+            )
+        case _:
+            raise NotImplementedError(f"no JSON objects for dialect {dialect_name!r}")
+
+
 def _list_all(tenant_scoped: bool) -> Select[Any]:
     stmt = select(*CHECKPOINT_COLUMNS)
     if tenant_scoped:
@@ -63,6 +76,37 @@ def _list_all(tenant_scoped: bool) -> Select[Any]:
             conversations.c.tenant == bindparam("for_tenant")
         )
     return stmt.order_by(checkpoints.c.conversation_id, checkpoints.c.checkpoint_id.desc())
+
+
+def _values(dialect_name: str) -> Select[Any]:
+    val = checkpoint_values.c
+    pairs = _pairs(dialect_name, "versions")
+    lookup = (
+        (val.conversation_id == bindparam("cid"))
+        & (val.checkpoint_ns == bindparam("ns"))
+        & (val.channel == pairs.c.key)
+        & (val.version == pairs.c.value)
+    )
+    if dialect_name != "postgresql":
+        # SQLite probes the primary key once per pair for a row-value IN (a join would scan
+        # the thread's values, the function taken as the inner table).
+        return select(val.channel, val.version, val.value_type, val.value).where(
+            (val.conversation_id == bindparam("cid"))
+            & (val.checkpoint_ns == bindparam("ns"))
+            & tuple_(val.channel, val.version).in_(select(pairs.c.key, pairs.c.value))
+        )
+    # PostgreSQL plans a join against the function by guessed row counts (a hash join over
+    # every value of the thread when the table's statistics are young); a LATERAL lookup that
+    # cannot be flattened (LIMIT 1: the pair is the primary key) is one index probe per pair.
+    one = (
+        select(val.channel, val.version, val.value_type, val.value)
+        .where(lookup)
+        .limit(1)
+        .lateral("v")
+    )
+    return select(one.c.channel, one.c.version, one.c.value_type, one.c.value).select_from(
+        pairs.join(one, true())
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +130,9 @@ class CheckpointStatements:
     all_checkpoints: Scoped[Select[Any]]
     """Every checkpoint of every thread (of ``:for_tenant``), by thread, newest first."""
     values: Select[Any]
-    """``(channel, version, value_type, value)`` of ``(:cid, :ns)`` whose channel is in the JSON
-    array ``:channels`` and version in ``:versions`` (a superset of the pairs asked for)."""
+    """``(channel, version, value_type, value)`` of ``(:cid, :ns)`` for each pair of the JSON
+    object ``:versions`` (``{channel: version}``): one primary-key lookup per pair, so a read
+    costs the same however many checkpoints the thread has."""
     writes: Select[Any]
     """The pending writes of checkpoint ``:checkpoint_id`` of ``(:cid, :ns)``, in the order a
     super-step applies them: by task path, task id, index (LangGraph's ``writes_sort_key``)."""
@@ -98,7 +143,6 @@ def checkpoint_statements(dialect_name: str) -> CheckpointStatements:
     """The checkpoint statements for ``dialect_name`` (``sqlite`` or ``postgresql``), built once."""
     cp = checkpoints.c
     in_thread = (cp.conversation_id == bindparam("cid")) & (cp.checkpoint_ns == bindparam("ns"))
-    val = checkpoint_values.c
     wr = checkpoint_writes.c
     return CheckpointStatements(
         conversation_tenant=select(conversations.c.tenant, conversations.c.last_seq).where(
@@ -131,12 +175,7 @@ def checkpoint_statements(dialect_name: str) -> CheckpointStatements:
         .where(cp.conversation_id == bindparam("cid"))
         .order_by(cp.checkpoint_id.desc()),
         all_checkpoints=_scoped(_list_all),
-        values=select(val.channel, val.version, val.value_type, val.value).where(
-            (val.conversation_id == bindparam("cid"))
-            & (val.checkpoint_ns == bindparam("ns"))
-            & val.channel.in_(_json_list(dialect_name, "channels"))
-            & val.version.in_(_json_list(dialect_name, "versions"))
-        ),
+        values=_values(dialect_name),
         writes=select(wr.task_id, wr.idx, wr.channel, wr.value_type, wr.value, wr.task_path)
         .where(
             (wr.conversation_id == bindparam("cid"))

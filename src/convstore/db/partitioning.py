@@ -11,7 +11,8 @@ Invariants:
   conversion, and its table locks make concurrent writers wait until it commits.
 - Data-preserving: every row is copied by column name into the new table before the old one is
   dropped; the new tables carry exactly the schema's columns, constraints and index names
-  (built from `convstore.db.schema`), so Alembic sees no drift (``migrations/env.py`` leaves
+  (built from `convstore.db.schema`, plus the search columns of `convstore.db.search_ddl`), so
+  Alembic sees no drift (``migrations/env.py`` leaves
   the partitions themselves out of its comparison).
 - Idempotent: tables already hash-partitioned by ``conversation_id`` with this modulus are left
   alone; a different modulus rebuilds them with the new one (a repartition, same procedure).
@@ -28,6 +29,7 @@ from typing import Final
 from sqlalchemy import Connection, MetaData, Table, text
 from sqlalchemy.schema import CreateIndex, CreateTable
 
+from convstore.db import search_ddl
 from convstore.db.migrations import SchemaState, head_revision, schema_state, unknown_schema_error
 from convstore.db.schema import NAMING_CONVENTION, metadata
 from convstore.errors import InvalidInputError, SchemaError, SchemaOutOfDateError
@@ -119,6 +121,9 @@ def partition_tables(conn: Connection, modulus: int) -> list[str]:
         _move_aside(conn, name)
     for name in PARTITIONED_TABLES:
         _create(conn, tables[name], modulus)
+    # The search columns are the database's, not the models': added back before the copy, they
+    # are computed for every copied row.
+    search_ddl.restore_message_columns(conn)
     for name in PARTITIONED_TABLES:
         columns = ", ".join(f'"{c.name}"' for c in tables[name].columns)
         conn.exec_driver_sql(

@@ -74,10 +74,11 @@ async def import_file(
 
 
 def _register_builtin() -> None:
-    from . import chatgpt, claude, openwebui
+    from . import archive, chatgpt, claude, openwebui
 
     for module in (chatgpt, claude, openwebui):
         register_format(module.FORMAT.name, _tree_format(module.FORMAT))
+    register_format(archive.FORMAT_NAME, archive.import_archive)
 
 
 _register_builtin()

@@ -10,7 +10,8 @@ Invariants:
 - A file that is not readable JSON stops the import with `MalformedExportError` naming the
   position; the conversations before it are written, the broken one is not. A readable
   conversation that cannot be stored (a cycle of parents, a message over the store's limits)
-  is reported in `ImportReport.errors` and skipped; the rest of the file is imported.
+  is reported in `ImportReport.errors` and skipped; the rest of the file is imported. So is a
+  conversation whose (global) id another tenant already holds.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convstore.errors import InvalidInputError, InvalidMessageError
+from convstore.errors import ConversationNotFoundError, InvalidInputError
 
 from ._jsonstream import array_items
 from ._report import ImportReport, Progress
@@ -81,7 +82,14 @@ async def _write(
         return
     try:
         written = await write_tree(store, step.converted, tenant)
-    except (ConversationShapeError, InvalidMessageError) as exc:
+    except ConversationNotFoundError:
+        # Ids are global: another tenant imported this conversation (never said which).
+        report.errors.append(
+            f"{step.where}: conversation id {step.converted.id!r} is not available to this tenant"
+        )
+        return
+    except (ConversationShapeError, InvalidInputError) as exc:
+        # A cycle, a message or title over the store's limits: this conversation only.
         report.errors.append(f"{step.where}: {exc}")
         return
     (report.imported if written.messages else report.present)["conversation"] += 1

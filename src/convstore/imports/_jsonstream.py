@@ -9,7 +9,8 @@ most one chunk beyond it.
 Invariants:
 
 - An element that does not fit the buffer yet is retried after reading at least as much again
-  as the buffer holds, so a large element costs amortised linear time, not quadratic.
+  as the buffer holds, so a large element costs amortised linear time, not quadratic. The
+  text before the current element is dropped once it exceeds a chunk.
 - A decoding error far from the end of the buffer is the file's fault and is reported at once;
   one at the end of the buffer only means "read more". At the end of the file every error is
   final. Either way the error names the file, the character offset and the element's index.
@@ -122,9 +123,13 @@ def array_items(
         while True:
             if pos >= len(buf.text):
                 raise fail("the file ends inside the array (truncated)", pos, index)
-            buf.drop(pos)
-            value, end = _decode(buf, 0, index, fail)
-            yield index, buf.base, value
+            if pos >= chunk:
+                # Forget what was read, now and then: dropping after every element would copy
+                # the rest of the buffer each time.
+                buf.drop(pos)
+                pos = 0
+            value, end = _decode(buf, pos, index, fail)
+            yield index, buf.base + pos, value
             index += 1
             pos = buf.skip_space(end)
             if pos >= len(buf.text):

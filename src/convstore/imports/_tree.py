@@ -5,8 +5,10 @@ Invariants:
 - Node keys are the export's ids; a node's messages carry stable ids derived from them, so a
   re-import finds what it already wrote. A node's messages form a chain: the first follows
   the parent node's last message, and the node's children follow its last.
-- `in_tree_order` puts parents before children (depth first, siblings in export order) and
-  refuses a cycle: `ConversationShapeError`, and the conversation is not written.
+- `in_tree_order` puts parents before children (depth first, siblings in export order, except
+  that the sibling leading to the head comes last, so the last path written ends at the head
+  and no move of the head is needed after it) and refuses a cycle: `ConversationShapeError`,
+  and the conversation is not written.
 """
 
 from __future__ import annotations
@@ -48,12 +50,23 @@ def in_tree_order(tree: ConversationTree) -> list[Node]:
     for node in tree.nodes:
         parent = node.parent if node.parent in by_key and node.parent != node.key else None
         children.setdefault(parent, []).append(node)
+    on_head_path: set[str] = set()
+    key = tree.head
+    while key is not None and key in by_key and key not in on_head_path:
+        on_head_path.add(key)
+        key = by_key[key].parent
+
+    def pushed(kids: list[Node]) -> list[Node]:
+        """``kids`` in the order to push them: popped in export order, the head's side last."""
+        last = [k for k in kids if k.key in on_head_path]
+        return [*last, *reversed([k for k in kids if k.key not in on_head_path])]
+
     ordered: list[Node] = []
-    stack = list(reversed(children.get(None, [])))
+    stack = pushed(children.get(None, []))
     while stack:
         node = stack.pop()
         ordered.append(node)
-        stack.extend(reversed(children.get(node.key, [])))
+        stack.extend(pushed(children.get(node.key, [])))
     if len(ordered) != len(tree.nodes):
         raise ConversationShapeError(
             f"{len(tree.nodes) - len(ordered)} node(s) form a cycle of parents"

@@ -25,10 +25,20 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from convstore.blobs import StoredBlob
-from convstore.limits import check_messages
+from convstore.errors import BlobStorageError
+from convstore.limits import check_json_object, check_messages, check_text
 from convstore.model import Message
-from convstore.store import arguments, branches, conversations, header_lock, reads, writes
+from convstore.store import (
+    appending,
+    arguments,
+    branches,
+    conversations,
+    header_lock,
+    reads,
+    writes,
+)
 from convstore.store.attachments import (
+    BlobContext,
     attachment_rows,
     namespace_of,
     store_files,
@@ -81,6 +91,8 @@ async def write_tree(
 ) -> Written:
     """Store ``tree`` (what is not stored yet) in one transaction."""
     entries, head_id = _entries(tree)
+    check_text(tree.title, "title")
+    check_json_object(tree.metadata, "metadata")
     check_messages([e.message for e in entries], max_attachment_size=store.blob_store.max_size)
     blobs = store.blob_store.namespace(namespace_of(store.dedupe, tenant))
     for attempt in range(_COLLECTED_RETRIES):
@@ -99,10 +111,14 @@ async def write_tree(
 
         try:
             return await store.backend.write(write)
-        except BlobBeingCollectedError:
-            if attempt == _COLLECTED_RETRIES - 1:
-                raise
-    raise AssertionError("unreachable")
+        except BlobBeingCollectedError as collected:
+            if attempt < _COLLECTED_RETRIES - 1:
+                # As `append` does: wait for the collection to end, then store the bytes again.
+                await appending.wait_for_collection(BlobContext.of(store), collected.blobs)
+    raise BlobStorageError(
+        f"an attachment of conversation {tree.id!r} was being garbage-collected and could not be "
+        "stored again; nothing of it was written: import again"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +189,8 @@ def _write(tx: Any, target: _Target, entries: list[_Entry], stored: Sequence[Mes
             chain_parent = entry.parent_id
         chain.append(message)
     flush()
-    if written and head_id is not None and head_id in seqs:
-        branches.switch_branch(tx, cid, tenant, seqs[head_id], None, now)
+    head = seqs.get(head_id) if written and head_id is not None else None
+    # Usually the last path written ends at the head already (see `in_tree_order`).
+    if head is not None and header_lock.lock(tx, cid, tenant, None).head_seq != head:
+        branches.switch_branch(tx, cid, tenant, head, None, now)
     return Written(created=created, messages=written, present=present, attachments=files)

@@ -18,12 +18,14 @@ How a thread is kept:
   (canonical parts for rendering and tool lifecycles, the message's JSON as native record,
   inline file bytes as blobs) and the channel's value at that version is the list of their
   ``seq`` s, as runs (``[[first_seq, count], ...]``): a checkpoint that adds messages stores
-  the new messages and one short run list; one that removes or edits messages
-  (``RemoveMessage``, a new message with an old id) or a fork from an older checkpoint stores
-  the new messages only. New messages go under the message before them in the list
-  (``append(parent_seq=...)``), so a fork from an older checkpoint becomes a convstore branch
-  and the conversation's active path is the list the newest checkpoint holds (while lists only
-  grow and forks branch: a removal or edit in the middle does not rewrite the path).
+  the new messages and one short run list. New messages go under the message before them in
+  the list (``append(parent_seq=...)``), so a fork from an older checkpoint, or a message
+  removed (``RemoveMessage``) or edited (a new message with an old id) mid-list, becomes a
+  convstore branch (the rest of the list stored again under the message before the change),
+  messages removed at the end move the head back
+  (``switch_branch``), and the conversation's active path is the list the newest checkpoint
+  holds. The one exception: a list whose first message is new while the conversation holds
+  messages is appended after the head (a conversation has one root).
 - Everything else (the checkpoint itself, other channels, pending writes) is serialized by the
   saver's ``serde`` (LangGraph's ``JsonPlusSerializer`` by default); metadata is JSON.
 
@@ -102,28 +104,37 @@ _EMPTY = "empty"
 _THREADS_CACHED = 64
 
 
+_UNKNOWN = -1
+"""A parent or head seq this saver has not seen (no stored seq is negative)."""
+
+
 class _Thread:
     """What this saver knows of one thread's stored messages (rows are immutable)."""
 
-    __slots__ = ("by_id", "by_seq", "live", "renamed")
+    __slots__ = ("by_id", "by_seq", "head", "live", "parent", "renamed")
 
     def __init__(self) -> None:
         self.by_seq: dict[int, BaseMessage] = {}
         self.by_id: dict[str, list[int]] = {}
+        self.parent: dict[int, int | None] = {}
+        """Each known seq's parent in the conversation's tree (``None``: a root)."""
+        self.head: int | None = _UNKNOWN
+        """The conversation's head as this saver last saw or left it (``None``: empty)."""
         self.live: dict[int, tuple[BaseMessage, int]] = {}
         """The message objects of the list last read or written, by identity: the next list
         the graph puts holds most of them again, recognised without comparing contents."""
         self.renamed: dict[str, str] = {}
         """Call ids given canonical ids of their own on a branch (see `append_stored`)."""
 
-    def remember(self, seq: int, message: BaseMessage) -> None:
+    def remember(self, seq: int, message: BaseMessage, parent: int | None) -> None:
         if seq not in self.by_seq:
             self.by_seq[seq] = message
             if message.id is not None:
                 bisect.insort(self.by_id.setdefault(message.id, []), seq)
+        self.parent.setdefault(seq, parent)
 
-    def find(self, message: BaseMessage, after: int) -> int | None:
-        """The newest stored copy of ``message`` stored after seq ``after``, if any."""
+    def find(self, message: BaseMessage, parent: int | None) -> int | None:
+        """The newest stored copy of ``message`` whose parent is ``parent``, if any."""
         if message.id is None:
             return None
         hit = self.live.get(id(message))
@@ -132,12 +143,12 @@ class _Thread:
         if (
             hit is not None
             and hit[0] is message
-            and hit[1] > after
+            and self.parent.get(hit[1], _UNKNOWN) == parent
             and message.id == self.by_seq[hit[1]].id
         ):
             return hit[1]
         for seq in reversed(self.by_id.get(message.id, ())):
-            if seq > after and self.by_seq[seq] == message:
+            if self.parent.get(seq, _UNKNOWN) == parent and self.by_seq[seq] == message:
                 return seq
         return None
 
@@ -281,17 +292,23 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
                 # A first read of the thread: its active path (the newest list, while the graph
                 # has not forked back) holds most of them, as native records in one column.
                 path = await store.load_native(thread_id, format=NATIVE_FORMAT, tenant=self.tenant)
+                thread.head = path.head_seq
+                parents = {
+                    seq: None if i == 0 else path[i - 1][0] for i, (seq, _, _) in enumerate(path)
+                }
                 wanted = set(missing)
                 found = [(seq, data) for seq, _, data in path if seq in wanted and data is not None]
                 records = await from_records([data for _, data in found], fetch)
                 for (seq, _), message in zip(found, records, strict=True):
                     if message is not None:
-                        thread.remember(seq, message)
+                        thread.remember(seq, message, parents[seq])
                 missing = [seq for seq in missing if seq not in thread.by_seq]
             if missing:
                 stored = await store.get_messages(thread_id, missing, tenant=self.tenant)
-                for seq, message in zip(missing, await from_stored(stored, fetch), strict=True):
-                    thread.remember(seq, message)
+                restored = await from_stored(stored, fetch)
+                for row, message in zip(stored, restored, strict=True):
+                    assert row.seq is not None  # a stored message
+                    thread.remember(row.seq, message, row.parent_seq)
         # Copies: what the graph does to its state never reaches the cache of stored rows.
         messages = [thread.by_seq[seq].model_copy() for seq in seqs]
         thread.live = {id(m): (m, seq) for m, seq in zip(messages, seqs, strict=True)}
@@ -347,12 +364,14 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
         # channels stores the other channels' new messages just before.
         growing = [planned for planned in lists if planned[0].new]
         last = growing[-1] if growing else None
+        path_end: int | None = None
         for planned in lists:
             if planned is last:
                 continue
             listed, messages = planned
             seqs = list(listed.kept)
             if listed.new:
+                parent = seqs[-1] if seqs else await self._head(store, thread_id, thread)
                 seqs += await append_stored(
                     store,
                     thread_id,
@@ -361,7 +380,10 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
                     parent_seq=seqs[-1] if seqs else None,
                     renamed=thread.renamed,
                 )
-            self._remember(thread, messages, seqs)
+                self._remember(thread, messages, seqs, len(listed.kept), parent)
+            else:
+                self._remember(thread, messages, seqs, len(seqs), None)
+            path_end = seqs[-1] if seqs else None
             values.append(
                 ChannelValue(
                     listed.channel, listed.version, MESSAGES_VALUE_TYPE, message_list_value(seqs)
@@ -390,14 +412,30 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
         if last is None:
             await put([])
         else:
+            kept = list(last[0].kept)
+            parent = kept[-1] if kept else await self._head(store, thread_id, thread)
             new = await resolving_repeats(put, list(last[0].new), thread.renamed)
-            self._remember(thread, last[1], [*last[0].kept, *new])
+            self._remember(thread, last[1], [*kept, *new], len(kept), parent)
+        if lists and last is None and path_end is not None:
+            # No new message, yet a list changed: messages were removed at its end (or the
+            # graph went back to an older checkpoint). The conversation's active path follows.
+            await self._move_head(store, thread_id, thread, path_end)
         return _config(thread_id, ns, checkpoint["id"])
 
     async def _ensure_thread(self, store: ConversationStore, thread_id: str) -> None:
         if thread_id not in self._known_threads:
-            await store.get_or_create_conversation(thread_id, tenant=self.tenant)
+            conversation = await store.get_or_create_conversation(thread_id, tenant=self.tenant)
+            self._thread(thread_id).head = conversation.head_seq
             self._known_threads.add(thread_id)
+
+    async def _head(self, store: ConversationStore, thread_id: str, thread: _Thread) -> int | None:
+        """The conversation's head: what this saver last saw, or read from the store."""
+        if thread.head == _UNKNOWN:
+            header = await store.load_native(
+                thread_id, format=NATIVE_FORMAT, tenant=self.tenant, last=0
+            )
+            thread.head = header.head_seq
+        return thread.head
 
     def _plan_list(
         self, thread: _Thread, channel: str, version: str, value: Any
@@ -413,11 +451,12 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
             return None
         seqs: list[int] = []
         for message in value:
-            # Stored messages are reused while they come in storage order (a list that grew, or
-            # lost messages); from the first that is new or out of order (a fork from an older
-            # checkpoint) on, the rest is stored under the message before it, so the list stays
-            # a path of the conversation and a fork is a branch.
-            seq = thread.find(message, after=seqs[-1] if seqs else 0)
+            # Stored messages are reused while they follow each other in the conversation's
+            # tree (a list that grew, or lost messages at its end); from the first that is new
+            # or does not follow (a fork from an older checkpoint, a message removed or edited
+            # mid-list) on, the rest is stored under the message before it, so the list stays a
+            # path of the conversation and the change is a branch.
+            seq = thread.find(message, parent=seqs[-1] if seqs else None)
             if seq is None:
                 break
             seqs.append(seq)
@@ -427,12 +466,31 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
         return MessageList(channel, version, seqs, [m for m in new if m is not None]), value
 
     @staticmethod
-    def _remember(thread: _Thread, messages: list[BaseMessage], seqs: list[int]) -> None:
-        """Note where ``messages`` are stored (copies of the new ones: rows never change)."""
-        for message, seq in zip(messages, seqs, strict=True):
-            if seq not in thread.by_seq:
-                thread.remember(seq, message.model_copy(deep=True))
+    def _remember(
+        thread: _Thread,
+        messages: list[BaseMessage],
+        seqs: list[int],
+        kept: int,
+        parent: int | None,
+    ) -> None:
+        """Note where ``messages`` are stored (copies of the new ones: rows never change).
+
+        ``seqs[kept:]`` were just appended, the first under ``parent``, each under the one
+        before; the last is the conversation's head.
+        """
+        for i in range(kept, len(seqs)):
+            previous = parent if i == kept else seqs[i - 1]
+            thread.remember(seqs[i], messages[i].model_copy(deep=True), previous)
+        if kept < len(seqs):
+            thread.head = seqs[-1]
         thread.live = {id(m): (m, seq) for m, seq in zip(messages, seqs, strict=True)}
+
+    async def _move_head(
+        self, store: ConversationStore, thread_id: str, thread: _Thread, head: int
+    ) -> None:
+        if await self._head(store, thread_id, thread) != head:
+            await store.switch_branch(thread_id, head_seq=head, tenant=self.tenant)
+            thread.head = head
 
     async def aput_writes(
         self,

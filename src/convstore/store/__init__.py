@@ -2,9 +2,11 @@
 
 The public face (each method checks its arguments, opens one transaction, calls one function):
 
-- ``conversation_store``: `ConversationStore`: messages, tool results, rendering, attachments.
+- ``conversation_store``: `ConversationStore`: messages, tool results, rendering, attachments,
+  export, erase and prune.
 - ``connection``: the backend, blob store and message cache of a store; open and close.
-- ``conversation_methods``: the methods on conversations as a whole (create, list, update, delete).
+- ``conversation_methods``: the methods on conversations as a whole (create, list, search,
+  update, delete).
 - ``history_methods``: the methods that edit a history (pop, truncate, fork, branches, compact).
 - ``arguments``: arguments checked and turned into model values, before any storage is touched.
 
@@ -28,6 +30,7 @@ Reads, each a function of one read transaction:
 - ``reads``: loading a path (or a window of it), messages by seq or id, branches, blob lookups.
 - ``listing``: conversation summaries, pages and cursors (``list_conversations``).
 - ``native``: the native records of a path, without building messages (integrations).
+- ``search``: full-text search over messages and conversation titles.
 - ``paths``: walking the message tree by parent pointers, only as far as a question needs.
 - ``message_cache``: decoded messages kept per (conversation, seq): a reload decodes only news.
 
@@ -35,6 +38,12 @@ Blobs and the rest:
 
 - ``attachments``: attachment bytes: stored before the rows that reference them, read back.
 - ``maintenance``: garbage collection, ``fsck`` and recording the blob location.
+- ``export``: conversations and their blobs written to one zip archive.
+- ``restore``: an export archive restored, every conversation exactly as it was.
+- ``archive_rows``: a conversation's rows as portable JSON and back (export and restore).
+- ``erase``: every row of a tenant deleted in one transaction (``erase_tenant``).
+- ``prune``: conversations nobody wrote to within a period, deleted.
+- ``documents``: a whole conversation as one JSON document (``show --json``).
 - ``settings``: store-wide settings kept in the database (where the blobs live).
 - ``checkpoints``: LangGraph checkpoints kept with their conversations.
 - ``tools``: tool definitions kept with a conversation, in its metadata.
@@ -53,6 +62,7 @@ from convstore.store.maintenance import (
 )
 from convstore.store.native import NativeEntry, NativePath
 from convstore.store.results import AppendResult
+from convstore.store.search import SearchHit, SearchPage
 
 __all__ = [
     "DEFAULT_MAX_ATTACHMENT_SIZE",
@@ -64,6 +74,8 @@ __all__ = [
     "GarbageReport",
     "NativeEntry",
     "NativePath",
+    "SearchHit",
+    "SearchPage",
     "collect_garbage",
     "fsck",
     "record_blob_location",

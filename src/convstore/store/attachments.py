@@ -23,7 +23,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Protocol
 
 from convstore.blobs import BlobStore, StoredBlob
 from convstore.db.backend import Backend
@@ -45,6 +45,18 @@ __all__ = [
 _FETCH_CONCURRENCY = 16
 
 
+class _Store(Protocol):
+    """What `BlobContext.of` reads of a store (`ConversationStore` has it)."""
+
+    dedupe: Literal["tenant", "global"]
+
+    @property
+    def backend(self) -> Backend: ...
+
+    @property
+    def blob_store(self) -> BlobStore: ...
+
+
 @dataclass(frozen=True, slots=True)
 class BlobContext:
     """What attachment I/O needs of a store: its database, its blob store, its dedupe mode."""
@@ -52,6 +64,11 @@ class BlobContext:
     backend: Backend
     blobs: BlobStore
     dedupe: Literal["tenant", "global"]
+
+    @classmethod
+    def of(cls, store: _Store) -> BlobContext:
+        """The context of an open store (`ClosedError` if it is not open)."""
+        return cls(store.backend, store.blob_store, store.dedupe)
 
 
 def namespace_of(dedupe: Literal["tenant", "global"], tenant: str | None) -> str:

@@ -37,6 +37,7 @@ from convstore.limits import (
 )
 from convstore.model import Message
 from convstore.store import appending, arguments
+from convstore.store.attachments import BlobContext
 from convstore.store.connection import StoreConnection
 
 __all__ = [
@@ -184,8 +185,9 @@ class Checkpoints:
             for seq in messages.kept:
                 check_count(seq, "seq")
 
-        def put(tx: Tx, new_seqs: Sequence[int] = ()) -> None:
-            _require_thread(tx, stmts, conversation_id, tenant)
+        def put(tx: Tx, new_seqs: Sequence[int] = (), *, appended: bool = False) -> None:
+            if not appended:  # an append checked the conversation and its tenant already
+                _require_thread(tx, stmts, conversation_id, tenant)
             codec = tx.codec
             if messages is not None:
                 listed = message_list_value([*messages.kept, *new_seqs])
@@ -234,10 +236,10 @@ class Checkpoints:
         def put_after_append(tx: Tx) -> None:
             # The batch took the conversation's newest seqs, consecutive.
             last_seq = tx.fetch(stmts.conversation_tenant, {"cid": conversation_id})[0][1]
-            put(tx, range(last_seq - len(batch) + 1, last_seq + 1))
+            put(tx, range(last_seq - len(batch) + 1, last_seq + 1), appended=True)
 
         stored = await appending.append_batch(
-            self._store._blob_context(),
+            BlobContext.of(self._store),
             conversation_id,
             batch,
             also=put_after_append,
@@ -307,7 +309,7 @@ class Checkpoints:
         _check_thread(conversation_id, tenant, checkpoint_ns)
 
         def get(tx: Tx) -> CheckpointRecord | None:
-            if not _visible(tx, stmts, conversation_id, tenant):
+            if tenant is not None and not _visible(tx, stmts, conversation_id, tenant):
                 return None
             params: dict[str, Any] = {"cid": conversation_id, "ns": checkpoint_ns}
             if checkpoint_id is None:
@@ -344,7 +346,7 @@ class Checkpoints:
             if conversation_id is None:
                 scoped = stmts.all_checkpoints.pick(tenant)
                 rows = tx.stream(scoped, {} if tenant is None else {"for_tenant": tenant})
-            elif _visible(tx, stmts, conversation_id, tenant):
+            elif tenant is None or _visible(tx, stmts, conversation_id, tenant):
                 rows = tx.stream(stmts.thread_checkpoints, {"cid": conversation_id})
             else:
                 return []
@@ -379,6 +381,7 @@ def _check_key(value: str | None, what: str = "checkpoint key") -> None:
 
 
 def _visible(tx: Tx, stmts: CheckpointStatements, cid: str, tenant: str | None) -> bool:
+    # Reads without a tenant skip this: a checkpoint row exists only with its conversation.
     rows = tx.fetch(stmts.conversation_tenant, {"cid": cid})
     return bool(rows) and (tenant is None or rows[0][0] == tenant)
 
@@ -400,18 +403,12 @@ def _record(tx: Tx, stmts: CheckpointStatements, row: Row) -> CheckpointRecord:
     versions: dict[str, str] = codec.load_json(row[6])
     values: list[ChannelValue] = []
     if versions:
-        wanted = set(versions.items())
-        for channel, version, value_type, value in tx.fetch(
-            stmts.values,
-            {
-                "cid": cid,
-                "ns": ns,
-                "channels": codec.dump_json(list(versions)),
-                "versions": codec.dump_json(sorted(set(versions.values()))),
-            },
-        ):
-            if (channel, version) in wanted:
-                values.append(ChannelValue(channel, version, value_type, _bytes(value)))
+        values = [
+            ChannelValue(channel, version, value_type, _bytes(value))
+            for channel, version, value_type, value in tx.fetch(
+                stmts.values, {"cid": cid, "ns": ns, "versions": codec.dump_json(versions)}
+            )
+        ]
     writes = [
         PendingWrite(task_id, idx, channel, value_type, _bytes(value), task_path)
         for task_id, idx, channel, value_type, value, task_path in tx.fetch(

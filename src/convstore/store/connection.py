@@ -6,8 +6,8 @@ Invariants:
   `ClosedError` outside it. `close` is idempotent and may race an `open` in progress.
 - The blob location is recorded in the database the first time a store opens it; a store
   opened without ``blobs=`` uses the recorded one (see `convstore.store.settings`).
-- `_blob_context` is the narrow view blob I/O works with (backend, blob store, dedupe mode),
-  never the store itself.
+- Blob I/O works with a narrow view of the store (`convstore.store.attachments.BlobContext`:
+  backend, blob store, dedupe mode), never the store itself.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from convstore.db.backend import Backend
 from convstore.errors import ClosedError, InvalidInputError
 from convstore.limits import check_count
 from convstore.store import arguments, settings
-from convstore.store.attachments import BlobContext
 from convstore.store.message_cache import MessageCache
 
 __all__ = [
@@ -153,10 +152,6 @@ class StoreConnection:
     def blob_store(self) -> BlobStore:
         """The blob store (open stores only)."""
         return self._require_open()
-
-    def _blob_context(self) -> BlobContext:
-        """What attachment I/O needs of this store (open stores only)."""
-        return BlobContext(self._backend, self._require_open(), self.dedupe)
 
     @property
     def backend(self) -> Backend:

@@ -1,22 +1,24 @@
 """`ConversationStore`'s methods on conversations as a whole: their headers and deletion.
 
 Create (`create_conversation`, `get_or_create_conversation`), read (`get_conversation`,
-`list_conversations`), change (`update_conversation`, `update_state`) and
-`delete_conversation`. Each checks its arguments, opens one transaction and calls one function
-of `convstore.store.conversations`, `convstore.store.writes` or `convstore.store.reads`.
+`list_conversations`, and `search` across them: `convstore.store.search`), change
+(`update_conversation`, `update_state`) and `delete_conversation`. Each checks its arguments,
+opens one transaction and calls one function of `convstore.store.conversations`,
+`convstore.store.writes`, `convstore.store.reads` or `convstore.store.search`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from convstore.limits import MAX_LIST_LIMIT, check_count, check_text
-from convstore.model import Conversation
-from convstore.store import arguments, conversations, listing, writes
+from convstore.model import Conversation, Role
+from convstore.store import arguments, conversations, listing, search, writes
 from convstore.store.connection import StoreConnection
 from convstore.store.conversations import UNSET
 from convstore.store.listing import ConversationPage, ConversationSummary
+from convstore.store.search import SearchPage
 
 __all__ = ["ConversationMethods"]
 
@@ -128,6 +130,38 @@ class ConversationMethods(StoreConnection):
         wanted = None if metadata is None else arguments.json_object(metadata, "metadata filter")
         return await self._backend.read(
             lambda tx: listing.list_conversations(tx, tenant, limit, cursor, wanted)
+        )
+
+    async def search(
+        self,
+        query: str,
+        *,
+        tenant: str | None = None,
+        conversation_id: str | None = None,
+        roles: Sequence[Role | str] | None = None,
+        include_thinking: bool = False,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> SearchPage:
+        """Messages and conversation titles containing ``query``'s terms, best first.
+
+        ``query``: words, ``"phrases"`` and ``-excluded`` terms, each found as a case-folded
+        substring (`convstore.store.search` describes the syntax and what is searched). Pass
+        ``page.next_cursor`` as ``cursor=`` (with the same query and filters) for the next page.
+        """
+        self._require_open()
+        request, fingerprint = search.prepare(
+            query,
+            tenant=tenant,
+            conversation_id=conversation_id,
+            roles=roles,
+            include_thinking=include_thinking,
+            limit=limit,
+            cursor=cursor,
+        )
+        dialect = self._backend.dialect_name
+        return await self._backend.read(
+            lambda tx: search.run_search(tx, dialect, request, fingerprint)
         )
 
     async def delete_conversation(

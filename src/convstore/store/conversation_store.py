@@ -19,6 +19,8 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from os import PathLike
 from typing import Any, Literal
 
 from convstore.errors import (
@@ -41,6 +43,7 @@ from convstore.model import (
     ToolOutput,
     ToolResultPart,
 )
+from convstore.progress import Progress, silent
 from convstore.rendering import Rendered, render
 from convstore.store import (
     appending,
@@ -51,6 +54,7 @@ from convstore.store import (
     native,
     reads,
 )
+from convstore.store.attachments import BlobContext
 from convstore.store.checkpoints import Checkpoints
 from convstore.store.connection import (
     DEFAULT_BLOB_TIMEOUT,
@@ -58,8 +62,11 @@ from convstore.store.connection import (
     DEFAULT_MESSAGE_CACHE,
 )
 from convstore.store.conversation_methods import ConversationMethods
+from convstore.store.erase import EraseReport, erase_tenant
+from convstore.store.export import ExportReport, export_archive
 from convstore.store.history_methods import HistoryMethods
 from convstore.store.native import NativePath
+from convstore.store.prune import DEFAULT_BATCH, DEFAULT_RETENTION, PruneReport, prune
 from convstore.store.results import AppendResult
 from convstore.store.tools import stored_tools
 from convstore.store.writes import NoChange, OnConflict
@@ -153,7 +160,11 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         batch = arguments.as_messages(messages)
         check_seq(parent_seq, "parent_seq")
         patches = arguments.state_patches(conversation_id, state_patches)
-        also = conversations.state_patcher(conversation_id, patches, arguments.now())
+        also = (
+            conversations.state_patcher(conversation_id, patches, arguments.now())
+            if patches
+            else None
+        )
         if not batch:
             if also is not None:
                 raise InvalidInputError("state_patches are applied with an append of messages")
@@ -182,7 +193,7 @@ class ConversationStore(ConversationMethods, HistoryMethods):
                 return appended
         try:
             stored = await appending.append_batch(
-                self._blob_context(),
+                BlobContext.of(self),
                 conversation_id,
                 batch,
                 tenant=tenant,
@@ -325,7 +336,7 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         check_messages([result], max_attachment_size=self.blob_store.max_size)
         try:
             return await appending.complete_batch(
-                self._blob_context(),
+                BlobContext.of(self),
                 conversation_id,
                 result,
                 tenant=tenant,
@@ -378,7 +389,7 @@ class ConversationStore(ConversationMethods, HistoryMethods):
             last=last,
         )
         fetched = await attachments.fetch_attachments(
-            self._blob_context(), conversation_id, needed, missing_attachments
+            BlobContext.of(self), conversation_id, needed, missing_attachments
         )
         return render(
             conversation,
@@ -405,4 +416,59 @@ class ConversationStore(ConversationMethods, HistoryMethods):
             return part.data
         if part.attachment is None:
             raise InvalidInputError("only stored or inline file parts have bytes to read")
-        return await attachments.read_attachment(self._blob_context(), part, tenant)
+        return await attachments.read_attachment(BlobContext.of(self), part, tenant)
+
+    # -- data in and out ------------------------------------------------------------------------
+
+    async def export(
+        self,
+        path: str | PathLike[str],
+        *,
+        tenant: str | None = None,
+        conversation_ids: Sequence[str] | None = None,
+        progress: Progress = silent,
+    ) -> ExportReport:
+        """Write conversations, their blobs and a manifest to the zip ``path``.
+
+        Every conversation of ``tenant`` (``None``: of every tenant), or only
+        ``conversation_ids``. ``convstore.imports.import_file(store, path, "convstore")``
+        restores it exactly (`convstore.store.export`).
+        """
+        self._require_open()
+        return await export_archive(
+            self, path, tenant=tenant, conversation_ids=conversation_ids, progress=progress
+        )
+
+    async def erase_tenant(
+        self, tenant: str, *, now: bool = False, progress: Progress = silent
+    ) -> EraseReport:
+        """Delete every row of ``tenant`` in one transaction; what was removed.
+
+        Blobs nothing references any more are deleted by the next gc, or at once with ``now``
+        (`convstore.store.erase`).
+        """
+        self._require_open()
+        return await erase_tenant(self, tenant, now=now, progress=progress)
+
+    async def prune(
+        self,
+        *,
+        older_than: timedelta = DEFAULT_RETENTION,
+        tenant: str | None = None,
+        dry_run: bool = False,
+        batch: int = DEFAULT_BATCH,
+        progress: Progress = silent,
+    ) -> PruneReport:
+        """Delete conversations not written for ``older_than``, ``batch`` per transaction.
+
+        A conversation written while the prune runs is kept (`convstore.store.prune`).
+        """
+        self._require_open()
+        return await prune(
+            self,
+            older_than=older_than,
+            tenant=tenant,
+            dry_run=dry_run,
+            batch=batch,
+            progress=progress,
+        )

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from convstore.db import sqlite_path
 from convstore.db.tx import Tx
@@ -31,8 +32,10 @@ from convstore.errors import InvalidInputError
 from convstore.progress import Progress
 from convstore.progress import silent as _silent
 from convstore.store import settings
-from convstore.store.conversation_store import ConversationStore
 from convstore.store.reads import referenced_blobs
+
+if TYPE_CHECKING:
+    from convstore.store.connection import StoreConnection
 
 __all__ = [
     "DEFAULT_GRACE",
@@ -40,6 +43,7 @@ __all__ = [
     "GarbageReport",
     "Progress",
     "blob_url",
+    "collect_blobs",
     "collect_garbage",
     "fsck",
     "record_blob_location",
@@ -89,14 +93,14 @@ def _label(namespace: str, sha256: str) -> str:
     return f"{namespace}:{sha256}" if namespace else sha256
 
 
-def blob_url(store: ConversationStore, label: str) -> str:
+def blob_url(store: StoreConnection, label: str) -> str:
     """The storage URL of a blob as the reports name it (``[<namespace>:]<digest>``)."""
     namespace, _, sha256 = label.rpartition(":")
     return store.blob_store.namespace(namespace).key(sha256)
 
 
 async def collect_garbage(
-    store: ConversationStore,
+    store: StoreConnection,
     *,
     grace: timedelta = DEFAULT_GRACE,
     dry_run: bool = False,
@@ -139,6 +143,31 @@ async def collect_garbage(
     return GarbageReport(examined, len(referenced), deleted, young, staging, dry_run)
 
 
+async def collect_blobs(
+    store: StoreConnection, blobs: list[tuple[str, str]], *, progress: Progress = _silent
+) -> list[str]:
+    """Delete these (namespace, digest) blobs now if nothing references them; their labels.
+
+    For blobs known to have just lost their last reference (`convstore.store.erase`): no
+    grace period, but the same marking protocol as `collect_garbage`, so an append that
+    references one of them meanwhile keeps it (it commits first) or stores it again.
+    """
+    by_namespace: dict[str, list[str]] = {}
+    for namespace, sha256 in blobs:
+        by_namespace.setdefault(namespace, []).append(sha256)
+    # Anything modified before this instant may go (an append touching the bytes later keeps
+    # them: `_collect` re-reads the modified time after marking).
+    cutoff = await store.blob_store.storage_now()
+    deleted: list[str] = []
+    for namespace, digests in sorted(by_namespace.items()):
+        ordered = sorted(set(digests))
+        for start in range(0, len(ordered), GC_BATCH):
+            gone = await _collect(store, namespace, ordered[start : start + GC_BATCH], cutoff)
+            deleted += [_label(namespace, sha256) for sha256 in gone]
+            progress("deleting blobs", len(deleted), len(blobs))
+    return deleted
+
+
 GC_BATCH = 256
 """Candidates marked, deleted and unmarked together: one write transaction each way."""
 
@@ -147,7 +176,7 @@ GC_CONCURRENCY = 16
 
 
 async def _settle(
-    store: ConversationStore, namespace: str, candidates: list[str], cutoff: datetime, dry_run: bool
+    store: StoreConnection, namespace: str, candidates: list[str], cutoff: datetime, dry_run: bool
 ) -> list[str]:
     """Delete what a batch of candidates still may lose; their labels."""
     if dry_run:
@@ -157,7 +186,7 @@ async def _settle(
 
 
 async def _collect(
-    store: ConversationStore, namespace: str, candidates: list[str], cutoff: datetime
+    store: StoreConnection, namespace: str, candidates: list[str], cutoff: datetime
 ) -> list[str]:
     """Delete the candidate blobs no append has taken since the listing; the ones deleted.
 
@@ -240,7 +269,7 @@ async def _collect(
 
 
 async def fsck(
-    store: ConversationStore, *, concurrency: int = 8, progress: Progress = _silent
+    store: StoreConnection, *, concurrency: int = 8, progress: Progress = _silent
 ) -> FsckReport:
     """Verify every referenced blob and list unreferenced ones; changes nothing."""
     root = store.blob_store
@@ -276,7 +305,7 @@ async def fsck(
 
 
 async def record_blob_location(
-    store: ConversationStore, *, progress: Progress = _silent
+    store: StoreConnection, *, progress: Progress = _silent
 ) -> FsckReport:
     """Record the store's blob location (its ``blobs=``) in the database, for every later store.
 

@@ -16,7 +16,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from convstore.db.tx import Tx
@@ -65,6 +65,7 @@ __all__ = [
     "complete_call",
     "delete_conversation",
     "finish_tombstones",
+    "hold_blobs",
     "plan_batch",
     "stored_copies",
 ]
@@ -241,20 +242,31 @@ def _check_references(tx: Tx, plan: AppendPlan) -> dict[str, str]:
     # must not reference bytes that may be gone in a moment.
     stamp = tx.codec.dump_time(plan.now)
     tx.insert_rows(st.insert_attachment, [(*a, stamp) for a in plan.attachments])
+    hold_blobs(tx, namespaces, plan.written)
+    return namespaces
+
+
+def hold_blobs(tx: Tx, namespaces: Mapping[str, str], written: Mapping[str, datetime]) -> None:
+    """Take a shared hold on each blob (digest -> namespace) this transaction will reference.
+
+    Raises `BlobBeingCollectedError` when garbage collection is deleting one, or deleted it
+    after this batch's put (``written``, storage clock) stored or touched it. The blobs'
+    catalogue rows must exist (``insert_attachment``) first.
+    """
+    st = tx.statements
     collected = []
     for sha, ns in sorted(namespaces.items()):
         tx.fetch(st.lock_attachment_shared, {"sha256": sha})
         mark = tx.fetch(st.select_tombstone, {"ns": ns, "digest": sha})
         if not mark:
             continue
-        deleted_at, written = mark[0][0], plan.written.get(sha)
+        deleted_at, put_at = mark[0][0], written.get(sha)
         if deleted_at is None:
             collected.append((ns, sha))  # being deleted right now
-        elif written is not None and written < tx.codec.load_time(deleted_at):
+        elif put_at is not None and put_at < tx.codec.load_time(deleted_at):
             collected.append((ns, sha))  # this batch's put may have been a touch of doomed bytes
     if collected:
         raise BlobBeingCollectedError(collected)
-    return namespaces
 
 
 def _referenced_blobs(messages: list[Message]) -> set[str]:

@@ -7,7 +7,8 @@ application may serve on its own or mount inside its Starlette or FastAPI app. I
 Routes (all GET; any other method is 405; with a token, a request without it is 401; another
 tenant's conversation is 404):
 
-- ``/``: conversations, newest first (``?cursor=``, ``?q=`` searches, ``?meta=key=value``)
+- ``/``: conversations, newest first (``?cursor=``, ``?meta=key=value``); ``?q=`` lists
+  `ConversationStore.search` hits instead (matches marked)
 - ``/conversations/{id}``: the active path (``?head=SEQ``: another branch, the stored head
   unchanged; ``?before=SEQ``: older messages)
 - ``/conversations/{id}/render?target=T&model=M&last=N``: the request and its diagnostics

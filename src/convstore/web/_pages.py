@@ -22,10 +22,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.templating import Jinja2Templates
 
 from convstore.capabilities import TARGETS
-from convstore.cli.transfer import conversation_document
 from convstore.db.migrations import head_revision
 from convstore.errors import ConvstoreError, InvalidInputError, NotFoundError
 from convstore.store import ConversationStore, fsck
+from convstore.store.documents import conversation_document
+from convstore.store.search import snippet_segments
 from convstore.web import _compat
 from convstore.web._views import (
     calls_by_id,
@@ -127,21 +128,12 @@ class Pages:
             "hits": None,
             "next_cursor": None,
         }
-        search = getattr(self._store, "search", None)
-        if q and search is not None:
-            hits = await search(q, tenant=tenant, limit=CONVERSATIONS_PER_PAGE, cursor=cursor)
-            context["hits"] = list(hits)
-            context["next_cursor"] = hits.next_cursor
-        elif q:
-            matches = await _compat.title_search(
-                self._store,
-                q,
-                tenant=tenant,
-                metadata=metadata,
-                limit=CONVERSATIONS_PER_PAGE,
-                cursor=cursor,
+        if q:
+            hits = await self._store.search(
+                q, tenant=tenant, limit=CONVERSATIONS_PER_PAGE, cursor=cursor
             )
-            context["rows"], context["next_cursor"] = matches.rows, matches.next_cursor
+            context["hits"] = [(hit, snippet_segments(hit.snippet)) for hit in hits]
+            context["next_cursor"] = hits.next_cursor
         else:
             page = await self._store.list_conversations(
                 tenant=tenant, limit=CONVERSATIONS_PER_PAGE, cursor=cursor, metadata=metadata

@@ -1,0 +1,358 @@
+"""Search at 100,000 messages, and what the index costs an append.
+
+Run: ``python -m bench.search_bench [--database sqlite,postgresql] [--messages 100000]
+[--conversations 1000] [--rounds 5] [--json-out F]`` (``make bench`` runs it;
+PostgreSQL runs on ``BENCH_POSTGRES_DSN``, or on a throwaway cluster like the tests' started
+here).
+
+Corpus: ``--messages`` messages in ``--conversations`` conversations, written through the
+store's public append (10 messages an append, 16 writers), from a fixed random seed: chat text
+drawn from a Zipf-distributed English vocabulary, one message in eight German, one in eight
+Japanese or Chinese (no spaces), one in eight an assistant tool call with a code identifier and
+JSON arguments, titles from the same vocabulary.
+
+Queries (200, a quarter of each kind, the same on both databases): common words
+(vocabulary ranks 30-80: each in roughly 1-4 % of messages), rare words (ranks beyond 3,000),
+two-word phrases cut from stored messages, and CJK terms of two to four characters cut from
+stored messages (terms of two characters take the short-term path). Each query runs once
+unmeasured, then the median and p99 of all measured calls are reported, per kind and overall.
+
+Append cost: two fresh databases per engine, one with the index and one whose search objects
+were dropped (`convstore.db.search_ddl.drop`); the benchmark workload's six-item turns are
+appended to each in turn (``--rounds`` interleaved rounds of 50 appends, the order alternating),
+items/s as the median of rounds. On SQLite the WAL frames each append writes are counted too
+(a reader holds a snapshot, so the WAL only grows while the appends run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from bench.workload import ITEMS_PER_TURN, turn_messages
+from convstore import ConversationStore, Message, ToolCallPart
+from convstore.db import search_ddl
+
+SEED = 21
+PER_APPEND = 10
+WRITERS = 16
+APPENDS_PER_ROUND = 50
+
+_SYLLABLES = ("ka", "lo", "ri", "ten", "mar", "so", "vel", "quin", "dra", "po", "nex", "ul", "ber")
+_GERMAN = (
+    "Die Größe der Äpfel ärgert den Bäcker",
+    "Straßenbahn fährt über die Brücke nach Zürich",
+    "Übermorgen prüfen wir die Gebühren",
+    "Der Käse schmeckt köstlich",
+)
+_CJK = (
+    "東京タワーに行きました",
+    "京都の寺はきれいです",
+    "我喜欢吃北京烤鸭",
+    "北京是中国的首都",
+    "データベースの検索は速い",
+    "今天天气很好我们去公园",
+)
+_IDENTIFIERS = ("get_user_by_id", "parse_json_payload", "fetchOrders", "render_window", "gc_pause")
+
+
+def _vocabulary(rng: random.Random, size: int = 8000) -> list[str]:
+    words: dict[str, None] = {}
+    while len(words) < size:
+        words["".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4)))] = None
+    return list(words)
+
+
+class Corpus:
+    """The deterministic corpus and its query set."""
+
+    def __init__(self, messages: int, conversations: int) -> None:
+        rng = random.Random(SEED)
+        self.words = _vocabulary(rng)
+        weights = [1 / (rank + 1) for rank in range(len(self.words))]
+        self.per_conversation = messages // conversations
+        self.conversations: list[tuple[str, list[Message]]] = []
+        texts: list[str] = []
+        for c in range(conversations):
+            title = " ".join(rng.choices(self.words, weights, k=3))
+            batch = []
+            for i in range(self.per_conversation):
+                kind = rng.randrange(8)
+                if kind == 0:
+                    text = f"{rng.choice(_GERMAN)} {rng.choice(self.words)}"
+                    batch.append(Message.user(text))
+                elif kind == 1:
+                    text = rng.choice(_CJK) + rng.choice(_CJK)
+                    batch.append(Message.assistant(text))
+                elif kind == 2:
+                    text = " ".join(rng.choices(self.words, weights, k=8))
+                    call = ToolCallPart(
+                        id=f"call_{c}_{i}",
+                        name=rng.choice(_IDENTIFIERS),
+                        arguments={"query": text, "limit": rng.randint(1, 50)},
+                    )
+                    batch.append(Message.assistant(call))
+                else:
+                    text = " ".join(rng.choices(self.words, weights, k=rng.randint(10, 60)))
+                    batch.append(Message.user(text) if i % 2 == 0 else Message.assistant(text))
+                texts.append(text)
+            self.conversations.append((title, batch))
+        self.queries = self._queries(rng, texts)
+
+    def _queries(self, rng: random.Random, texts: list[str]) -> dict[str, list[str]]:
+        latin = [t for t in texts if t.isascii()]
+        cjk = [t for t in texts if not t.isascii() and "Ä" not in t and t[0] in "東京我北デ今"]
+        phrases = []
+        for text in rng.sample(latin, 50):
+            words = text.split()
+            start = rng.randrange(max(1, len(words) - 1))
+            phrases.append('"' + " ".join(words[start : start + 2]) + '"')
+        terms = []
+        for text in rng.sample(cjk, 50):
+            size = rng.randint(2, 4)
+            start = rng.randrange(len(text) - size)
+            terms.append(text[start : start + size])
+        return {
+            "common": rng.sample(self.words[30:80], 50),
+            "rare": rng.sample(self.words[3000:], 50),
+            "phrase": phrases,
+            "cjk": terms,
+        }
+
+
+async def _fill(store: ConversationStore, corpus: Corpus) -> float:
+    began = time.perf_counter()
+    work = iter(corpus.conversations)
+
+    async def writer() -> None:
+        for title, messages in work:
+            conv = await store.create_conversation(title=title)
+            for start in range(0, len(messages), PER_APPEND):
+                await store.append(conv.id, messages[start : start + PER_APPEND])
+
+    await asyncio.gather(*(writer() for _ in range(WRITERS)))
+    return time.perf_counter() - began
+
+
+def _percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def _queries(store: ConversationStore, corpus: Corpus) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    every: list[float] = []
+    for kind, queries in corpus.queries.items():
+        samples, hits = [], []
+        for query in queries:
+            await store.search(query)
+            began = time.perf_counter()
+            page = await store.search(query)
+            samples.append((time.perf_counter() - began) * 1000)
+            hits.append(len(page))
+        every += samples
+        out[kind] = {
+            "median_ms": round(statistics.median(samples), 2),
+            "p99_ms": round(_percentile(samples, 0.99), 2),
+            "queries": len(samples),
+            "mean_hits": round(statistics.mean(hits), 1),
+        }
+    out["all"] = {
+        "median_ms": round(statistics.median(every), 2),
+        "p99_ms": round(_percentile(every, 0.99), 2),
+        "queries": len(every),
+    }
+    return out
+
+
+async def _drop_index(url: str) -> None:
+    engine = create_async_engine(url)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(search_ddl.drop)
+    finally:
+        await engine.dispose()
+
+
+def _wal_bytes(path: Path) -> int:
+    wal = path.with_name(path.name + "-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+async def _append_round(store: ConversationStore, cid: str, first_turn: int) -> float:
+    began = time.perf_counter()
+    for n in range(first_turn, first_turn + APPENDS_PER_ROUND):
+        await store.append(cid, turn_messages(n))
+    return APPENDS_PER_ROUND * ITEMS_PER_TURN / (time.perf_counter() - began)
+
+
+async def _append_cost(urls: dict[str, str], paths: dict[str, Path | None], rounds: int) -> Any:
+    await _drop_index(urls["without"])
+    stores = {k: ConversationStore(u, blobs=f"memory://search-bench-{k}") for k, u in urls.items()}
+    rates: dict[str, list[float]] = {k: [] for k in urls}
+    frames: dict[str, list[float]] = {k: [] for k in urls}
+    try:
+        cids = {}
+        for key, store in stores.items():
+            await store.open()
+            cids[key] = (await store.create_conversation()).id
+            await _append_round(store, cids[key], 0)  # warm-up
+        for r in range(rounds):
+            order = ["with", "without"] if r % 2 == 0 else ["without", "with"]
+            for key in order:
+                path = paths[key]
+                holder = None
+                if path is not None:  # a snapshot held open: the WAL only grows meanwhile
+                    holder = sqlite3.connect(path)
+                    holder.execute("BEGIN")
+                    holder.execute("SELECT count(*) FROM conversations").fetchone()
+                    before = _wal_bytes(path)
+                first = (r + 1) * APPENDS_PER_ROUND
+                rates[key].append(await _append_round(stores[key], cids[key], first))
+                if holder is not None and path is not None:
+                    page = holder.execute("PRAGMA page_size").fetchone()[0]
+                    grown = _wal_bytes(path) - before
+                    frames[key].append(grown / (page + 24) / APPENDS_PER_ROUND)
+                    holder.close()
+    finally:
+        for store in stores.values():
+            await store.close()
+    result: dict[str, Any] = {
+        key: {"items_per_s": round(statistics.median(values))} for key, values in rates.items()
+    }
+    for key, values in frames.items():
+        if values:
+            result[key]["wal_frames_per_append"] = round(statistics.median(values), 2)
+    result["ratio"] = round(result["with"]["items_per_s"] / result["without"]["items_per_s"], 3)
+    return result
+
+
+async def _urls(database: str, directory: Path, name: str) -> tuple[str, Path | None]:
+    if database == "sqlite":
+        path = directory / f"{name}.db"
+        return f"sqlite+aiosqlite:///{path}", path
+    from bench.peers.runner import fresh_postgres_database, postgres_dsn
+
+    dsn = postgres_dsn().replace("postgresql://", "postgresql+asyncpg://", 1)
+    return f"{dsn}/{await fresh_postgres_database(name)}", None
+
+
+async def run(database: str, args: argparse.Namespace, corpus: Corpus) -> dict[str, Any]:
+    """One engine's numbers."""
+    with tempfile.TemporaryDirectory(prefix="search-bench-") as tmp:
+        directory = Path(tmp)
+        url, _ = await _urls(database, directory, "search_corpus")
+        async with ConversationStore(
+            url, blobs="memory://search-bench", auto_migrate=True
+        ) as store:
+            print(f"{database}: writing {args.messages:,} messages …", file=sys.stderr, flush=True)
+            fill_s = await _fill(store, corpus)
+            print(f"{database}: {len(corpus.queries) * 50} queries …", file=sys.stderr, flush=True)
+            queries = await _queries(store, corpus)
+        urls, paths = {}, {}
+        for key in ("with", "without"):
+            urls[key], paths[key] = await _urls(database, directory, f"search_append_{key}")
+            async with ConversationStore(urls[key], blobs="memory://x", auto_migrate=True):
+                pass
+        print(f"{database}: append with and without the index …", file=sys.stderr, flush=True)
+        append = await _append_cost(urls, paths, args.rounds)
+    return {
+        "messages": args.messages,
+        "conversations": args.conversations,
+        "fill_messages_per_s": round(args.messages / fill_s),
+        "queries": queries,
+        "append": append,
+    }
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The results as markdown tables."""
+    lines = [
+        "| database | kind | median ms | p99 ms | mean hits |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for database, result in results.items():
+        if not isinstance(result, dict):
+            lines.append(f"| {database} | {result} | | | |")
+            continue
+        for kind, numbers in result["queries"].items():
+            lines.append(
+                f"| {database} | {kind} | {numbers['median_ms']} | {numbers['p99_ms']} |"
+                f" {numbers.get('mean_hits', '')} |"
+            )
+    lines += [
+        "",
+        "| database | items/s with index | items/s without | ratio | WAL frames/append with |"
+        " without |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for database, result in results.items():
+        if not isinstance(result, dict):
+            continue
+        a = result["append"]
+        lines.append(
+            f"| {database} | {a['with']['items_per_s']} | {a['without']['items_per_s']} |"
+            f" {a['ratio']} | {a['with'].get('wal_frames_per_append', 'n/a')} |"
+            f" {a['without'].get('wal_frames_per_append', 'n/a')} |"
+        )
+    return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def _postgres(wanted: bool) -> Iterator[None]:
+    """A throwaway cluster like the tests' when PostgreSQL is wanted and none was given."""
+    if not wanted or os.environ.get("BENCH_POSTGRES_DSN"):
+        yield
+        return
+    from tests.support.postgres import find_bindir, running_cluster
+
+    if find_bindir() is None:
+        yield
+        return
+    with running_cluster() as cluster:
+        dsn = f"postgresql://{cluster.user}@{cluster.host}:{cluster.port}"
+        os.environ["BENCH_POSTGRES_DSN"] = dsn
+        try:
+            yield
+        finally:
+            del os.environ["BENCH_POSTGRES_DSN"]
+
+
+def main() -> None:
+    """Run the benchmark on each database; print the tables (and write ``--json-out``)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database", default="sqlite,postgresql")
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--conversations", type=int, default=1_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json-out")
+    args = parser.parse_args()
+    corpus = Corpus(args.messages, args.conversations)
+    results: dict[str, Any] = {}
+    with _postgres("postgresql" in args.database.split(",")):
+        for database in args.database.split(","):
+            try:
+                results[database] = asyncio.run(run(database, args, corpus))
+            except ImportError as exc:  # no PostgreSQL cluster
+                results[database] = f"not run: {exc}"
+    print(markdown(results))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""A search tool an agent can call: `ConversationStore.search` as a plain async function.
+
+`search_tool(store, tenant=...)` returns ``search_conversations(query, conversation_id=None,
+roles=None, limit=10)``, an async function with type hints and a docstring that agent
+frameworks turn into a tool schema (openai-agents' ``function_tool``, pydantic-ai's
+``Agent(tools=[...])``; see ``docs/search.md``). `SEARCH_TOOL_PARAMETERS` is the same schema
+as JSON Schema, for frameworks that take one directly.
+
+Invariants:
+
+- The tenant is bound when the tool is made, never a parameter: a model cannot search another
+  tenant's conversations, whatever it passes.
+- The tool returns JSON-ready dicts (no model objects), and refuses nothing a model may send
+  as a query: a query is data (`convstore.store.search`); a bad ``limit`` or role is clamped or
+  reported in the result instead of raised, so one bad call does not end an agent's run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, Literal, TypedDict
+
+from convstore.errors import InvalidInputError
+from convstore.store import ConversationStore
+
+__all__ = ["SEARCH_TOOL_PARAMETERS", "SearchToolHit", "search_tool"]
+
+MAX_TOOL_LIMIT: Final = 50
+
+RoleName = Literal["system", "user", "assistant", "tool"]
+
+
+class SearchToolHit(TypedDict):
+    """One hit as the tool returns it."""
+
+    conversation_id: str
+    conversation_title: str | None
+    seq: int | None
+    role: str | None
+    snippet: str
+    on_active_path: bool
+
+
+SEARCH_TOOL_PARAMETERS: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "description": 'Words, "exact phrases" and -excluded words; each is found as a '
+            "case-insensitive substring (any language, code identifiers).",
+        },
+        "conversation_id": {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "description": "Search only this conversation.",
+            "default": None,
+        },
+        "roles": {
+            "anyOf": [
+                {"type": "array", "items": {"enum": ["system", "user", "assistant", "tool"]}},
+                {"type": "null"},
+            ],
+            "description": "Only messages with these roles.",
+            "default": None,
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_TOOL_LIMIT,
+            "description": "How many hits, best first.",
+            "default": 10,
+        },
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+
+def search_tool(
+    store: ConversationStore, *, tenant: str | None = None, include_thinking: bool = False
+) -> Callable[..., Awaitable[list[SearchToolHit] | str]]:
+    """A ``search_conversations`` tool over ``store``, confined to ``tenant``."""
+
+    async def search_conversations(
+        query: str,
+        conversation_id: str | None = None,
+        roles: list[RoleName] | None = None,
+        limit: int = 10,
+    ) -> list[SearchToolHit] | str:
+        """Search past conversations for messages and titles containing the query.
+
+        Args:
+            query: Words, "exact phrases" and -excluded words; each is found as a
+                case-insensitive substring (any language, code identifiers).
+            conversation_id: Search only this conversation.
+            roles: Only messages with these roles (system, user, assistant, tool).
+            limit: How many hits, best first (1 to 50).
+        """
+        try:
+            page = await store.search(
+                query,
+                tenant=tenant,
+                conversation_id=conversation_id,
+                roles=roles,
+                include_thinking=include_thinking,
+                limit=max(1, min(int(limit), MAX_TOOL_LIMIT)),
+            )
+        except InvalidInputError as exc:
+            return f"search refused: {exc}"
+        return [
+            SearchToolHit(
+                conversation_id=hit.conversation_id,
+                conversation_title=hit.conversation_title,
+                seq=hit.seq,
+                role=None if hit.role is None else hit.role.value,
+                snippet=hit.snippet,
+                on_active_path=hit.on_active_path,
+            )
+            for hit in page
+        ]
+
+    return search_conversations

@@ -1,0 +1,76 @@
+"""``convstore search``: find messages and conversation titles (`ConversationStore.search`).
+
+Each hit is printed as one line (conversation, seq, role, snippet), matches in bold on a
+terminal and in ``⟦…⟧`` otherwise; ``--json`` prints the hits as one JSON document instead,
+with the next page's cursor. It opens only an existing database and never writes to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from typing import Any
+
+from convstore.cli.commands import existing_store
+from convstore.store.search import MARK_END, MARK_START, SearchHit
+
+__all__ = ["add_arguments", "search"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``search`` command's own options."""
+    parser.add_argument(
+        "query", help='words, "phrases" and -excluded terms (each found as a substring)'
+    )
+    parser.add_argument("--tenant", help="only this tenant's conversations")
+    parser.add_argument("--conversation", metavar="ID", help="only this conversation")
+    parser.add_argument("--limit", type=int, default=20, help="how many hits (default 20)")
+    parser.add_argument("--cursor", help="the next page (printed under a full page)")
+    parser.add_argument(
+        "--thinking", action="store_true", help="search the models' thinking text too"
+    )
+    parser.add_argument("--json", action="store_true", help="print the hits as JSON")
+
+
+def hit_document(hit: SearchHit) -> dict[str, Any]:
+    """A hit as JSON (the role as its value)."""
+    document = asdict(hit)
+    document["role"] = None if hit.role is None else hit.role.value
+    return document
+
+
+def hit_line(hit: SearchHit, *, bold: bool) -> str:
+    """``conversation  seq  role  snippet`` (a title hit: ``title`` in place of seq and role)."""
+    snippet = hit.snippet
+    if bold:
+        snippet = snippet.replace(MARK_START, "\x1b[1m").replace(MARK_END, "\x1b[0m")
+    where = "title" if hit.seq is None else f"{hit.seq:>5}  {hit.role}"
+    branch = "" if hit.on_active_path else "  (off the active path)"
+    return f"{hit.conversation_id}  {where:<16}  {snippet}{branch}"
+
+
+async def search(args: argparse.Namespace) -> int:
+    """Print one page of hits, best first."""
+    async with existing_store(args) as store:
+        page = await store.search(
+            args.query,
+            tenant=args.tenant,
+            conversation_id=args.conversation,
+            include_thinking=args.thinking,
+            limit=args.limit,
+            cursor=args.cursor,
+        )
+    if args.json:
+        document = {"hits": [hit_document(h) for h in page], "next_cursor": page.next_cursor}
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+        return 0
+    bold = sys.stdout.isatty()
+    for hit in page:
+        print(hit_line(hit, bold=bold))
+    if not page:
+        print("no hits")
+    if page.next_cursor is not None:
+        print(f"more: add --cursor {page.next_cursor}")
+    return 0

@@ -1,0 +1,124 @@
+"""``store.erase_tenant(tenant)``: every row of a tenant gone in one transaction; its blobs next.
+
+Invariants:
+
+- One write transaction deletes the tenant's rows from every per-conversation table
+  (`convstore.store.archive_rows.TABLES`: messages, tool calls, compactions, metadata tags,
+  idempotency keys, LangGraph checkpoints, blob references, and any table added later with a
+  ``conversation_id``), children first, then the conversations themselves (their title,
+  metadata and state). Search entries go with their messages: the database maintains them.
+  The deletes are explicit, not left to cascades, so the report counts each table's rows.
+- A concurrent write to one of the tenant's conversations either commits before the erase
+  (and is erased) or finds the conversation gone (`ConversationNotFoundError`); a
+  conversation the tenant creates after the erase is a new one.
+- The bytes are content addressed and may be shared (global deduplication, or another
+  tenant's identical file in the shared namespace), so they are not deleted in the
+  transaction. The report lists the blobs the erased rows referenced that nothing references
+  any more; the next garbage collection deletes them (once past its grace period), or
+  ``now=True`` deletes them at once through garbage collection's own marking protocol, so an
+  append racing to reference the same bytes stores them again rather than losing them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Delete, Select, Table, bindparam, delete, select
+
+from convstore.db import schema
+from convstore.db.tx import Tx
+from convstore.errors import InvalidInputError
+from convstore.limits import check_text
+from convstore.progress import Progress, silent
+from convstore.store.archive_rows import TABLES
+from convstore.store.maintenance import collect_blobs
+
+if TYPE_CHECKING:
+    from convstore.store.connection import StoreConnection
+
+__all__ = ["EraseReport", "erase_tenant"]
+
+
+@dataclass(frozen=True, slots=True)
+class EraseReport:
+    """What `erase_tenant` removed."""
+
+    tenant: str
+    rows: dict[str, int] = field(default_factory=dict)
+    """Rows deleted, by table (``conversations``, ``messages``, ``tool_calls``, ...)."""
+    released: list[str] = field(default_factory=list)
+    """Blobs the erased rows referenced and nothing references now (``[<namespace>:]<digest>``,
+    as gc names them): the next gc deletes them."""
+    deleted: list[str] = field(default_factory=list)
+    """Of those, the blobs already deleted (``now=True``)."""
+
+    @property
+    def conversations(self) -> int:
+        """Conversations erased."""
+        return self.rows.get(schema.conversations.name, 0)
+
+    @property
+    def messages(self) -> int:
+        """Messages erased, on every branch."""
+        return self.rows.get(schema.messages.name, 0)
+
+
+def _tenant_ids() -> Select[Any]:
+    c = schema.conversations.c
+    return select(c.id).where(c.tenant == bindparam("tenant"))
+
+
+@cache
+def _delete(table: Table) -> Delete:
+    if table is schema.conversations:
+        return delete(table).where(table.c.tenant == bindparam("tenant"))
+    return delete(table).where(table.c.conversation_id.in_(_tenant_ids()))
+
+
+@cache
+def _lock() -> Select[Any]:
+    return _tenant_ids().with_for_update()
+
+
+@cache
+def _referenced() -> Select[Any]:
+    r = schema.blob_refs.c
+    return (
+        select(r.namespace, r.sha256)
+        .where(r.conversation_id.in_(_tenant_ids()))
+        .distinct()
+        .order_by(r.namespace, r.sha256)
+    )
+
+
+def _erase(tx: Tx, tenant: str) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    params = {"tenant": tenant}
+    # PostgreSQL: appends in flight to these conversations commit first (their rows are then
+    # erased and counted); later ones wait and find the conversations gone. SQLite has one
+    # writer at a time already.
+    tx.fetch(_lock(), params)
+    blobs = [(row[0], row[1]) for row in tx.fetch(_referenced(), params)]
+    rows = {table.name: tx.execute(_delete(table), params) for table in reversed(TABLES)}
+    st = tx.statements
+    released = [
+        (ns, sha)
+        for ns, sha in blobs
+        if not tx.fetch(st.select_blob_referenced_in, {"namespace": ns, "sha256": sha})
+    ]
+    return {name: n for name, n in rows.items() if n}, released
+
+
+async def erase_tenant(
+    store: StoreConnection, tenant: str, *, now: bool = False, progress: Progress = silent
+) -> EraseReport:
+    """Erase every conversation of ``tenant``; with ``now``, delete its released blobs too."""
+    if not isinstance(tenant, str) or not tenant:
+        raise InvalidInputError("erase_tenant needs a tenant (a non-empty string)")
+    check_text(tenant, "tenant")
+    rows, released = await store.backend.write(lambda tx: _erase(tx, tenant))
+    progress("erasing tenant", 1, 1)
+    labels = [f"{ns}:{sha}" if ns else sha for ns, sha in released]
+    deleted = await collect_blobs(store, released, progress=progress) if now else []
+    return EraseReport(tenant, rows, labels, deleted)

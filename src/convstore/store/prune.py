@@ -1,0 +1,147 @@
+"""``store.prune(older_than=...)``: delete conversations nobody wrote to within a period.
+
+Invariants:
+
+- The cutoff is fixed when the prune starts (``now - older_than``, by this host's clock, the
+  clock the store stamps ``updated_at`` with). A conversation is deleted only if, at the
+  moment of its delete, its ``updated_at`` is still before the cutoff *and* its revision is
+  the one the prune read: both are conditions of the ``DELETE`` statement itself, so a write
+  that commits between the read and the delete (every write changes the revision) keeps the
+  conversation, and one that comes after finds it deleted. No lock is held between the two.
+- Work is batched: conversations are read a page at a time in creation order (an index
+  range: a conversation created after the cutoff cannot qualify, so the scan stops there),
+  and each page's deletes are one short write transaction, so writers never wait long.
+- Each conversation is visited once; the whole prune reads each older conversation's header
+  once, whatever the number of batches.
+- Everything in a deleted conversation goes with it (cascades, as `delete_conversation`);
+  its blobs become garbage for the next gc.
+- ``dry_run`` reads exactly the same pages and deletes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import cache, partial
+from typing import TYPE_CHECKING, Any, Final
+
+from sqlalchemy import Delete, Select, and_, bindparam, delete, or_, select
+
+from convstore.db import schema
+from convstore.db.tx import Tx
+from convstore.errors import InvalidInputError
+from convstore.limits import check_text
+from convstore.progress import Progress, silent
+from convstore.store import arguments
+
+if TYPE_CHECKING:
+    from convstore.store.connection import StoreConnection
+
+__all__ = ["DEFAULT_BATCH", "DEFAULT_RETENTION", "PruneReport", "prune"]
+
+DEFAULT_RETENTION: Final = timedelta(days=30)
+
+DEFAULT_BATCH: Final = 200
+"""Conversations read per page and deleted per transaction."""
+
+
+@dataclass(frozen=True, slots=True)
+class PruneReport:
+    """What a prune did (or, on a dry run, would do)."""
+
+    cutoff: datetime
+    """Conversations last written before this were deleted."""
+    deleted: int
+    """Conversations deleted (on a dry run: that would be)."""
+    kept: int
+    """Conversations that qualified when read but were written before their delete."""
+    examined: int
+    """Conversations created before the cutoff (the only ones that can qualify)."""
+    dry_run: bool
+
+
+@cache
+def _page(scoped: bool, first: bool) -> Select[Any]:
+    c = schema.conversations.c
+    query = select(c.id, c.revision, c.updated_at, c.created_at).where(
+        c.created_at < bindparam("cutoff")
+    )
+    if scoped:
+        query = query.where(c.tenant == bindparam("tenant"))
+    if not first:
+        query = query.where(
+            or_(
+                c.created_at > bindparam("after_created"),
+                and_(c.created_at == bindparam("after_created"), c.id > bindparam("after_id")),
+            )
+        )
+    return query.order_by(c.created_at, c.id).limit(bindparam("n"))
+
+
+@cache
+def _delete() -> Delete:
+    c = schema.conversations.c
+    return delete(schema.conversations).where(
+        c.id == bindparam("cid"),
+        c.revision == bindparam("revision"),
+        c.updated_at < bindparam("cutoff"),
+    )
+
+
+_Candidate = tuple[str, str]  # (id, revision)
+
+
+def _read_page(
+    tx: Tx, tenant: str | None, cutoff: datetime, after: tuple[Any, str] | None, n: int
+) -> tuple[list[_Candidate], int, tuple[Any, str] | None]:
+    """The page after ``after``: its stale conversations, its size, and the next ``after``."""
+    params: dict[str, Any] = {"cutoff": tx.codec.dump_time(cutoff), "tenant": tenant, "n": n}
+    if after is not None:
+        params["after_created"], params["after_id"] = after
+    rows = tx.fetch(_page(tenant is not None, after is None), params)
+    stale = [(r[0], r[1]) for r in rows if tx.codec.load_time(r[2]) < cutoff]
+    # The raw stored value goes back as the keyset bound: it compares exactly as stored.
+    last = (rows[-1][3], rows[-1][0]) if rows else None
+    return stale, len(rows), last
+
+
+def _delete_stale(tx: Tx, stale: list[_Candidate], cutoff: datetime) -> int:
+    stamp = tx.codec.dump_time(cutoff)
+    return sum(
+        tx.execute(_delete(), {"cid": cid, "revision": rev, "cutoff": stamp}) for cid, rev in stale
+    )
+
+
+async def prune(
+    store: StoreConnection,
+    *,
+    older_than: timedelta,
+    tenant: str | None = None,
+    dry_run: bool = False,
+    batch: int = DEFAULT_BATCH,
+    progress: Progress = silent,
+) -> PruneReport:
+    """Delete the conversations (of ``tenant``, or every one) not written for ``older_than``."""
+    if not isinstance(older_than, timedelta) or older_than < timedelta(0):
+        raise InvalidInputError("older_than must be a timedelta of zero or more")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise InvalidInputError("batch must be a positive int")
+    check_text(tenant, "tenant")
+    cutoff = arguments.now() - older_than
+    after: tuple[Any, str] | None = None
+    deleted = kept = examined = 0
+    while True:
+        page = partial(_read_page, tenant=tenant, cutoff=cutoff, after=after, n=batch)
+        stale, size, after = await store.backend.read(page)
+        examined += size
+        if stale and not dry_run:
+            gone = await store.backend.write(partial(_delete_stale, stale=stale, cutoff=cutoff))
+            deleted += gone
+            kept += len(stale) - gone
+        elif dry_run:
+            deleted += len(stale)
+        progress("pruning conversations", examined, None)
+        if size < batch:
+            break
+    progress("pruning conversations", examined, examined)
+    return PruneReport(cutoff, deleted, kept, examined, dry_run)
