@@ -2,6 +2,9 @@
 # the project (pinned by constraints.txt) on first use; nothing else needs installing by hand.
 
 PYTHON ?= python3
+# No bytecode compiled at install time: Python compiles (and caches) what is imported on first
+# use; compiling every installed module first made a clean install markedly slower.
+PIP_INSTALL := pip install --quiet --no-compile
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
@@ -34,17 +37,17 @@ LG_VENV  := .venv-langgraph
 LG_STAMP := $(LG_VENV)/.installed-langgraph
 LG_TEST_PACKAGES := langgraph langgraph-checkpoint-sqlite langgraph-checkpoint-conformance
 
-.PHONY: demo test lint typecheck pytest pytest-agents bench lock clean test-pydantic-ai \
+.PHONY: demo test envs lint typecheck pytest pytest-agents bench lock clean test-pydantic-ai \
 	test-google-adk bench-frameworks test-langgraph bench-langgraph screenshots serve
 
 $(BASE_STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e .
+	$(BIN)/python -m $(PIP_INSTALL) -c constraints.txt -e .
 	touch $@
 
 $(STAMP): $(BASE_STAMP)
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+	$(BIN)/python -m $(PIP_INSTALL) -c constraints.txt -e ".[dev]"
 	touch $@
 
 demo: $(BASE_STAMP)
@@ -59,7 +62,14 @@ serve: $(STAMP)
 screenshots: $(STAMP)
 	CONVSTORE_SCREENSHOTS=docs/images $(BIN)/pytest tests/web/test_browser.py -q
 
-test: lint typecheck pytest pytest-agents test-pydantic-ai test-google-adk test-langgraph
+# Every environment first, built side by side (separate venvs, one shared pip cache: pip writes
+# its cache atomically), then the checks one after another: on a clean clone the installs are
+# a large part of the run and mostly wait on unpacking and the disk.
+test: envs
+	$(MAKE) lint typecheck pytest pytest-agents test-pydantic-ai test-google-adk test-langgraph
+
+envs:
+	$(MAKE) -j4 $(STAMP) $(AI_SDK_STAMP) $(AGENTS_STAMP) $(PAI_STAMP) $(ADK_STAMP) $(LG_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench migrations
@@ -85,7 +95,7 @@ $(AI_SDK_STAMP): $(AI_SDK_NODE)/package.json $(AI_SDK_NODE)/package-lock.json
 
 $(AGENTS_STAMP): pyproject.toml $(AGENTS_PINS)
 	test -x $(AGENTS_VENV)/bin/python || $(PYTHON) -m venv $(AGENTS_VENV)
-	$(AGENTS_VENV)/bin/python -m pip install --quiet -c $(AGENTS_PINS) -e ".[openai-agents]" \
+	$(AGENTS_VENV)/bin/python -m $(PIP_INSTALL) -c $(AGENTS_PINS) -e ".[openai-agents]" \
 		pytest pytest-asyncio pytest-timeout
 	touch $@
 
@@ -96,7 +106,7 @@ pytest-agents: $(AGENTS_STAMP)
 
 $(PAI_STAMP): pyproject.toml constraints-pydantic-ai.txt
 	test -x $(PAI_VENV)/bin/python || $(PYTHON) -m venv $(PAI_VENV)
-	$(PAI_VENV)/bin/python -m pip install --quiet -c constraints-pydantic-ai.txt -e ".[dev,pydantic-ai]"
+	$(PAI_VENV)/bin/python -m $(PIP_INSTALL) -c constraints-pydantic-ai.txt -e ".[dev,pydantic-ai]"
 	touch $@
 
 test-pydantic-ai: $(PAI_STAMP)
@@ -106,7 +116,7 @@ test-pydantic-ai: $(PAI_STAMP)
 
 $(ADK_STAMP): pyproject.toml constraints-google-adk.txt
 	test -x $(ADK_VENV)/bin/python || $(PYTHON) -m venv $(ADK_VENV)
-	$(ADK_VENV)/bin/python -m pip install --quiet -c constraints-google-adk.txt -e ".[dev,google-adk]"
+	$(ADK_VENV)/bin/python -m $(PIP_INSTALL) -c constraints-google-adk.txt -e ".[dev,google-adk]"
 	touch $@
 
 test-google-adk: $(ADK_STAMP)
@@ -116,7 +126,7 @@ test-google-adk: $(ADK_STAMP)
 
 $(LG_STAMP): pyproject.toml constraints-langgraph.txt
 	test -x $(LG_VENV)/bin/python || $(PYTHON) -m venv $(LG_VENV)
-	$(LG_VENV)/bin/python -m pip install --quiet -c constraints-langgraph.txt \
+	$(LG_VENV)/bin/python -m $(PIP_INSTALL) -c constraints-langgraph.txt \
 		-e ".[dev,langgraph,langchain]" $(LG_TEST_PACKAGES)
 	touch $@
 
@@ -129,13 +139,13 @@ test-langgraph: $(LG_STAMP)
 $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/python -m pip install --quiet -c bench/constraints.txt -e ".[bench]"
+	$(BENCH_VENV)/bin/python -m $(PIP_INSTALL) -c bench/constraints.txt -e ".[bench]"
 	touch $@
 
 # Every store in its own process, all from .venv-bench; writes docs/performance.md.
 bench: $(BENCH_STAMP) bench-frameworks bench-langgraph
 	$(BENCH_VENV)/bin/python -m bench.compare --save-json docs/performance.json
-	$(BENCH_VENV)/bin/python -m bench.search_bench --json-out docs/search-bench.json
+	$(BENCH_VENV)/bin/python -m bench.search_bench --callgrind --json-out docs/search-bench.json
 
 # ConvstoreSaver beside langgraph-checkpoint-sqlite's AsyncSqliteSaver on a 200-turn agent run.
 bench-langgraph: $(LG_STAMP)

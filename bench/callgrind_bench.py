@@ -113,26 +113,42 @@ def _parse(directory: Path, prefix: str) -> dict[str, int]:
     return found
 
 
-def run_peer(peer: str, env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
-    """One peer under callgrind; instructions per call, or the reason it failed."""
+def counted_run(
+    module: str, arguments: list[str], timeout: float, env: dict[str, str] | None = None
+) -> tuple[dict[str, int], str | None]:
+    """``python -m module --library L *arguments`` under callgrind, instrumented only between
+    the helper's ``cg_on``/``cg_off`` calls; the instructions per ``cg_off`` name, and why the
+    run failed (``None`` when it did not)."""
     with tempfile.TemporaryDirectory(prefix="bench-cg-out-") as out:
         directory = Path(out)
         library = _build_helper(directory)
         command = [
             "valgrind", "--tool=callgrind", "--instr-atstart=no",
             f"--callgrind-out-file={directory}/cg.out.%p",
-            sys.executable, "-m", "bench.callgrind_bench", "--inside", peer,
-            "--library", str(library), "--turns", str(args.turns),
-            "--appends", str(args.appends), "--lasts", str(args.lasts),
+            sys.executable, "-m", module, "--library", str(library), *arguments,
         ]  # fmt: skip
         proc = subprocess.run(
             command, cwd=ROOT, env=env, capture_output=True, text=True, check=False,
-            timeout=args.timeout,
+            timeout=timeout,
         )  # fmt: skip
         totals = _parse(directory, "cg.out.")
-        if proc.returncode != 0 or len(totals) < 3:
-            tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
-            return {"peer": peer, "error": f"exit status {proc.returncode}: {tail}"}
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
+        return totals, f"exit status {proc.returncode}: {tail}"
+    return totals, None
+
+
+def run_peer(peer: str, env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
+    """One peer under callgrind; instructions per call, or the reason it failed."""
+    totals, failure = counted_run(
+        "bench.callgrind_bench",
+        ["--inside", peer, "--turns", str(args.turns), "--appends", str(args.appends),
+         "--lasts", str(args.lasts)],
+        args.timeout,
+        env,
+    )  # fmt: skip
+    if failure is not None or len(totals) < 3:
+        return {"peer": peer, "error": failure or f"only {sorted(totals)} counted"}
     return {
         "peer": peer,
         "append": totals["append"] / args.appends,

@@ -212,7 +212,7 @@ def run_listing(args: argparse.Namespace, databases: str) -> dict[str, Any] | st
     """`bench.listing_bench`: the conversation list and gc at scale."""
     print(f"listing benchmark ({args.listing_sizes}) …", file=sys.stderr, flush=True)
     command = [sys.executable, "-m", "bench.listing_bench", "--sizes", args.listing_sizes,
-               "--database", databases]  # fmt: skip
+               "--database", databases, "--bulk"]  # fmt: skip
     result, error = _run_json(command, args.timeout * 4)
     return result if result is not None else f"failed: {error}"
 

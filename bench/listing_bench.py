@@ -5,29 +5,34 @@ Run: ``python -m bench.listing_bench [--sizes 1000,100000,1000000] [--database s
 `bench.compare` starts, or ``BENCH_POSTGRES_DSN``).
 
 Conversations are created through the store's public API, by 64 concurrent tasks (group commit
-batches them on SQLite), each with metadata ``{"project": p<i % 100>, "user": u<i // 100 %
-100>}`` and one of 10 tenants, so ``project`` alone matches 1 %, ``project`` and ``user`` 1 in
-10,000. Each size grows the same database (1k, then 100k, then 1M), and each variant is timed
-as the median of 21 calls after one warm-up: the first page, a page 90 % deep (by cursor), the
-same within a tenant, a 1 % filter, a 1-in-10,000 filter. Then gc: 2,000 unreferenced blobs in
-a local directory collected with ``grace=0``, alone and while an application appends beside it.
+batches them on SQLite), or with ``--bulk`` by the store's own row builders, 1,000 per
+transaction (a million one at a time take ~25 minutes here, against ~8), each with metadata
+``{"project": p<i % 100>, "user": u<i // 100 % 100>}`` and one of 10 tenants, so ``project``
+alone matches 1 %, ``project`` and ``user`` 1 in 10,000. Each size grows the same database (1k,
+then 100k, then 1M), and each variant is timed as the median of 21 calls after one warm-up: the
+first page, a page 90 % deep (by cursor), the same within a tenant, a 1 % filter, a
+1-in-10,000 filter. Then gc (`bench.gc_bench`): 2,000 unreferenced blobs in a local directory
+collected with ``grace=0``, alone and while an application appends beside it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
-import tempfile
 import time
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from convstore import ConversationStore, FilePart, Message
-from convstore.store import collect_garbage
+from bench.databases import database_url, each_database, emit
+from bench.gc_bench import gc_rate
+from convstore import ConversationStore
+from convstore.db.tx import Tx
+from convstore.store import conversations
+from convstore.store.arguments import now
+from convstore.store.ids import new_id
+from convstore.store.metadata_tags import tags_of
 
 TENANTS = 10
 CREATORS = 64
@@ -38,9 +43,16 @@ def _metadata(i: int) -> dict[str, str]:
     return {"project": f"p{i % 100}", "user": f"u{i // 100 % 100}"}
 
 
-async def _create(store: ConversationStore, start: int, stop: int) -> float:
+BULK = 1000
+"""Conversations per transaction when creating them in bulk."""
+
+
+async def _create(store: ConversationStore, start: int, stop: int, *, bulk: bool) -> float:
     """Conversations ``start`` .. ``stop`` - 1; seconds taken."""
     began = time.perf_counter()
+    if bulk:
+        await _create_in_bulk(store, start, stop)
+        return time.perf_counter() - began
     numbers = iter(range(start, stop))
 
     async def creator() -> None:
@@ -51,6 +63,28 @@ async def _create(store: ConversationStore, start: int, stop: int) -> float:
 
     await asyncio.gather(*(creator() for _ in range(CREATORS)))
     return time.perf_counter() - began
+
+
+async def _create_in_bulk(store: ConversationStore, start: int, stop: int) -> None:
+    """The rows `create_conversation` writes, made by its own row builders (the header row of
+    `convstore.store.conversations`, the metadata tags of `convstore.store.metadata_tags`), but
+    inserted `BULK` conversations per transaction instead of one: a million one-row
+    transactions take ~25 minutes here, which measures group commit, not the list."""
+    for first in range(start, stop, BULK):
+
+        def insert(tx: Tx, first: int = first) -> None:
+            headers, tags = [], []
+            for i in range(first, min(first + BULK, stop)):
+                cid, tenant, created = new_id(), f"t{i % TENANTS}", now()
+                row = conversations._row(
+                    cid, tenant, f"conversation {i}", _metadata(i), created, tx
+                )
+                headers.append(row)
+                tags += [(cid, t, tenant, row[5]) for t in sorted(tags_of(_metadata(i)))]
+            tx.insert_rows(tx.statements.insert_conversation, headers)
+            tx.insert_rows(tx.statements.insert_conversation_tags, tags)
+
+        await store.backend.write(insert)
 
 
 async def _median_ms(call: Any) -> float:
@@ -99,53 +133,13 @@ async def _variants(store: ConversationStore, size: int) -> dict[str, float]:
     }
 
 
-async def _gc_rate(url: str, blobs: str, count: int, *, beside_writer: bool) -> float:
-    """Blobs/s of one ``grace=0`` collection of ``count`` unreferenced blobs."""
-    async with ConversationStore(url, blobs=blobs) as store:
-        conversation = await store.create_conversation(title="gc")
-        for start in range(0, count, 100):
-            files = [
-                FilePart.from_bytes(
-                    f"blob {start + k} {blobs}".encode() * 20, media_type="text/plain"
-                )
-                for k in range(min(100, count - start))
-            ]
-            await store.append(conversation.id, [Message.user("files", *files)])
-        await store.delete_conversation(conversation.id)  # every blob is garbage now
-        stop = asyncio.Event()
-
-        async def writer() -> None:
-            chat = await store.create_conversation(title="beside gc")
-            turn = 0
-            while not stop.is_set():
-                await store.append(chat.id, [Message.user(f"turn {turn}")])
-                turn += 1
-
-        task = asyncio.create_task(writer()) if beside_writer else None
-        began = time.perf_counter()
-        report = await collect_garbage(store, grace=timedelta(0))
-        elapsed = time.perf_counter() - began
-        stop.set()
-        if task is not None:
-            await task
-    if len(report.deleted) != count:
-        raise AssertionError(f"gc deleted {len(report.deleted)} of {count} blobs")
-    return count / elapsed
-
-
-async def run(database: str, sizes: list[int], directory: Path) -> dict[str, Any]:
-    if database == "sqlite":
-        url = f"sqlite+aiosqlite:///{directory / 'listing.db'}"
-    else:
-        from bench.peers.runner import fresh_postgres_database, postgres_dsn
-
-        url = f"{postgres_dsn().replace('postgresql://', 'postgresql+asyncpg://')}/"
-        url += await fresh_postgres_database("listing")
-    result: dict[str, Any] = {"database": database, "sizes": {}}
+async def run(database: str, sizes: list[int], directory: Path, bulk: bool) -> dict[str, Any]:
+    url = await database_url(database, directory)
+    result: dict[str, Any] = {"database": database, "sizes": {}, "bulk": bulk}
     async with ConversationStore(url, blobs=str(directory / "blobs"), auto_migrate=True) as store:
         made = 0
         for size in sorted(sizes):
-            took = await _create(store, made, size)
+            took = await _create(store, made, size, bulk=bulk)
             print(f"{database}: {size:,} conversations ({size - made:,} made in {took:.0f} s)",
                   file=sys.stderr, flush=True)  # fmt: skip
             entry = {"create_s": took, "created": size - made}
@@ -153,8 +147,8 @@ async def run(database: str, sizes: list[int], directory: Path) -> dict[str, Any
             entry.update(await _variants(store, size))
             result["sizes"][str(size)] = entry
     blobs = f"file://{directory / 'gc-blobs'}"
-    result["gc_blobs_s"] = await _gc_rate(url, blobs + "-alone", 2000, beside_writer=False)
-    result["gc_blobs_s_beside_writer"] = await _gc_rate(
+    result["gc_blobs_s"] = await gc_rate(url, blobs + "-alone", 2000, beside_writer=False)
+    result["gc_blobs_s_beside_writer"] = await gc_rate(
         url, blobs + "-beside", 2000, beside_writer=True
     )
     return result
@@ -164,18 +158,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,100000,1000000")
     parser.add_argument("--database", default="sqlite")
+    parser.add_argument(
+        "--bulk",
+        action="store_true",
+        help=f"create conversations {BULK} per transaction (the store's own insert code)",
+    )
     parser.add_argument("--tmpdir")
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    results = []
-    for database in [d for d in args.database.split(",") if d]:
-        with tempfile.TemporaryDirectory(prefix="bench-listing-", dir=args.tmpdir) as tmp:
-            results.append(asyncio.run(run(database, sizes, Path(tmp))))
-    output = {"results": results}
-    if args.json_out is not None:
-        args.json_out.write_text(json.dumps(output, indent=1))
-    print(json.dumps(output, indent=1))
+    output = each_database(
+        args.database,
+        lambda database, tmp: run(database, sizes, tmp, args.bulk),
+        prefix="bench-listing-",
+        tmpdir=args.tmpdir,
+    )
+    emit(output, args.json_out)
 
 
 if __name__ == "__main__":
@@ -200,7 +198,9 @@ def markdown(output: dict[str, Any]) -> str:
         sizes = sorted(result["sizes"], key=int)
         head = " | ".join(f"{int(s):,} ms" for s in sizes)
         lines += [
-            f"**{result['database']}** (creating them took "
+            f"**{result['database']}** (creating them"
+            + (" 1,000 per transaction" if result.get("bulk") else " one call each")
+            + " took "
             + ", ".join(
                 f"{result['sizes'][s]['create_s']:.0f} s for {result['sizes'][s]['created']:,}"
                 for s in sizes

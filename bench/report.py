@@ -195,8 +195,9 @@ def document(saved: dict[str, Any]) -> str:
         "",
         "## The conversation list and gc at scale",
         "",
-        "`bench.listing_bench`: conversations created through the store's API by 64 concurrent "
-        "tasks, 10 tenants, metadata `project` (100 values) and `user` (100 values); the median "
+        "`bench.listing_bench --bulk`: conversations created by the store's own row builders, "
+        "1,000 per transaction (not one `create_conversation` call each), 10 tenants, "
+        "metadata `project` (100 values) and `user` (100 values); the median "
         "of 21 pages of 20 after a warm-up, each size growing the same database.",
         "",
         listing_markdown(saved["listing"])

@@ -7,7 +7,8 @@ here).
 
 Corpus: ``--messages`` messages in ``--conversations`` conversations, written through the
 store's public append (10 messages an append, 16 writers), from a fixed random seed: chat text
-drawn from a Zipf-distributed English vocabulary, one message in eight German, one in eight
+drawn from a Zipf-distributed vocabulary of 8,000 words of three to ten letters drawn with
+English letter frequencies, one message in eight German, one in eight
 Japanese or Chinese (no spaces), one in eight an assistant tool call with a code identifier and
 JSON arguments, titles from the same vocabulary.
 
@@ -34,6 +35,7 @@ import os
 import random
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -52,7 +54,11 @@ PER_APPEND = 10
 WRITERS = 16
 APPENDS_PER_ROUND = 50
 
-_SYLLABLES = ("ka", "lo", "ri", "ten", "mar", "so", "vel", "quin", "dra", "po", "nex", "ul", "ber")
+# English letter frequencies (per mille): words drawn from them have an English-like spread of
+# trigrams, neither the few of a syllable vocabulary nor the uniform spread of random letters.
+_LETTERS = "etaoinshrdlcumwfgypbvkjxqz"
+_LETTER_WEIGHTS = (127, 91, 82, 75, 70, 67, 63, 61, 60, 43, 40, 28, 28, 24, 24, 22, 20, 20, 19,
+                   15, 10, 8, 2, 2, 1, 1)  # fmt: skip
 _GERMAN = (
     "Die Größe der Äpfel ärgert den Bäcker",
     "Straßenbahn fährt über die Brücke nach Zürich",
@@ -73,7 +79,8 @@ _IDENTIFIERS = ("get_user_by_id", "parse_json_payload", "fetchOrders", "render_w
 def _vocabulary(rng: random.Random, size: int = 8000) -> list[str]:
     words: dict[str, None] = {}
     while len(words) < size:
-        words["".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4)))] = None
+        length = rng.randint(3, 10)
+        words["".join(rng.choices(_LETTERS, _LETTER_WEIGHTS, k=length))] = None
     return list(words)
 
 
@@ -279,6 +286,58 @@ async def run(database: str, args: argparse.Namespace, corpus: Corpus) -> dict[s
     }
 
 
+CALLGRIND_APPENDS = 30
+
+
+async def _inside_callgrind(library: str) -> None:
+    """Under callgrind: instructions of `CALLGRIND_APPENDS` appends with and without the index."""
+    import ctypes
+
+    helper = ctypes.CDLL(library)
+    with tempfile.TemporaryDirectory(prefix="search-bench-cg-") as tmp:
+        urls = {k: f"sqlite+aiosqlite:///{Path(tmp) / k}.db" for k in ("with", "without")}
+        for url in urls.values():
+            async with ConversationStore(url, blobs="memory://cg", auto_migrate=True):
+                pass
+        await _drop_index(urls["without"])
+        for key, url in urls.items():
+            async with ConversationStore(url, blobs=f"memory://cg-{key}") as store:
+                cid = (await store.create_conversation()).id
+                for n in range(20):  # a history, and warm caches
+                    await store.append(cid, turn_messages(n))
+                helper.cg_on()
+                for n in range(20, 20 + CALLGRIND_APPENDS):
+                    await store.append(cid, turn_messages(n))
+                helper.cg_off(f"append_{key}".encode())
+
+
+def callgrind_append() -> dict[str, Any] | str:
+    """Instructions per append (SQLite) with and without the index, counted by callgrind."""
+    from bench.callgrind_bench import _build_helper, _parse, unavailable
+
+    missing = unavailable()
+    if missing is not None:
+        return f"not run: {missing}"
+    with tempfile.TemporaryDirectory(prefix="search-bench-cg-out-") as out:
+        directory = Path(out)
+        library = _build_helper(directory)
+        command = [
+            "valgrind", "--tool=callgrind", "--instr-atstart=no",
+            f"--callgrind-out-file={directory}/cg.out.%p",
+            sys.executable, "-m", "bench.search_bench", "--inside-callgrind", str(library),
+        ]  # fmt: skip
+        proc = subprocess.run(command, capture_output=True, text=True, check=False, timeout=1800)
+        totals = _parse(directory, "cg.out.")
+    if proc.returncode != 0 or len(totals) < 2:
+        return f"not run: exit status {proc.returncode}: {proc.stderr.strip()[-400:]}"
+    per = {k: totals[f"append_{k}"] / CALLGRIND_APPENDS for k in ("with", "without")}
+    return {
+        "instructions_per_append_with": round(per["with"]),
+        "instructions_per_append_without": round(per["without"]),
+        "ratio": round(per["with"] / per["without"], 3),
+    }
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The results as markdown tables."""
     lines = [
@@ -286,6 +345,8 @@ def markdown(results: dict[str, Any]) -> str:
         "|---|---|---:|---:|---:|",
     ]
     for database, result in results.items():
+        if database == "callgrind":
+            continue
         if not isinstance(result, dict):
             lines.append(f"| {database} | {result} | | | |")
             continue
@@ -301,6 +362,8 @@ def markdown(results: dict[str, Any]) -> str:
         "|---|---:|---:|---:|---:|---:|",
     ]
     for database, result in results.items():
+        if database == "callgrind":
+            continue
         if not isinstance(result, dict):
             continue
         a = result["append"]
@@ -309,6 +372,16 @@ def markdown(results: dict[str, Any]) -> str:
             f" {a['ratio']} | {a['with'].get('wal_frames_per_append', 'n/a')} |"
             f" {a['without'].get('wal_frames_per_append', 'n/a')} |"
         )
+    cg = results.get("callgrind")
+    if isinstance(cg, dict):
+        lines += [
+            "",
+            f"SQLite append under callgrind: {cg['instructions_per_append_with']:,} instructions"
+            f" with the index, {cg['instructions_per_append_without']:,} without"
+            f" ({cg['ratio']}x).",
+        ]
+    elif cg is not None:
+        lines += ["", f"callgrind: {cg}"]
     return "\n".join(lines)
 
 
@@ -340,15 +413,23 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=1_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json-out")
+    parser.add_argument("--callgrind", action="store_true", help="count append instructions too")
+    parser.add_argument("--inside-callgrind", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.inside_callgrind:
+        asyncio.run(_inside_callgrind(args.inside_callgrind))
+        return
     corpus = Corpus(args.messages, args.conversations)
     results: dict[str, Any] = {}
     with _postgres("postgresql" in args.database.split(",")):
-        for database in args.database.split(","):
+        for database in filter(None, args.database.split(",")):
             try:
                 results[database] = asyncio.run(run(database, args, corpus))
             except ImportError as exc:  # no PostgreSQL cluster
                 results[database] = f"not run: {exc}"
+    if args.callgrind:
+        print("sqlite: append under callgrind …", file=sys.stderr, flush=True)
+        results["callgrind"] = callgrind_append()
     print(markdown(results))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(results, indent=2))

@@ -58,6 +58,16 @@ def test_a_trusted_model_equals_the_validated_one() -> None:
     assert built.model_copy(update={"seq": 4}).seq == 4
 
 
+def test_a_trusted_model_with_extra_fields_allowed_equals_the_validated_one() -> None:
+    class Open(BaseModel, extra="allow"):
+        text: str
+
+    validated = Open(text="hi")
+    built = trusted_constructor(Open)({"text": "hi"})
+    assert built == validated == Open.model_construct(text="hi")
+    assert built.model_extra == {}
+
+
 def test_the_canonical_init_is_not_custom_to_pydantic() -> None:
     # The marker keeps nested validation in pydantic-core; pydantic derives this flag from it.
     for model in (Message, TextPart, Conversation):

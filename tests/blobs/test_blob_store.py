@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+from contextlib import aclosing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -141,6 +142,21 @@ async def test_iter_blobs_lists_blobs_with_size_and_utc_time(blob_store: BlobSto
         assert info.modified.tzinfo is not None
         assert info.modified.utcoffset() == timedelta(0)
         assert before <= info.modified <= datetime.now(UTC) + timedelta(seconds=2)
+
+
+async def test_iter_blobs_lists_many_shards_in_digest_order(blob_store: BlobStore) -> None:
+    # More shards than listings kept in flight, each with one or more blobs.
+    stored = [await blob_store.put(f"blob {n}".encode()) for n in range(60)]
+    assert len({s.sha256[:2] for s in stored}) > 16
+
+    assert [i.sha256 for i in await listed(blob_store)] == sorted(s.sha256 for s in stored)
+    first = []
+    async with aclosing(blob_store.iter_blobs()) as infos:  # stopping early is fine
+        async for info in infos:
+            first.append(info.sha256)
+            if len(first) == 3:
+                break
+    assert first == sorted(s.sha256 for s in stored)[:3]
 
 
 async def test_iter_blobs_skips_staging_and_foreign_objects(

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
+from fsspec.implementations.local import LocalFileSystem
 
 from convstore.blobs import BlobInfo, BlobStore
+from convstore.errors import BlobStorageError
 from tests.support.storage import RawStorage
 
 DATA = b"referenced again by a later message"
@@ -37,3 +42,47 @@ async def test_storing_existing_bytes_refreshes_modified(
     assert fresh.modified >= started - timedelta(seconds=1)
     assert await blob_store.get(stored.sha256) == DATA
     assert raw.keys() == {f"sha256/{stored.sha256[:2]}/{stored.sha256}"}
+
+
+async def test_delete_stale_deletes_only_blobs_older_than_the_bound(
+    blob_store: BlobStore, raw: RawStorage
+) -> None:
+    old = [await blob_store.put(f"garbage {n}".encode()) for n in range(20)]  # > one run
+    # At once: where the storage cannot back-date (S3), making stale is waiting.
+    await asyncio.gather(*(raw.make_stale(blob_store.key(stored.sha256)) for stored in old))
+    fresh = await blob_store.put(DATA)
+    bound = (await _info(blob_store, fresh.sha256)).modified
+    never_stored = "0" * 64
+    asked = [never_stored, fresh.sha256, *(stored.sha256 for stored in old)]
+
+    deletion = await blob_store.delete_stale(asked, modified_before=bound)
+
+    assert deletion.failure is None
+    assert deletion.deleted == [stored.sha256 for stored in old]
+    assert raw.keys() == {f"sha256/{fresh.sha256[:2]}/{fresh.sha256}"}
+    assert await blob_store.get(fresh.sha256) == DATA
+
+
+async def test_delete_stale_reports_what_it_deleted_when_one_deletion_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = BlobStore(str(tmp_path / "blobs"))
+    stored = [await store.put(f"garbage {n}".encode()) for n in range(40)]
+    broken = stored[17].sha256
+    original = LocalFileSystem.rm_file
+
+    def rm_file(self: LocalFileSystem, path: str, **kwargs: Any) -> Any:
+        if str(path).endswith(broken):
+            raise PermissionError(13, "Permission denied", str(path))
+        return original(self, path, **kwargs)
+
+    monkeypatch.setattr(LocalFileSystem, "rm_file", rm_file)
+    later = datetime.now(UTC) + timedelta(hours=1)
+
+    deletion = await store.delete_stale([s.sha256 for s in stored], modified_before=later)
+
+    assert isinstance(deletion.failure, BlobStorageError)
+    assert broken in str(deletion.failure)
+    assert deletion.deleted == [s.sha256 for s in stored if s.sha256 != broken]
+    assert [info.sha256 async for info in store.iter_blobs()] == [broken]
+    await store.close()

@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +47,57 @@ def _record_ids(messages: list[Any]) -> list[str]:
     return [m.native.data["data"]["id"] for m in messages]
 
 
+@dataclass
+class _Reference:
+    """What `InMemorySaver` gives for the agent run, computed once for both databases (the run
+    is deterministic, ids included; the reference's history walk is most of the test's time).
+    """
+
+    every_50: dict[int, tuple[Any, ...]]
+    """The state after each 50th turn."""
+    at_end: dict[str, Any]
+    """``snapshot_json`` after the run, and after the resumed process's two turns."""
+    resumed: dict[str, Any]
+    past: tuple[Any, ...]
+    """The state at the end of the middle turn (time travel's target)."""
+    forked: tuple[Any, ...]
+    """The state after a turn run from ``past``."""
+    history: list[tuple[Any, ...]]
+    """Every checkpoint's state after the fork, newest first."""
+
+
+_reference: list[_Reference] = []
+
+
+async def _reference_run() -> _Reference:
+    if not _reference:
+        cfg = config("reference")
+        graph = build(InMemorySaver())
+        every_50 = {}
+        for turn in range(1, TURNS + 1):
+            await graph.ainvoke({"messages": [question(turn)]}, cfg)
+            if turn % 50 == 0:
+                every_50[turn] = snapshot(await graph.aget_state(cfg))
+            if turn == TURNS // 2:
+                past = (await graph.aget_state(cfg)).config
+        at_end = snapshot_json(await graph.aget_state(cfg))
+        for turn in (TURNS + 1, TURNS + 2):
+            await graph.ainvoke({"messages": [question(turn)]}, cfg)
+        resumed = snapshot_json(await graph.aget_state(cfg))
+        past_state = snapshot(await graph.aget_state(past))
+        await graph.ainvoke({"messages": [question(1000)]}, past)
+        forked = snapshot(await graph.aget_state(cfg))
+        history = await _states(graph, cfg)
+        _reference.append(_Reference(every_50, at_end, resumed, past_state, forked, history))
+    return _reference[0]
+
+
 async def test_agent_run_resume_time_travel_and_fork(db_url: str, tmp_path: Path) -> None:
     turns = TURNS
     thread = f"agent-{uuid.uuid4().hex}"
     cfg = config(thread)
     blobs = str(tmp_path / "blobs")
-    reference = build(InMemorySaver())
+    reference = await _reference_run()
 
     async with ConversationStore(
         db_url, blobs=blobs, auto_migrate=True, sqlite_synchronous="normal"
@@ -59,14 +105,10 @@ async def test_agent_run_resume_time_travel_and_fork(db_url: str, tmp_path: Path
         ours = build(ConvstoreSaver(store=store))
         for turn in range(1, turns + 1):
             await ours.ainvoke({"messages": [question(turn)]}, cfg)
-            await reference.ainvoke({"messages": [question(turn)]}, cfg)
             if turn % 50 == 0:
-                assert snapshot(await ours.aget_state(cfg)) == snapshot(
-                    await reference.aget_state(cfg)
-                ), turn
+                assert snapshot(await ours.aget_state(cfg)) == reference.every_50[turn], turn
             if turn == turns // 2:
                 past = (await ours.aget_state(cfg)).config
-                reference_past = (await reference.aget_state(cfg)).config
 
         # Messages once: the conversation is the thread's message list, one row per message.
         state = await ours.aget_state(cfg)
@@ -90,25 +132,20 @@ async def test_agent_run_resume_time_travel_and_fork(db_url: str, tmp_path: Path
         timeout=240,
     )
     result = json.loads(resumed.stdout)
-    assert result["before"] == snapshot_json(await reference.aget_state(cfg))
-    for turn in (turns + 1, turns + 2):
-        await reference.ainvoke({"messages": [question(turn)]}, cfg)
-    assert result["after"] == snapshot_json(await reference.aget_state(cfg))
+    assert result["before"] == reference.at_end
+    assert result["after"] == reference.resumed
 
     # Time travel to the end of the run's middle turn and a fork from there, through a saver
     # that has seen nothing of the thread yet.
     async with ConversationStore(db_url, blobs=blobs) as store:
         ours = build(ConvstoreSaver(store=store))
-        assert snapshot(await ours.aget_state(past)) == snapshot(
-            await reference.aget_state(reference_past)
-        )
+        assert snapshot(await ours.aget_state(past)) == reference.past
         await ours.ainvoke({"messages": [question(1000)]}, past)
-        await reference.ainvoke({"messages": [question(1000)]}, reference_past)
         forked = await ours.aget_state(cfg)
-        assert snapshot(forked) == snapshot(await reference.aget_state(cfg))
+        assert snapshot(forked) == reference.forked
         assert len(forked.values["messages"]) == 2 * turns + 4
         # Every checkpoint of the thread (both branches), newest first, equals the reference's.
-        assert await _states(ours, cfg) == await _states(reference, cfg)
+        assert await _states(ours, cfg) == reference.history
 
         # The fork is a convstore branch, and the active path is what the fork's state holds.
         branches = await store.branches(thread)

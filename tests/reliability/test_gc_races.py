@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fsspec.implementations.local import LocalFileSystem
 
 from convstore import ConversationStore, FilePart, Message
 from convstore.blobs import BlobStore
@@ -62,22 +64,38 @@ async def _assert_intact(store: ConversationStore, conversation_id: str) -> None
     assert report.ok, (report.missing, report.corrupted)
 
 
-def _hold(
-    monkeypatch: pytest.MonkeyPatch, name: str, reached: asyncio.Event, release: asyncio.Event
+def _hold_before_checking(
+    monkeypatch: pytest.MonkeyPatch, reached: asyncio.Event, release: threading.Event
 ) -> None:
-    """Make the blob store's ``name`` operation stop at its first call until released."""
-    original = getattr(BlobStore, name)
-    used = False
+    """Stop gc's first deletion batch before it re-reads any blob's age, until released."""
+    original = BlobStore.delete_stale
+    loop = asyncio.get_running_loop()
 
     async def held(self: BlobStore, *args: Any, **kwargs: Any) -> Any:
-        nonlocal used
-        if not used:
-            used = True
-            reached.set()
-            await release.wait()
+        reached.set()
+        await loop.run_in_executor(None, release.wait, 30)
         return await original(self, *args, **kwargs)
 
-    monkeypatch.setattr(BlobStore, name, held)
+    monkeypatch.setattr(BlobStore, "delete_stale", held)
+
+
+def _hold_before_unlinking(
+    monkeypatch: pytest.MonkeyPatch, reached: asyncio.Event, release: threading.Event
+) -> None:
+    """Stop gc between re-reading a blob's age and deleting its file (in the worker thread)."""
+    original = LocalFileSystem.rm_file
+    loop = asyncio.get_running_loop()
+    used = False
+
+    def held(self: LocalFileSystem, path: str, **kwargs: Any) -> Any:
+        nonlocal used
+        if "/sha256/" in str(path) and not used:  # a blob, not the storage clock's probe
+            used = True
+            loop.call_soon_threadsafe(reached.set)
+            release.wait(30)
+        return original(self, path, **kwargs)
+
+    monkeypatch.setattr(LocalFileSystem, "rm_file", held)
 
 
 def _signal_when_an_append_meets_a_mark(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
@@ -103,31 +121,34 @@ async def _race(
     append_first: Callable[[str], Awaitable[Any]],
 ) -> str:
     """Hold gc at ``hold_at`` on the candidate, run an append of the same bytes, let gc go."""
-    reached, release = asyncio.Event(), asyncio.Event()
-    _hold(monkeypatch, hold_at, reached, release)
+    reached, release = asyncio.Event(), threading.Event()
+    hold = _hold_before_checking if hold_at == "age check" else _hold_before_unlinking
+    hold(monkeypatch, reached, release)
     met = _signal_when_an_append_meets_a_mark(monkeypatch)
     gc = asyncio.create_task(collect_garbage(store, grace=timedelta(hours=1)))
-    await asyncio.wait_for(reached.wait(), 30)
-    conv = await store.create_conversation()
-    append = asyncio.create_task(append_first(conv.id))
-    # The race is set up only once the append has stored (touched) the bytes and its
-    # transaction has found gc's mark: then it must wait for gc, which is still held.
-    waiting = asyncio.create_task(met.wait())
-    await asyncio.wait({append, waiting}, timeout=30, return_when=asyncio.FIRST_COMPLETED)
-    assert met.is_set(), "the append never met the collector's mark: the race was not set up"
-    assert not append.done() and not gc.done()
-    release.set()
+    try:
+        await asyncio.wait_for(reached.wait(), 30)
+        conv = await store.create_conversation()
+        append = asyncio.create_task(append_first(conv.id))
+        # The race is set up only once the append has stored (touched) the bytes and its
+        # transaction has found gc's mark: then it must wait for gc, which is still held.
+        waiting = asyncio.create_task(met.wait())
+        await asyncio.wait({append, waiting}, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+        assert met.is_set(), "the append never met the collector's mark: the race was not set up"
+        assert not append.done() and not gc.done()
+    finally:
+        release.set()
     await asyncio.wait_for(asyncio.gather(gc, append), 30)
     monkeypatch.undo()
     return conv.id
 
 
-@pytest.mark.parametrize("hold_at", ["info", "delete"])
+@pytest.mark.parametrize("hold_at", ["age check", "unlink"])
 async def test_an_append_racing_the_collector_keeps_its_blob(
     store: ConversationStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hold_at: str
 ) -> None:
-    # "info": gc has marked the blob and is about to check its age; "delete": it has found it
-    # old and is about to delete the bytes the append just touched as a dedupe hit.
+    # "age check": gc has marked the blob and is about to re-read its age; "unlink": it has
+    # found it old and is about to delete the bytes the append just touched as a dedupe hit.
     await _orphan_old_blob(store, tmp_path)
 
     async def append(cid: str) -> Any:

@@ -332,6 +332,8 @@ async def test_export_of_named_conversations_checks_the_tenant(
     assert not (tmp_path / "x.zip").exists()
     report = await store.export(tmp_path / "y.zip", tenant="t-export-1", conversation_ids=[mine.id])
     assert (report.conversations, report.messages, report.blobs) == (1, 1, 0)
+    with pytest.raises(InvalidInputError, match="cannot write the export"):
+        await store.export(tmp_path / "no-such-dir" / "z.zip", tenant="t-export-1")
 
 
 async def test_a_damaged_archive_is_refused_naming_the_member(

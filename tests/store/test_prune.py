@@ -6,11 +6,13 @@ import asyncio
 import random
 import uuid
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from convstore import ConversationStore, Message
 from convstore.errors import ConversationNotFoundError, InvalidInputError
+from convstore.sync import SyncConversationStore
 
 
 def _tenant() -> str:
@@ -112,3 +114,16 @@ async def test_prune_beside_20_writers_loses_no_conversation_written_during_it(
         assert not any([await _exists(store, cid) for cid in untouched])
         assert report.deleted >= len(untouched)
         assert report.examined >= len(old)
+
+
+def test_the_blocking_facade_exports_erases_and_prunes(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'sync.db'}"
+    with SyncConversationStore(url, blobs=str(tmp_path / "blobs")) as store:
+        kept = store.create_conversation(tenant="a")
+        store.append(kept.id, [Message.user("hi")], tenant="a")
+        gone = store.create_conversation(tenant="b")
+        assert store.export(tmp_path / "a.zip", tenant="a").conversations == 1
+        assert store.erase_tenant("a").messages == 1
+        assert store.prune(older_than=timedelta(0), tenant="b").deleted == 1
+        with pytest.raises(ConversationNotFoundError):
+            store.get_conversation(gone.id)

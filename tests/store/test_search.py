@@ -278,3 +278,13 @@ async def test_every_write_keeps_the_index_exact(store: ConversationStore) -> No
                                      (fork.id, 4): True}  # fmt: skip
     await store.delete_conversation(fork.id, tenant=tenant)
     assert await found("walrus") == {(c, 1): True, (c, 3): False}
+
+
+async def test_an_escaped_nul_lookalike_is_text(store: ConversationStore) -> None:
+    # Stored JSON escapes a backslash, so the text "\\u0000" is not the NUL escape the
+    # PostgreSQL index drops (NUL itself is refused on append, on both databases).
+    tenant = f"search-{uuid.uuid4().hex}"
+    conv = await store.create_conversation(tenant=tenant)
+    await store.append(conv.id, Message.user("before \\u0000 after"), tenant=tenant)
+    [hit] = await store.search("\\u0000 after", tenant=tenant)
+    assert hit.snippet == "before ⟦\\u0000⟧ ⟦after⟧"

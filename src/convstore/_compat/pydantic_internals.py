@@ -38,8 +38,13 @@ def mark_as_base_init(init: F) -> F:
 
 
 def trusted_constructor(cls: type[M]) -> Callable[[dict[str, Any]], M]:
-    """A constructor for ``cls`` that skips validation (``values`` names every field)."""
+    """A constructor for ``cls`` that skips validation (``values`` names every field).
+
+    A model that allows extra fields gets an empty dict of them, as ``model_construct`` gives
+    it (``==`` compares them).
+    """
     fields = set(cls.model_fields)
+    allows_extra = cls.model_config.get("extra") == "allow"
     private_attributes = getattr(cls, "__private_attributes__", {})
     private = {name: attr.get_default() for name, attr in private_attributes.items()} or None
 
@@ -47,7 +52,7 @@ def trusted_constructor(cls: type[M]) -> Callable[[dict[str, Any]], M]:
         obj = _new(cls)
         _set_dict(obj, values)
         _set_fields(obj, fields)
-        _set_extra(obj, None)
+        _set_extra(obj, {} if allows_extra else None)
         _set_private(obj, dict(private) if private else None)
         return obj
 

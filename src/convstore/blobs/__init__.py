@@ -10,6 +10,6 @@ the digests in its rows. The design and the garbage-collection contract are desc
 from __future__ import annotations
 
 from convstore.blobs._blob_store import BlobStore
-from convstore.blobs._records import BlobInfo, StoredBlob
+from convstore.blobs._records import BlobDeletion, BlobInfo, StoredBlob
 
-__all__ = ["BlobInfo", "BlobStore", "StoredBlob"]
+__all__ = ["BlobDeletion", "BlobInfo", "BlobStore", "StoredBlob"]

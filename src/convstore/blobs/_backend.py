@@ -16,6 +16,9 @@ Invariants every backend keeps:
 - Freshness: after `write`, `publish` or a successful `touch`, the object's modified time is
   the present; `BlobInfo.modified` is read from it (`modified_time`).
 - Listings are never served from a cache: other processes write and delete in the same storage.
+- Conditional deletion (`remove_stale`): an object is deleted only if its modified time, read
+  immediately before the deletion, is older than the caller's bound; every path is attempted
+  and the result names exactly the objects deleted, even when some deletions failed.
 - Bounded waits: every request to the storage (one filesystem call, one chunk or part written,
   one S3 API call) is given ``timeout`` seconds (`DEFAULT_TIMEOUT` unless configured); one that
   does not answer in time is abandoned and raises `BlobStorageError` naming the operation and
@@ -29,7 +32,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Iterator, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    Awaitable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -43,6 +53,9 @@ T = TypeVar("T")
 
 DEFAULT_TIMEOUT: Final = 30.0
 """Seconds one storage request may take before it is abandoned (``None``: no limit)."""
+
+REMOVAL_CONCURRENCY: Final = 16
+"""Deletions (or, on a threaded backend, runs of deletions) `remove_stale` keeps in flight."""
 
 
 class TimedOut(Exception):  # noqa: N818 (internal signal, translated by `translated`)
@@ -88,6 +101,16 @@ class Listing:
 
     dirs: list[str]
     files: list[ObjectStat]
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    """What `BlobBackend.remove_stale` did."""
+
+    removed: list[str]
+    """The paths deleted, in the order given."""
+    failure: BaseException | None = None
+    """The first failure (a `BlobStorageError`, or the cancellation), if any deletion failed."""
 
 
 class Writer(Protocol):
@@ -259,6 +282,31 @@ class BlobBackend(ABC):
         """Delete the object at ``path``; a missing object is fine."""
         with translated("delete", self.url(path)), suppress(FileNotFoundError):
             await self._call("rm_file", path)
+
+    async def remove_stale(
+        self, paths: Sequence[str], before: datetime, *, concurrency: int = REMOVAL_CONCURRENCY
+    ) -> Removal:
+        """Delete each object in ``paths`` whose modified time is earlier than ``before``.
+
+        Each object's time is read immediately before it is deleted; a missing object, or one
+        written or touched since ``before``, is left alone and not reported. Every path is
+        attempted, ``concurrency`` at a time, whatever fails.
+        """
+        limit = asyncio.Semaphore(concurrency)
+
+        async def remove_one(path: str) -> bool:
+            async with limit:
+                stat = await self.info(path)
+                if stat is None or stat.modified >= before:
+                    return False
+                await self.remove(path)
+                return True
+
+        outcomes = await asyncio.gather(*map(remove_one, paths), return_exceptions=True)
+        return Removal(
+            removed=[path for path, done in zip(paths, outcomes, strict=True) if done is True],
+            failure=next((o for o in outcomes if isinstance(o, BaseException)), None),
+        )
 
     async def close(self) -> None:  # noqa: B027 (optional hook, not abstract)
         """Release connections; the generic backend holds none."""

@@ -26,23 +26,25 @@ modified, dedupe hit or not: backends that can touch do (`os.utime`, an S3 in-pl
 others rewrite the bytes, and a streamed put always moves its staging object onto the key.
 
 A collector should re-read an object's modified time just before deleting it (a put may have
-touched it since the listing), and should also delete staging objects under ``tmp/`` older than
-the grace period: a crash between staging and publishing leaves one behind, and `iter_blobs`
-never lists them.
+touched it since the listing), as `BlobStore.delete_stale` does for a whole batch, and should
+also delete staging objects under ``tmp/`` older than the grace period: a crash between staging
+and publishing leaves one behind, and `iter_blobs` never lists them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import posixpath
-from collections.abc import AsyncIterator, Mapping
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from datetime import datetime
 from typing import Any, Final
 
 from convstore.blobs._adapter import open_backend
-from convstore.blobs._backend import DEFAULT_TIMEOUT
+from convstore.blobs._backend import DEFAULT_TIMEOUT, Listing
 from convstore.blobs._ingest import Ingest, sha256_hex, update_digest
 from convstore.blobs._layout import (
     blob_path,
@@ -55,7 +57,7 @@ from convstore.blobs._layout import (
     staging_dir,
     staging_path,
 )
-from convstore.blobs._records import BlobInfo, StoredBlob
+from convstore.blobs._records import BlobDeletion, BlobInfo, StoredBlob
 from convstore.blobs._sources import CHUNK_SIZE, BlobSource, iter_chunks
 from convstore.errors import (
     AttachmentCorruptedError,
@@ -66,6 +68,15 @@ from convstore.errors import (
 )
 
 DEFAULT_MAX_SIZE: Final = 20 * 1024 * 1024
+
+LISTING_AHEAD: Final = 16
+"""Shard listings `BlobStore.iter_blobs` keeps in flight."""
+
+
+def _ignore_outcome(task: asyncio.Task[Any]) -> None:
+    """Retrieve an abandoned listing's outcome, so that its failure is not logged as lost."""
+    if not task.cancelled():
+        task.exception()
 
 
 class BlobStore:
@@ -267,16 +278,45 @@ class BlobStore:
         self._require_open()
         await self._backend.remove(self._path(sha256))
 
+    async def delete_stale(
+        self, sha256s: Sequence[str], *, modified_before: datetime
+    ) -> BlobDeletion:
+        """Delete each of these blobs whose modified time is earlier than ``modified_before``.
+
+        Each blob's modified time is read immediately before it is deleted, so a blob put or
+        touched since the caller last looked survives. Missing blobs are skipped. Every blob is
+        attempted even when some deletions fail: the result names exactly the blobs deleted,
+        and the first failure, which the caller raises once it has recorded them.
+        """
+        self._require_open()
+        paths = {self._path(sha256): sha256 for sha256 in sha256s}
+        removal = await self._backend.remove_stale(list(paths), modified_before)
+        return BlobDeletion(
+            deleted=[paths[path] for path in removal.removed], failure=removal.failure
+        )
+
     async def iter_blobs(self) -> AsyncIterator[BlobInfo]:
         """Every stored blob (never staging objects), shard by shard, in digest order."""
         self._require_open()
-        shards = await self._backend.listdir(blobs_dir(self._root))
-        for shard in sorted(shards.dirs):
-            listing = await self._backend.listdir(shard)
-            for stat in sorted(listing.files, key=lambda stat: stat.path):
-                sha256 = digest_at(stat.path)
-                if sha256 is not None:
-                    yield BlobInfo(sha256=sha256, size=stat.size, modified=stat.modified)
+        shards = iter(sorted((await self._backend.listdir(blobs_dir(self._root))).dirs))
+        # Up to `LISTING_AHEAD` shard listings are in flight ahead of the one being yielded:
+        # one request at a time made a listing of 256 shards 256 round trips long.
+        ahead: deque[asyncio.Task[Listing]] = deque()
+        try:
+            while True:
+                while len(ahead) < LISTING_AHEAD and (shard := next(shards, None)) is not None:
+                    ahead.append(asyncio.ensure_future(self._backend.listdir(shard)))
+                if not ahead:
+                    return
+                listing = await ahead.popleft()
+                for stat in sorted(listing.files, key=lambda stat: stat.path):
+                    sha256 = digest_at(stat.path)
+                    if sha256 is not None:
+                        yield BlobInfo(sha256=sha256, size=stat.size, modified=stat.modified)
+        finally:
+            for task in ahead:  # the caller stopped early, or a listing failed
+                task.cancel()
+                task.add_done_callback(_ignore_outcome)
 
     async def verify(self, sha256: str) -> bool:
         """Whether the blob is stored and its bytes hash to ``sha256``; reads it in chunks."""

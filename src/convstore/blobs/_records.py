@@ -1,6 +1,6 @@
-"""The values the blob layer hands back: what a put stored, and what a listing found.
+"""The values the blob layer hands back: what a put stored, found, or deleted.
 
-Both are plain frozen values: they carry no storage handle, so they can be logged, compared and
+They are plain frozen values: they carry no storage handle, so they can be logged, compared and
 passed across layers (the store turns a `StoredBlob` into an ``AttachmentRef`` row).
 """
 
@@ -35,3 +35,13 @@ class BlobInfo:
     """Length of the stored object."""
     modified: datetime
     """UTC-aware time the object was last written or touched; gc judges age by it."""
+
+
+@dataclass(frozen=True, slots=True)
+class BlobDeletion:
+    """What `BlobStore.delete_stale` deleted."""
+
+    deleted: list[str]
+    """Digests of the blobs deleted, in the order asked."""
+    failure: BaseException | None = None
+    """The first deletion that failed (a `BlobStorageError`, or the cancellation), if any."""

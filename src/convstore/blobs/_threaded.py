@@ -16,6 +16,10 @@ Invariants:
   `os.utime` to touch.
 - A staging file is removed when its put fails, times out or is cancelled, even when the
   cancellation arrives while a worker thread is still creating it.
+- `remove_stale` checks and deletes a run of up to `REMOVAL_RUN` objects in one worker thread
+  (one hop, not two per object); each object is still stat'ed immediately before its own
+  deletion. A run that times out or is cancelled stops before its next deletion; the one in
+  progress may still complete, as a single abandoned deletion may.
 """
 
 from __future__ import annotations
@@ -24,9 +28,24 @@ import asyncio
 import contextlib
 import os
 import posixpath
-from typing import IO, Any
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+from typing import IO, Any, Final
 
-from convstore.blobs._backend import BlobBackend, Writer, bounded, translated
+from convstore.blobs._backend import (
+    REMOVAL_CONCURRENCY,
+    BlobBackend,
+    Removal,
+    Writer,
+    bounded,
+    modified_time,
+    translated,
+)
+from convstore.errors import BlobStorageError
+
+REMOVAL_RUN: Final = 16
+"""Objects `ThreadedBackend.remove_stale` checks and deletes per worker-thread call."""
 
 
 class ThreadedBackend(BlobBackend):
@@ -58,6 +77,57 @@ class ThreadedBackend(BlobBackend):
     async def move(self, src: str, dst: str) -> None:
         with translated("move", self.url(src)):
             await bounded(self.timeout, asyncio.to_thread(self._move, src, dst))
+
+    async def remove_stale(
+        self, paths: Sequence[str], before: datetime, *, concurrency: int = REMOVAL_CONCURRENCY
+    ) -> Removal:
+        limit = asyncio.Semaphore(concurrency)
+        removed: list[str] = []  # appended by the worker threads as each deletion succeeds
+
+        async def remove_run(run: Sequence[str]) -> BaseException | None:
+            async with limit:
+                stop = threading.Event()
+                try:
+                    with translated("delete", self.url(run[0])):
+                        work = asyncio.to_thread(self._remove_run, run, before, removed, stop)
+                        return await bounded(self.timeout, work)
+                finally:
+                    stop.set()  # a run abandoned on a timeout or cancellation deletes no more
+
+        runs = [paths[i : i + REMOVAL_RUN] for i in range(0, len(paths), REMOVAL_RUN)]
+        outcomes = await asyncio.gather(*map(remove_run, runs), return_exceptions=True)
+        done = set(removed)
+        failure = next((o for o in outcomes if o is not None), None)
+        return Removal(removed=[path for path in paths if path in done], failure=failure)
+
+    def _remove_run(
+        self, paths: Sequence[str], before: datetime, removed: list[str], stop: threading.Event
+    ) -> BaseException | None:
+        """In a worker thread: `remove_stale` for ``paths``; the first failure, if any."""
+        failure: BaseException | None = None
+        for path in paths:
+            if stop.is_set():
+                break
+            try:
+                with translated("delete", self.url(path)):
+                    if self._remove_if_stale(path, before):
+                        removed.append(path)
+            except BlobStorageError as exc:
+                failure = failure or exc
+        return failure
+
+    def _remove_if_stale(self, path: str, before: datetime) -> bool:
+        try:
+            entry = self._fs.info(path)
+        except FileNotFoundError:
+            return False
+        if entry.get("type") != "file" or modified_time(entry) >= before:
+            return False
+        try:
+            self._fs.rm_file(path)
+        except FileNotFoundError:
+            return False
+        return True
 
     def _open_for_write(self, path: str) -> IO[bytes]:
         self._fs.makedirs(posixpath.dirname(path), exist_ok=True)

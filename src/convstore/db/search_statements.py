@@ -146,7 +146,7 @@ def _sqlite(shape: Shape) -> str:
         prefix = (
             "WITH hits AS MATERIALIZED (SELECT rowid AS doc,"
             f" -bm25(search_fts, {SQLITE_WEIGHTS}) AS rank"
-            " FROM search_fts WHERE search_fts MATCH :match) "
+            " FROM search_fts WHERE search_fts MATCH :match)"
         )
         doc_text = f", {body} AS doc_text" if short else ""
         inner_messages = (
@@ -162,12 +162,17 @@ def _sqlite(shape: Shape) -> str:
             " WHERE " + " AND ".join(["h.doc < 0", *title_where])
         )
     arms = [inner_messages] if shape.roles else [inner_messages, inner_titles]
-    if short:
-        condition = _sqlite_short_filter(shape, "doc_text")
-        arms = [f"SELECT * FROM ({arm}) WHERE {condition}" for arm in arms]
     columns = "cid, title, seq, role, message_id, parts, head_seq, branched, rank, created"
+    if short:
+        # Each candidate's text is made once (a materialized arm), not once per case variant
+        # the filter tries.
+        condition = _sqlite_short_filter(shape, "doc_text")
+        names = [f"arm{i}" for i in range(len(arms))]
+        ctes = ", ".join(f"{n} AS MATERIALIZED ({a})" for n, a in zip(names, arms, strict=True))
+        prefix = f"{prefix}, {ctes}" if prefix else f"WITH {ctes}"
+        arms = [f"SELECT * FROM {n} WHERE {condition}" for n in names]
     union = " UNION ALL ".join(f"SELECT {columns} FROM ({arm})" for arm in arms)
-    return f"{prefix}SELECT {columns} FROM ({union}) {_ORDER}"
+    return f"{prefix} SELECT {columns} FROM ({union}) {_ORDER}"
 
 
 # -- PostgreSQL ---------------------------------------------------------------------------------

@@ -35,8 +35,11 @@ Invariants:
   message list is rebuilt from immutable message rows, and a message whose JSON would not read
   back equal makes its list fall back to ``serde``.
 - Messages already stored are recognised by id and equality, so a message is stored once per
-  distinct content. A message list read from the saver holds copies of the saver's cached
-  messages: treat messages as values (``add_messages`` replaces by id; it never edits in place).
+  distinct content. A message list read from the saver holds the message objects the graph
+  already holds from the last list it read or put, and new objects for the rest; the saver's
+  own copy of a stored message is never handed out. Treat messages as values (``add_messages``
+  replaces by id; it never edits in place): a message edited in place after it was put is not
+  seen as changed.
 - Channel versions are strings unique per write (``get_next_version``), so a fork never reuses
   a version another branch stored.
 - The blocking methods (``get_tuple``, ``put``, ...) raise `AsyncOnlyError`: use the ``a``
@@ -47,9 +50,11 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import operator
 import random
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Sequence
+from itertools import repeat
 from types import TracebackType
 from typing import Any, Self
 
@@ -80,9 +85,10 @@ from convstore.errors import (
 from convstore.integrations._langchain_messages import (
     NATIVE_FORMAT,
     append_stored,
-    from_records,
     from_stored,
+    message_of_record,
     resolving_repeats,
+    restore_records,
     to_stored,
 )
 from convstore.integrations._store_handle import StoreHandle
@@ -106,35 +112,74 @@ _THREADS_CACHED = 64
 
 _UNKNOWN = -1
 """A parent or head seq this saver has not seen (no stored seq is negative)."""
+_ID = operator.attrgetter("id")
+_ANY = object()
+"""The parent a list's first message may have: a conversation has one root, so a list whose
+first message is new goes after the head, and is found there again."""
 
 
 class _Thread:
     """What this saver knows of one thread's stored messages (rows are immutable)."""
 
-    __slots__ = ("by_id", "by_seq", "head", "live", "parent", "renamed")
+    __slots__ = ("_live", "by_id", "by_seq", "head", "live_list", "parent", "records", "renamed")
 
     def __init__(self) -> None:
         self.by_seq: dict[int, BaseMessage] = {}
+        """Messages as stored, never handed to the graph (it gets copies)."""
+        self.records: dict[int, Any] = {}
+        """Native records of messages read but not built for `by_seq` yet (`message`)."""
         self.by_id: dict[str, list[int]] = {}
         self.parent: dict[int, int | None] = {}
         """Each known seq's parent in the conversation's tree (``None``: a root)."""
         self.head: int | None = _UNKNOWN
         """The conversation's head as this saver last saw or left it (``None``: empty)."""
-        self.live: dict[int, tuple[BaseMessage, int]] = {}
-        """The message objects of the list last read or written, by identity: the next list
-        the graph puts holds most of them again, recognised without comparing contents."""
+        self.live_list: tuple[list[BaseMessage], list[int], list[str | None]] = ([], [], [])
+        """The message objects of the list last read or written, their seqs and their ids
+        then: the next list the graph puts holds most of them again, recognised without
+        comparing contents (at once when it starts with all of them)."""
+        self._live: dict[int, tuple[BaseMessage, int, str | None]] | None = None
         self.renamed: dict[str, str] = {}
         """Call ids given canonical ids of their own on a branch (see `append_stored`)."""
 
-    def remember(self, seq: int, message: BaseMessage, parent: int | None) -> None:
-        if seq not in self.by_seq:
-            self.by_seq[seq] = message
-            if message.id is not None:
-                bisect.insort(self.by_id.setdefault(message.id, []), seq)
+    def knows(self, seq: int) -> bool:
+        return seq in self.by_seq or seq in self.records
+
+    def message(self, seq: int) -> BaseMessage:
+        """The stored message ``seq`` (known: see `knows`)."""
+        message = self.by_seq.get(seq)
+        if message is None:
+            message = self.by_seq[seq] = message_of_record(self.records.pop(seq))
+        return message
+
+    def _index(self, seq: int, message_id: Any, parent: int | None) -> None:
+        if isinstance(message_id, str):
+            bisect.insort(self.by_id.setdefault(message_id, []), seq)
         self.parent.setdefault(seq, parent)
 
-    def find(self, message: BaseMessage, parent: int | None) -> int | None:
-        """The newest stored copy of ``message`` whose parent is ``parent``, if any."""
+    def remember(self, seq: int, message: BaseMessage, parent: int | None) -> None:
+        if not self.knows(seq):
+            self.by_seq[seq] = message
+            self._index(seq, message.id, parent)
+
+    def remember_record(self, seq: int, record: Any, parent: int | None) -> None:
+        if not self.knows(seq):
+            self.records[seq] = record
+            data = record.get("data") if isinstance(record, dict) else None
+            self._index(seq, data.get("id") if isinstance(data, dict) else None, parent)
+
+    def set_live(self, messages: list[BaseMessage], seqs: list[int]) -> None:
+        self.live_list = (messages, seqs, list(map(_ID, messages)))
+        self._live = None
+
+    @property
+    def live(self) -> dict[int, tuple[BaseMessage, int, str | None]]:
+        """The live list by object identity: ``(message, seq, id then)``."""
+        if self._live is None:
+            self._live = {id(entry[0]): entry for entry in zip(*self.live_list, strict=True)}
+        return self._live
+
+    def find(self, message: BaseMessage, parent: int | object | None) -> int | None:
+        """The newest stored copy of ``message`` whose parent is ``parent`` (`_ANY`), if any."""
         if message.id is None:
             return None
         hit = self.live.get(id(message))
@@ -143,14 +188,27 @@ class _Thread:
         if (
             hit is not None
             and hit[0] is message
-            and self.parent.get(hit[1], _UNKNOWN) == parent
-            and message.id == self.by_seq[hit[1]].id
+            and message.id == hit[2]
+            and (parent is _ANY or self.parent.get(hit[1], _UNKNOWN) == parent)
         ):
             return hit[1]
         for seq in reversed(self.by_id.get(message.id, ())):
-            if self.parent.get(seq, _UNKNOWN) == parent and self.by_seq[seq] == message:
+            if (parent is _ANY or self.parent.get(seq, _UNKNOWN) == parent) and self.message(
+                seq
+            ) == message:
                 return seq
         return None
+
+    def matching_prefix(self, value: list[BaseMessage]) -> list[int]:
+        """The seqs of the live list, if ``value`` starts with it, object for object.
+
+        A list that grew is matched without a lookup per message (the ids must be unchanged).
+        """
+        messages, seqs, ids = self.live_list
+        n = len(messages)
+        if not n or len(value) < n or not all(map(operator.is_, value[:n], messages)):
+            return []
+        return list(seqs) if list(map(_ID, messages)) == ids else []
 
 
 class ConvstoreSaver(BaseCheckpointSaver[str]):
@@ -282,7 +340,7 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
     ) -> list[BaseMessage]:
         seqs = message_seqs(runs)
         thread = self._thread(thread_id)
-        missing = sorted({seq for seq in seqs if seq not in thread.by_seq})
+        missing = sorted({seq for seq in seqs if not thread.knows(seq)})
         if missing:
 
             async def fetch(part: FilePart) -> bytes:
@@ -293,25 +351,37 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
                 # has not forked back) holds most of them, as native records in one column.
                 path = await store.load_native(thread_id, format=NATIVE_FORMAT, tenant=self.tenant)
                 thread.head = path.head_seq
-                parents = {
-                    seq: None if i == 0 else path[i - 1][0] for i, (seq, _, _) in enumerate(path)
-                }
                 wanted = set(missing)
-                found = [(seq, data) for seq, _, data in path if seq in wanted and data is not None]
-                records = await from_records([data for _, data in found], fetch)
-                for (seq, _), message in zip(found, records, strict=True):
-                    if message is not None:
-                        thread.remember(seq, message, parents[seq])
-                missing = [seq for seq in missing if seq not in thread.by_seq]
+                found = [
+                    (seq, None if i == 0 else path[i - 1][0], data)
+                    for i, (seq, _, data) in enumerate(path)
+                    if seq in wanted and data is not None
+                ]
+                records = await restore_records([data for _, _, data in found], fetch)
+                for (seq, parent, _), record in zip(found, records, strict=True):
+                    thread.remember_record(seq, record, parent)
+                missing = [seq for seq in missing if not thread.knows(seq)]
             if missing:
                 stored = await store.get_messages(thread_id, missing, tenant=self.tenant)
                 restored = await from_stored(stored, fetch)
                 for row, message in zip(stored, restored, strict=True):
                     assert row.seq is not None  # a stored message
                     thread.remember(row.seq, message, row.parent_seq)
-        # Copies: what the graph does to its state never reaches the cache of stored rows.
-        messages = [thread.by_seq[seq].model_copy() for seq in seqs]
-        thread.live = {id(m): (m, seq) for m, seq in zip(messages, seqs, strict=True)}
+        # The graph gets the objects it already holds from the last list read or written, and
+        # new ones for the rest (built from a record, or copies): what it does to its state
+        # never reaches the messages kept as stored.
+        held = dict(zip(thread.live_list[1], thread.live_list[0], strict=True))
+        messages = []
+        for seq in seqs:
+            message = held.get(seq)
+            if message is None:
+                record = thread.records.get(seq)
+                if record is not None:
+                    message = message_of_record(record)
+                else:
+                    message = thread.by_seq[seq].model_copy()
+            messages.append(message)
+        thread.set_live(messages, seqs)
         return messages
 
     def _thread(self, thread_id: str) -> _Thread:
@@ -446,17 +516,17 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
         read back equal).
         """
         if not (
-            isinstance(value, list) and value and all(isinstance(m, BaseMessage) for m in value)
+            isinstance(value, list) and value and all(map(isinstance, value, repeat(BaseMessage)))
         ):
             return None
-        seqs: list[int] = []
-        for message in value:
+        seqs = thread.matching_prefix(value)
+        for message in value[len(seqs) :]:
             # Stored messages are reused while they follow each other in the conversation's
             # tree (a list that grew, or lost messages at its end); from the first that is new
             # or does not follow (a fork from an older checkpoint, a message removed or edited
             # mid-list) on, the rest is stored under the message before it, so the list stays a
             # path of the conversation and the change is a branch.
-            seq = thread.find(message, parent=seqs[-1] if seqs else None)
+            seq = thread.find(message, parent=seqs[-1] if seqs else _ANY)
             if seq is None:
                 break
             seqs.append(seq)
@@ -483,7 +553,7 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
             thread.remember(seqs[i], messages[i].model_copy(deep=True), previous)
         if kept < len(seqs):
             thread.head = seqs[-1]
-        thread.live = {id(m): (m, seq) for m, seq in zip(messages, seqs, strict=True)}
+        thread.set_live(messages, seqs)
 
     async def _move_head(
         self, store: ConversationStore, thread_id: str, thread: _Thread, head: int

@@ -40,7 +40,7 @@ from sqlalchemy import Select, bindparam, select
 
 from convstore.db import schema
 from convstore.db.tx import Tx
-from convstore.errors import ConversationNotFoundError, RevisionConflictError
+from convstore.errors import ConversationNotFoundError, InvalidInputError, RevisionConflictError
 from convstore.progress import Progress, silent
 from convstore.store import arguments
 from convstore.store.archive_rows import dump_rows
@@ -150,11 +150,17 @@ async def export_archive(
             arguments.check_ref(cid, tenant)
             await store.get_conversation(cid, tenant=tenant)
     partial = target.with_name(f".{target.name}.partial")
-    archive = await asyncio.to_thread(zipfile.ZipFile, partial, "w", zipfile.ZIP_DEFLATED)
+    try:
+        archive = await asyncio.to_thread(zipfile.ZipFile, partial, "w", zipfile.ZIP_DEFLATED)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write the export to {target}: {exc}") from exc
     try:
         report = await _write(store, archive, ids, tenant, target, progress)
         await asyncio.to_thread(archive.close)
         await asyncio.to_thread(partial.replace, target)
+    except OSError as exc:
+        await asyncio.to_thread(_discard, archive, partial)
+        raise InvalidInputError(f"cannot write the export to {target}: {exc}") from exc
     except BaseException:
         await asyncio.to_thread(_discard, archive, partial)
         raise

@@ -171,9 +171,6 @@ async def collect_blobs(
 GC_BATCH = 256
 """Candidates marked, deleted and unmarked together: one write transaction each way."""
 
-GC_CONCURRENCY = 16
-"""Storage deletions in flight at once."""
-
 
 async def _settle(
     store: StoreConnection, namespace: str, candidates: list[str], cutoff: datetime, dry_run: bool
@@ -221,30 +218,20 @@ async def _collect(
     if not marked:
         return []
     blobs = store.blob_store.namespace(namespace)
-    limit = asyncio.Semaphore(GC_CONCURRENCY)
-
-    async def delete(sha256: str) -> bool:
-        # Every append that stored or touched these bytes before the mark committed did so
-        # before this stat. One that touches them after it finds the mark in its transaction
-        # (a deletion in progress, or one recorded as later than its put) and stores them again.
-        async with limit:
-            current = await blobs.info(sha256)
-            if current is None or current.modified >= cutoff:
-                return False
-            await blobs.delete(sha256)
-            return True
-
     deleted: list[str] = []
     deleted_at: datetime | None = None
     try:
-        outcomes = await asyncio.gather(*(delete(sha) for sha in marked), return_exceptions=True)
-        deleted = [sha for sha, done in zip(marked, outcomes, strict=True) if done is True]
+        # Every append that stored or touched these bytes before the mark committed did so
+        # before the stat that precedes each deletion here. One that touches them after it finds
+        # the mark in its transaction (a deletion in progress, or one recorded as later than its
+        # put) and stores them again.
+        deletion = await blobs.delete_stale(marked, modified_before=cutoff)
+        deleted = deletion.deleted
         # After every deletion of the batch: an append whose put came before this instant may
         # have touched bytes that are gone, and stores them again.
         deleted_at = await blobs.storage_now()
-        failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
-        if failure is not None:
-            raise failure
+        if deletion.failure is not None:
+            raise deletion.failure
     finally:
         finished_at = deleted_at
 

@@ -60,7 +60,9 @@ class RestoreReport:
     rows: dict[str, int] = field(default_factory=dict)
     """Rows written, by table."""
     blobs: int = 0
-    """Distinct blobs the written conversations reference (stored once each)."""
+    """Distinct blobs the written conversations reference."""
+    digests: set[str] = field(default_factory=set, repr=False)
+    """Their digests."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +217,8 @@ async def _restore_one(
             report.present += 1
         else:
             report.restored += 1
-            report.blobs += len(stored)
+            report.digests.update(b.sha256 for b in stored)
+            report.blobs = len(report.digests)
             for name, n in counts.items():
                 report.rows[name] = report.rows.get(name, 0) + n
         return

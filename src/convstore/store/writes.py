@@ -256,7 +256,12 @@ def hold_blobs(tx: Tx, namespaces: Mapping[str, str], written: Mapping[str, date
     st = tx.statements
     collected = []
     for sha, ns in sorted(namespaces.items()):
-        tx.fetch(st.lock_attachment_shared, {"sha256": sha})
+        if not tx.fetch(st.lock_attachment_shared, {"sha256": sha}) and sha in written:
+            # PostgreSQL (read committed): the catalogue insert found the row, then a collector
+            # that had just deleted the bytes removed it. Without a row the reference cannot
+            # be written; the bytes are stored again and the batch retried, as for a mark.
+            collected.append((ns, sha))
+            continue
         mark = tx.fetch(st.select_tombstone, {"ns": ns, "digest": sha})
         if not mark:
             continue
