@@ -81,9 +81,11 @@ typecheck: $(STAMP)
 # The PostgreSQL store, concurrency and v2-operation suites once more on a database
 # hash-partitioned by `convstore partition` (docs/scaling.md). Left out: what does not touch
 # the partitioned tables differently (blob-backend variants, migrating an empty database) and
-# the reference-model state machine (the v2 operations have suites of their own).
+# the reference-model state machines, the store's and the message cache's (the v2 operations
+# and the cache have suites of their own).
 PARTITIONED_SUITES := tests/store tests/reliability/test_concurrency.py -k "not migrating \
-	and not postgres-s3 and not postgres-local and not state_machine"
+	and not postgres-s3 and not postgres-local and not state_machine \
+	and not cache_on_and_off"
 
 pytest: $(STAMP) $(AI_SDK_STAMP)
 	$(BIN)/pytest

@@ -535,8 +535,11 @@ class Statements:
     lock_attachment_shared: Select[Any]
     """A blob's catalogue row, locked against a collector (``FOR SHARE``; SQLite: its
     write transactions exclude each other already)."""
-    lock_attachment_exclusive: Select[Any]
-    """A blob's catalogue row, locked against appends referencing it (``FOR UPDATE``)."""
+    lock_attachments_exclusive: Select[Any]
+    """The catalogue rows of the digests in the JSON array ``:digests``, locked against appends
+    referencing them (``FOR UPDATE``), in digest order (the order appends lock them in)."""
+    select_blobs_referenced_in: Select[Any]
+    """Which digests of ``:digests`` some part references in namespace ``:namespace``."""
     select_setting: Select[Any]
     insert_setting_if_absent: Insert
     delete_setting: Delete
@@ -556,6 +559,7 @@ class Statements:
         cid: Any = bindparam("cid")
         seqs = _json_list(dialect_name, "seqs", integers=True)
         ids = _json_list(dialect_name, "ids")
+        digests = _json_list(dialect_name, "digests")
         seq_in = msg.seq.in_(seqs)
         return cls(
             insert_conversation=insert(conversations),
@@ -748,9 +752,14 @@ class Statements:
             lock_attachment_shared=select(attachments.c.sha256)
             .where(attachments.c.sha256 == bindparam("sha256"))
             .with_for_update(read=True),
-            lock_attachment_exclusive=select(attachments.c.sha256)
-            .where(attachments.c.sha256 == bindparam("sha256"))
+            lock_attachments_exclusive=select(attachments.c.sha256)
+            .where(attachments.c.sha256.in_(digests))
+            .order_by(attachments.c.sha256)
             .with_for_update(),
+            select_blobs_referenced_in=select(blob_refs.c.sha256)
+            .distinct()
+            .where(blob_refs.c.namespace == bindparam("namespace"))
+            .where(blob_refs.c.sha256.in_(digests)),
             select_setting=select(settings.c.value).where(settings.c.key == bindparam("key")),
             insert_setting_if_absent=_upsert_ignore(dialect_name, settings),
             delete_setting=delete(settings).where(settings.c.key == bindparam("key")),

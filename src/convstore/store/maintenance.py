@@ -201,13 +201,14 @@ async def _collect(
             st.insert_attachment,
             [(sha256, 0, "application/octet-stream", stamp) for sha256 in candidates],
         )
-        marked = []
-        for sha256 in candidates:
-            tx.fetch(st.lock_attachment_exclusive, {"sha256": sha256})
-            params = {"namespace": namespace, "sha256": sha256}
-            if tx.fetch(st.select_blob_referenced_in, params):
-                continue  # an append committed a reference since the listing
-            marked.append(sha256)
+        # One statement each for the whole batch (two round trips, not two per candidate):
+        # every row is locked before any reference is looked for, so an append that committed
+        # a reference before the lock is seen, and one that has not yet will see the mark.
+        digests = tx.codec.dump_json(candidates)
+        tx.fetch(st.lock_attachments_exclusive, {"digests": digests})
+        params = {"namespace": namespace, "digests": digests}
+        taken = {row[0] for row in tx.fetch(st.select_blobs_referenced_in, params)}
+        marked = [sha256 for sha256 in candidates if sha256 not in taken]
         gone = [{"ns": namespace, "digest": sha256} for sha256 in marked]
         if gone:
             tx.execute_many(st.delete_tombstone, gone)  # earlier, unfinished marks
