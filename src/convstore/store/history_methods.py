@@ -8,9 +8,13 @@ public method of the store does.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from convstore.db.tx import Tx
 from convstore.limits import check_seq, check_text
 from convstore.model import Branch, Compaction, Conversation, Message
-from convstore.store import arguments, branches, reads, writes
+from convstore.store import arguments, branches, conversations, reads, writes
 from convstore.store.connection import StoreConnection
 
 __all__ = ["HistoryMethods"]
@@ -92,16 +96,26 @@ class HistoryMethods(StoreConnection):
         head_seq: int,
         tenant: str | None = None,
         expected_revision: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
-        """Make ``head_seq`` the head: ``load`` then returns the path root → ``head_seq``."""
+        """Make ``head_seq`` the head: ``load`` then returns the path root → ``head_seq``.
+
+        ``metadata``, when given, replaces the conversation's metadata in the same transaction.
+        """
         self._check_ref(conversation_id, tenant)
         check_seq(head_seq, "head_seq")
         now = arguments.now()
-        await self._backend.write(
-            lambda tx: branches.switch_branch(
-                tx, conversation_id, tenant, head_seq, expected_revision, now
-            )
-        )
+        also = None
+        if metadata is not None:
+            checked = arguments.stored_object(metadata, "metadata")
+            also = conversations.metadata_setter(conversation_id, checked, now)
+
+        def switch(tx: Tx) -> None:
+            branches.switch_branch(tx, conversation_id, tenant, head_seq, expected_revision, now)
+            if also is not None:
+                also(tx)
+
+        await self._backend.write(switch)
 
     async def cancel_tool_calls(
         self,
