@@ -81,9 +81,11 @@ typecheck: $(STAMP)
 # The PostgreSQL store, concurrency and v2-operation suites once more on a database
 # hash-partitioned by `convstore partition` (docs/scaling.md). Left out: what does not touch
 # the partitioned tables differently (blob-backend variants, migrating an empty database) and
-# the reference-model state machine (the v2 operations have suites of their own).
+# the reference-model state machines, the store's and the message cache's (the v2 operations
+# and the cache have suites of their own).
 PARTITIONED_SUITES := tests/store tests/reliability/test_concurrency.py -k "not migrating \
-	and not postgres-s3 and not postgres-local and not state_machine"
+	and not postgres-s3 and not postgres-local and not state_machine \
+	and not cache_on_and_off"
 
 pytest: $(STAMP) $(AI_SDK_STAMP)
 	$(BIN)/pytest
@@ -103,6 +105,8 @@ $(AGENTS_STAMP): pyproject.toml $(AGENTS_PINS)
 pytest-agents: $(AGENTS_STAMP)
 	$(AGENTS_VENV)/bin/pytest --noconftest tests/integrations/test_openai_agents.py \
 		tests/integrations/test_openai_agents_contract.py tests/integrations/test_openai_agents_docs.py
+	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(AGENTS_VENV)/bin/pytest --noconftest \
+		tests/integrations/test_docs_blocks.py -k openai_agents
 
 $(PAI_STAMP): pyproject.toml constraints-pydantic-ai.txt
 	test -x $(PAI_VENV)/bin/python || $(PYTHON) -m venv $(PAI_VENV)
@@ -112,7 +116,8 @@ $(PAI_STAMP): pyproject.toml constraints-pydantic-ai.txt
 test-pydantic-ai: $(PAI_STAMP)
 	$(PAI_VENV)/bin/mypy
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_pydantic_ai.py tests/integrations/test_pydantic_ai_fidelity.py \
-		tests/integrations/test_pydantic_ai_docs.py
+		tests/integrations/test_pydantic_ai_docs.py tests/integrations/test_pydantic_ai_crash.py
+	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_docs_blocks.py -k pydantic_ai
 
 $(ADK_STAMP): pyproject.toml constraints-google-adk.txt
 	test -x $(ADK_VENV)/bin/python || $(PYTHON) -m venv $(ADK_VENV)
@@ -123,6 +128,7 @@ test-google-adk: $(ADK_STAMP)
 	$(ADK_VENV)/bin/mypy
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(ADK_VENV)/bin/pytest tests/integrations/test_google_adk.py tests/integrations/test_google_adk_crash.py \
 		tests/integrations/test_google_adk_docs.py
+	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(ADK_VENV)/bin/pytest tests/integrations/test_docs_blocks.py -k google_adk
 
 $(LG_STAMP): pyproject.toml constraints-langgraph.txt
 	test -x $(LG_VENV)/bin/python || $(PYTHON) -m venv $(LG_VENV)
@@ -135,6 +141,8 @@ test-langgraph: $(LG_STAMP)
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(LG_VENV)/bin/pytest tests/integrations/test_langgraph_conformance.py \
 		tests/integrations/test_langgraph.py tests/integrations/test_langchain.py \
 		tests/integrations/test_langgraph_docs.py
+	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(LG_VENV)/bin/pytest tests/integrations/test_docs_blocks.py \
+		-k "langgraph or langchain"
 
 $(BENCH_STAMP): pyproject.toml bench/constraints.txt
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)

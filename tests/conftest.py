@@ -8,8 +8,11 @@ under ``CI=true``, where a missing server is a failure (CI must run them).
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +21,23 @@ from tests.support.postgres import PostgresCluster, find_bindir, running_cluster
 from tests.support.storage import S3Server, running_s3_server
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def built_dist(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The sdist and the wheel built from it (``python -m build``'s default), once a session."""
+    out = tmp_path_factory.mktemp("dist")
+    root = Path(__file__).resolve().parents[1]
+    # --no-isolation: hatchling comes pinned with the dev extra; no registry round trip.
+    subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(root)],
+        check=True,
+        capture_output=True,
+        timeout=240,
+    )
+    (sdist,) = out.glob("convstore-*.tar.gz")
+    (wheel,) = out.glob("convstore-*.whl")
+    return sdist, wheel
 
 
 @pytest.fixture(scope="session")

@@ -29,7 +29,6 @@ LONGER: dict[str, str] = {
     "convstore/integrations/ai_sdk.py": "integrations unification in progress",
     "convstore/integrations/google_adk.py": "integrations unification in progress",
     "convstore/integrations/langgraph.py": "integrations unification in progress",
-    "convstore/integrations/pydantic_ai.py": "integrations unification in progress",
     "convstore/integrations/_openai_agents_items.py": "integrations unification in progress",
     # Not split yet.
     "convstore/db/sqlite.py": "not split yet",

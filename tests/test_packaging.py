@@ -24,19 +24,9 @@ import convstore
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    out = tmp_path_factory.mktemp("dist")
-    # --no-isolation: hatchling comes pinned with the dev extra; no registry round trip.
-    subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
-        check=True,
-        capture_output=True,
-        timeout=240,
-    )
-    (sdist,) = out.glob("convstore-*.tar.gz")
-    (wheel,) = out.glob("convstore-*.whl")
-    return sdist, wheel
+@pytest.fixture
+def dist(built_dist: tuple[Path, Path]) -> tuple[Path, Path]:
+    return built_dist
 
 
 def _source_files(directory: Path) -> set[str]:

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import uuid
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -144,34 +143,10 @@ def test_alembic_cli_at_the_repository_root(empty_url: str) -> None:
     assert "No new upgrade operations detected" in _alembic("check", url=empty_url).stdout
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project's wheel, built once."""
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "build",
-            "--wheel",
-            "--no-isolation",
-            "--outdir",
-            str(out),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    (built,) = out.glob("convstore-*.whl")
-    return built
-
-
-def test_wheel_contains_the_migrations(wheel: Path) -> None:
-    names = set(zipfile.ZipFile(wheel).namelist())
-    assert "convstore/_migrations/env.py" in names
-    assert "convstore/_migrations/script.py.mako" in names
-    assert any(n.startswith("convstore/_migrations/versions/0001") for n in names)
-    assert "convstore/py.typed" in names
+@pytest.fixture
+def wheel(built_dist: tuple[Path, Path]) -> Path:
+    """The project's wheel (its contents are checked in tests/test_packaging.py)."""
+    return built_dist[1]
 
 
 def test_installed_wheel_migrates_a_new_database(wheel: Path, tmp_path: Path) -> None:

@@ -14,11 +14,11 @@ DOCS = Path(__file__).parents[2] / "docs" / "integrations"
 def example(page: str) -> tuple[str, str]:
     """The runnable example of ``docs/integrations/<page>`` and the output the page promises."""
     text = (DOCS / page).read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
-    (code,) = [b for b in blocks if "asyncio.run(main())" in b or "__main__" in b]
-    promised = re.search(r"It prints:\n\n```\n(.*?)```", text, re.DOTALL)
-    assert promised is not None, f"{page} does not say what its example prints"
-    return code, promised.group(1)
+    block = r"```python\n(.*?)```(?:\n\nIt prints:\n\n```\n(.*?)```)?"
+    found = [m.groups() for m in re.finditer(block, text, re.DOTALL) if m.group(2) is not None]
+    assert len(found) == 1, f"{page}: one example that says what it prints expected"
+    code, promised = found[0]
+    return code, promised
 
 
 def run_example(page: str, workdir: Path) -> tuple[str, str]:

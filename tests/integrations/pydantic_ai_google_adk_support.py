@@ -43,7 +43,7 @@ def sqlite_file_bytes(db_url: str) -> bytes:
 
 
 def doc_example(name: str) -> dict[str, object]:
-    """Run the ``python`` block of ``docs/integrations/<name>.md`` that defines ``main``.
+    """Run the ``python`` block of ``docs/integrations/<name>.md`` whose ``main`` takes a directory.
 
     Returns the module namespace the block ran in, so a test can call its ``main``.
     """
@@ -51,8 +51,32 @@ def doc_example(name: str) -> dict[str, object]:
     from pathlib import Path
 
     text = (Path(__file__).parents[2] / "docs" / "integrations" / f"{name}.md").read_text()
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if "def main" in b]
+    blocks = [
+        b for b in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if "def main(directory" in b
+    ]
     assert len(blocks) == 1, f"one runnable example expected in {name}.md"
     namespace: dict[str, object] = {"__name__": f"docs_{name.replace('-', '_')}"}
     exec(compile(blocks[0], f"docs/integrations/{name}.md", "exec"), namespace)
     return namespace
+
+
+def run_writer(script: str, *args: str) -> int:
+    """Run a writer script in a process of its own; its exit code (0, or -SIGKILL: it killed
+    itself where its test asked). Any other ending fails with the writer's stderr."""
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    if result.returncode not in (0, -signal.SIGKILL):
+        raise AssertionError(result.stderr)
+    return result.returncode

@@ -394,25 +394,30 @@ async def test_concurrent_stale_writers_one_wins(service: ConvstoreSessionServic
         assert len(written) == 1  # the loser's delta is nowhere: no half-written turn
 
 
-async def test_a_lost_snapshot_is_rebuilt_from_the_events(
-    service: ConvstoreSessionService, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("written_by", ["an earlier release", "an application"])
+async def test_a_lagging_snapshot_is_completed_from_the_events(
+    service: ConvstoreSessionService, store: ConversationStore, written_by: str
 ) -> None:
-    """A writer that stops after its append (before its state snapshot) loses no state."""
+    """A snapshot behind the events loses no state: reads fold the events after it, and the
+    next append brings it up to date. (An earlier release wrote it after the event, by seq; an
+    application may put back an older copy of the session's metadata.)"""
     name = app()
     session = await service.create_session(app_name=name, user_id="u", state={"a": 1})
     await service.append_event(session, delta_event({"b": 2}))
-
-    async def stopped(*args: Any) -> None:
-        return None
-
-    monkeypatch.setattr(service, "_snapshot", stopped)
+    cid = ConvstoreSessionService.conversation_id(name, "u", session.id)
+    header = await store.load(cid, last=1)
+    snapshot = header.metadata["adk.snapshot"]
     await service.append_event(session, delta_event({"c": 3, "a": 0}))
-    await service.append_event(session, delta_event({"d": 4}))  # marker-less now: checked by events
-    monkeypatch.undo()
+    await service.append_event(session, delta_event({"d": 4}))
+    if written_by == "an earlier release":  # its snapshot, by seq, two events behind
+        stale = {"through_seq": header.head_seq, "state": snapshot["state"], "time": 0.0}
+        await store.update_conversation(cid, metadata={**header.metadata, "adk.snapshot": stale})
+    else:  # the metadata as it was after the first event
+        await store.update_conversation(cid, metadata=header.metadata)
     got = await service.get_session(app_name=name, user_id="u", session_id=session.id)
     assert got is not None and got.state == {"a": 0, "b": 2, "c": 3, "d": 4}
     listed = (await service.list_sessions(app_name=name)).sessions
-    assert listed[0].state == {"a": 1, "b": 2}  # listings show the last snapshot
+    assert listed[0].state == {"a": 1, "b": 2}  # listings show the snapshot as stored
     await service.append_event(got, delta_event({"e": 5}))  # the next append catches up
     listed = (await service.list_sessions(app_name=name)).sessions
     assert listed[0].state == {"a": 0, "b": 2, "c": 3, "d": 4, "e": 5}

@@ -17,7 +17,7 @@ import os
 import zlib
 from typing import Any
 
-from convstore import ContentOutput, ConversationStore, FilePart, Message, TextPart
+from convstore import ContentOutput, ConversationStore, FilePart, Message, NativeRecord, TextPart
 from convstore.integrations._openai_agents_items import (
     first_calls_only,
     pop_newest,
@@ -186,3 +186,41 @@ async def test_a_completed_call_result_through_the_store_reads_as_an_output_item
     items = await read_items(store, "c", None, None)
     assert items == await typed(store, "c")
     assert items[-1]["output"][1]["image_url"] == data_url(PHOTO)
+
+
+async def test_records_of_earlier_releases_read_back_exactly(store: ConversationStore) -> None:
+    """A record whose bytes were cut out by JSON path (``"files"``) still reads back whole."""
+    shot = data_url(SHOT)
+    item = {
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "and this?"},
+            {"type": "input_image", "image_url": shot, "detail": "auto"},
+        ],
+    }
+    cut = copy.deepcopy(item)
+    cut["content"][1]["image_url"] = ""
+    legacy = Message.user(
+        "and this?",
+        FilePart.from_bytes(SHOT, media_type="image/png"),
+        native=NativeRecord(
+            format="openai-agents",
+            data={
+                "item": cut,
+                "files": [
+                    {
+                        "path": ["content", 1, "image_url"],
+                        "prefix": "data:image/png;base64,",
+                        "file": 0,
+                    }
+                ],
+            },
+        ),
+    )
+    conv = await store.create_conversation()
+    await store.append(conv.id, legacy)
+    await add(store, conv.id, [ITEMS[2]])
+    assert await read_items(store, conv.id, None, None) == [item, ITEMS[2]]
+    assert await typed(store, conv.id) == [item, ITEMS[2]]
+    assert await pop_newest(store, conv.id, None) == ITEMS[2]
+    assert await pop_newest(store, conv.id, None) == item

@@ -32,7 +32,15 @@ from pydantic import JsonValue
 from convstore.errors import MediaTypeMismatchError
 from convstore.model import AttachmentRef, FilePart
 
-__all__ = ["BLOB_KEY", "InlineFile", "decode_inline", "externalize", "restore", "stored_part"]
+__all__ = [
+    "BLOB_KEY",
+    "InlineFile",
+    "decode_inline",
+    "externalize",
+    "placeholder",
+    "restore",
+    "stored_part",
+]
 
 BLOB_KEY = "convstore.blob"
 """The key of a placeholder object."""
@@ -111,19 +119,27 @@ def externalize(
             if raw is not None:
                 if prefix and media_type is None:
                     media_type = prefix[5 : prefix.find(";")] or None
-                file = InlineFile(raw, media_type)
-                found.append(file)
-                ref: dict[str, JsonValue] = {
-                    "sha256": file.sha256,
-                    "size": len(raw),
-                    "media_type": media_type,
-                }
-                if prefix:
-                    ref["prefix"] = prefix
-                copy[key] = {BLOB_KEY: ref}
+                found.append(InlineFile(raw, media_type))
+                copy[key] = placeholder(raw, media_type, prefix)
         return copy
 
     return walk(record), found
+
+
+def placeholder(raw: bytes, media_type: str | None, prefix: str = "") -> dict[str, JsonValue]:
+    """What stands in a record for ``raw``: `restore` puts back ``prefix`` + its base64 text.
+
+    Only for bytes whose base64 text (in the alphabet `restore` is given) is exactly what the
+    record held, after ``prefix`` (a ``data:`` URL's head).
+    """
+    ref: dict[str, JsonValue] = {
+        "sha256": hashlib.sha256(raw).hexdigest(),
+        "size": len(raw),
+        "media_type": media_type,
+    }
+    if prefix:
+        ref["prefix"] = prefix
+    return {BLOB_KEY: ref}
 
 
 def _split_data_url(text: str) -> tuple[str, str | None]:

@@ -6,14 +6,16 @@ Invariants:
 
 - `to_message` keeps the item as the message's `NativeRecord` (format ``openai-agents``) and
   maps it onto canonical parts; every inline ``data:`` URL (or bare base64 ``file_data``) at a
-  place that becomes a canonical file is cut out of the record, its bytes carried by the
-  `FilePart` (so ``append`` stores them as a blob), and the cut recorded by JSON path, prefix
-  and file index. Only base64 that re-encodes to the same text is cut, so `to_items` puts back
-  exactly the same string.
-- `plain_item` reads the item straight from a native record (the common case: nothing was
-  cut out); `to_items` / `item_of` rebuild it from a typed message, restoring the cut bytes
-  with ``store.read_attachment``, and give a message written through the store API instead,
-  without a record, the equivalent item.
+  place that becomes a canonical file is replaced in the record by a blob placeholder
+  (`convstore.integrations._native_blobs`, as every integration's records), its bytes carried
+  by the `FilePart` (so ``append`` stores them as a blob), and the record marked ``"blobs"``.
+  Only base64 that re-encodes to the same text is replaced, so reading puts back exactly the
+  same string.
+- `read_items` and `pop_newest` read items straight from the native records, putting the
+  placeholders' bytes back by hash; `to_items` / `item_of` do the same from typed messages,
+  and give a message written through the store API instead, without a record, the
+  equivalent item. A record written before placeholders (bytes cut out by JSON path, listed
+  under ``"files"``) is read through its typed message, whose files hold the bytes.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import binascii
 import copy
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from pydantic import JsonValue
@@ -34,6 +35,9 @@ from convstore.errors import (
     MediaTypeMismatchError,
     RevisionConflictError,
 )
+from convstore.integrations._native_blobs import placeholder
+from convstore.integrations._native_record import restore_from
+from convstore.json_input import Json, parse_data_url
 from convstore.model import (
     ContentOutput,
     ErrorOutput,
@@ -46,7 +50,6 @@ from convstore.model import (
     ToolCallPart,
     ToolOutput,
 )
-from convstore.providers._parsing import Json, parse_data_url
 from convstore.store import ConversationStore
 
 __all__ = [
@@ -68,29 +71,22 @@ Item = dict[str, Any]
 """A session item: one Responses-API input item as JSON."""
 
 _OCTET_STREAM: Final = "application/octet-stream"
+_BLOBS: Final = "blobs"
+"""A record key: ``True`` when the item holds blob placeholders for bytes taken out."""
+_CUT_BY_PATH: Final = "files"
+"""A record key of records written before placeholders: bytes cut out, listed by JSON path
+(``{"path", "prefix", "file"}``, the file an index into the message's files)."""
 
 
 # -- items -> messages ----------------------------------------------------------------------------
-
-
-@dataclass
-class _Cut:
-    """A data URL cut out of an item: where it was, its prefix, and which file holds it."""
-
-    path: list[str | int]
-    prefix: str
-    file: int
-
-    def dump(self) -> JsonValue:
-        return {"path": list(self.path), "prefix": self.prefix, "file": self.file}
 
 
 class _Builder:
     """Collects the files an item's canonical parts take out of its record."""
 
     def __init__(self) -> None:
-        self.cuts: list[_Cut] = []
-        self.files = 0
+        self.cuts: list[tuple[list[str | int], dict[str, JsonValue]]] = []
+        """(JSON path, blob placeholder) of each data URL taken out of the record."""
 
     def file(
         self, url: Any, path: list[str | int], media_type: str | None, *, bare: bool = False
@@ -106,7 +102,6 @@ class _Builder:
             inline = _bare_base64(url)
         if inline is None:
             if url.startswith(("http://", "https://", "gs://", "s3://")):
-                self.files += 1
                 return FilePart.from_uri(url, media_type=media_type)
             return None
         prefix, declared, data = inline
@@ -115,8 +110,7 @@ class _Builder:
         except MediaTypeMismatchError:
             # The label is the item's business: the record restores it exactly either way.
             part = FilePart.from_bytes(data, media_type=_OCTET_STREAM)
-        self.cuts.append(_Cut(path, prefix, self.files))
-        self.files += 1
+        self.cuts.append((path, placeholder(data, part.media_type, prefix)))
         return part
 
 
@@ -162,9 +156,9 @@ def to_message(item: Any) -> Message:
     record: Item = {"item": item}
     if builder.cuts:
         stripped = copy.deepcopy(item)
-        for cut in builder.cuts:
-            _set(stripped, cut.path, "")
-        record = {"item": stripped, "files": [cut.dump() for cut in builder.cuts]}
+        for path, blob in builder.cuts:
+            _set(stripped, path, blob)
+        record = {"item": stripped, _BLOBS: True}
     # One validation for the message, its parts and its record: the parts are given as their
     # JSON shape (files, already built, pass through), so pydantic-core checks everything in
     # one call instead of one Python round trip per object (half the cost of an add_items).
@@ -338,7 +332,7 @@ def _reasoning(item: Item) -> dict[str, Any]:
     }
 
 
-def _set(node: Any, path: Sequence[str | int], value: str) -> None:
+def _set(node: Any, path: Sequence[str | int], value: JsonValue) -> None:
     for key in path[:-1]:
         node = node[key]
     node[path[-1]] = value
@@ -348,16 +342,30 @@ def _set(node: Any, path: Sequence[str | int], value: str) -> None:
 
 
 def plain_item(data: JsonValue) -> Item | None:
-    """The item a native record's data holds, when it needs no bytes put back; else None.
+    """The item a native record's data holds, as stored (placeholders for its bytes); or None.
 
     ``data`` is the `NativeRecord.data` of a stored item (a ``load_native`` entry's data, as
-    read: the caller owns it). None for a record with bytes cut out to blobs (its files are
-    found through the typed message) or for data that is not such a record.
+    read: the caller owns it). None for a record whose bytes were cut out by JSON path (they
+    are found through the typed message) or for data that is not such a record.
     """
-    if not isinstance(data, dict) or "files" in data:
+    if not isinstance(data, dict) or _CUT_BY_PATH in data:
         return None
     item = data.get("item")
     return item if isinstance(item, dict) else None
+
+
+def _has_blobs(data: JsonValue) -> bool:
+    return isinstance(data, dict) and data.get(_BLOBS) is True
+
+
+async def _with_bytes(store: ConversationStore, items: list[Item], blobbed: list[int]) -> None:
+    """Put the bytes back into the items at ``blobbed`` (their placeholders), in place."""
+    if not blobbed:
+        return
+    restored = await restore_from(store, [items[i] for i in blobbed], "standard")
+    for index, item in zip(blobbed, restored, strict=True):
+        assert isinstance(item, dict)
+        items[index] = item
 
 
 async def read_items(
@@ -376,16 +384,21 @@ async def read_items(
             )
         except ConversationNotFoundError:
             return []
-        items = []
+        items: list[Item] = []
+        blobbed: list[int] = []
         for _seq, _id, data in path:
             item = plain_item(data)
             if item is None:
                 break
+            if _has_blobs(data):
+                blobbed.append(len(items))
             items.append(item)
         else:
+            await _with_bytes(store, items, blobbed)
             return items
         tail = await store.load(session_id, tenant=tenant, last=len(path) - len(items))
         if tail.revision == path.revision:
+            await _with_bytes(store, items, blobbed)
             return items + await to_items(store, tail.messages)
         # Written in between: read again, so that the two halves are of one history.
 
@@ -406,8 +419,13 @@ async def pop_newest(store: ConversationStore, session_id: str, tenant: str | No
             return None
         if not newest:
             return None
-        item, revision = plain_item(newest[-1][2]), newest.revision
-        if item is None:  # bytes to put back, or no record: the typed path
+        data = newest[-1][2]
+        item, revision = plain_item(data), newest.revision
+        if item is not None and _has_blobs(data):
+            items = [item]
+            await _with_bytes(store, items, [0])
+            item = items[0]
+        if item is None:  # bytes cut out by path, or no record: the typed path
             head = await store.load(session_id, tenant=tenant, last=1)
             if not head.messages:
                 return None
@@ -435,7 +453,11 @@ async def item_of(store: ConversationStore, message: Message) -> Item:
     record = native.data
     item = copy.deepcopy(record["item"])
     assert isinstance(item, dict)
-    cuts = record.get("files")
+    if _has_blobs(record):
+        items = [item]
+        await _with_bytes(store, items, [0])
+        return items[0]
+    cuts = record.get(_CUT_BY_PATH)
     if isinstance(cuts, list):
         files = message.files
         for cut in cuts:

@@ -8,6 +8,11 @@ writer connection, one reader pool, one driver thread), not twenty:
 - `StoreHandle` leases an async store per (event loop, url, blobs): a store is bound to the
   loop it was opened on, so handles used on different loops get different stores. It is opened
   by the first lease on that loop and closed when the last lease is released (`close`).
+- `OwnsStore` gives an integration object holding a `StoreHandle` its lifetime: ``async with``
+  leases the store, ``aclose`` gives it back.
+- `ThreadedStoreHandle` is the same choice for integrations called from whatever loop or thread
+  the framework runs them on: a shared store is used on the caller's loop; a URL's store is a
+  `SyncStoreLease`'d blocking facade whose async store the work runs on, on its own thread.
 - `SyncStoreLease` leases a blocking facade (`convstore.sync.SyncConversationStore`: its own loop
   thread) per (url, blobs), for integrations called from whatever loop or thread the framework
   runs them on. Opened by the first lease, closed (its thread joined) by the last release.
@@ -24,13 +29,17 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Self, TypeVar
 
 from convstore.errors import InvalidInputError
 from convstore.store import ConversationStore
 from convstore.sync import SyncConversationStore
 
-__all__ = ["StoreHandle", "SyncStoreLease"]
+__all__ = ["OwnsStore", "StoreHandle", "SyncStoreLease", "ThreadedStoreHandle"]
+
+_T = TypeVar("_T")
 
 _Key = tuple[str, str | None]
 """(url, blobs): what makes two leased stores the same store."""
@@ -118,6 +127,23 @@ class StoreHandle:
             await _release_async(leased[0], self._key, leased[1])
 
 
+class OwnsStore:
+    """``async with`` and `aclose` for an integration holding a `StoreHandle` (``_handle``)."""
+
+    _handle: StoreHandle
+
+    async def __aenter__(self) -> Self:
+        await self._handle.get()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Give back the store leased on ``url`` (its last user closes it); a shared one stays."""
+        await self._handle.close()
+
+
 @dataclass(eq=False)
 class _SyncShared:
     store: SyncConversationStore
@@ -183,3 +209,42 @@ class SyncStoreLease:
             shared, self._shared = self._shared, None
         if shared is not None:
             _release_sync(self._key, shared)
+
+
+class ThreadedStoreHandle:
+    """A shared store used on the caller's loop, or a URL's store run on its own thread.
+
+    For integrations whose framework calls them from any event loop or thread (openai-agents'
+    ``Runner.run``, ``run_sync``, ``run_streamed``): a leased store is bound to no caller's
+    loop, so one handle serves them all.
+    """
+
+    def __init__(
+        self, *, store: ConversationStore | None, url: str | None, blobs: str | None = None
+    ) -> None:
+        """Keep ``store``, or remember ``url`` (and ``blobs``) to lease its store on first use."""
+        if (store is None) == (url is None):
+            raise InvalidInputError("pass exactly one of store= and url=")
+        self._store = store
+        self._lease = None if url is None else SyncStoreLease(url, blobs)
+
+    async def run(self, work: Callable[[ConversationStore], Awaitable[_T]]) -> _T:
+        """``work(store)``'s result: on the caller's loop, or on the leased store's thread."""
+        if self._store is not None:
+            return await work(self._store)
+        lease = self._lease
+        assert lease is not None  # one of the two is always set
+        owned = lease.store
+        if owned is None:
+            owned = await asyncio.to_thread(lease.acquire)  # opening may migrate: off the loop
+
+        async def on_store_loop() -> _T:
+            return await work(owned.async_store)
+
+        future = asyncio.run_coroutine_threadsafe(on_store_loop(), owned.loop)
+        return await asyncio.wrap_future(future)
+
+    def close(self) -> None:
+        """Give back the leased store (its last user closes it); idempotent."""
+        if self._lease is not None:
+            self._lease.release()

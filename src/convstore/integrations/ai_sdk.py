@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 from pydantic import JsonValue
 
 from convstore.errors import InvalidInputError
+from convstore.json_input import Json, decode_base64, inline_file, parse_data_url
 from convstore.model import (
     ContentOutput,
     Conversation,
@@ -57,7 +58,6 @@ from convstore.model import (
     ToolOutput,
     ToolResultPart,
 )
-from convstore.providers._parsing import Json, decode_base64, inline_file, parse_data_url
 
 __all__ = ["FileUrl", "ResolveUrl", "from_ui_messages", "to_ui_messages"]
 

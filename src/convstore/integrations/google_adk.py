@@ -22,32 +22,36 @@ How ADK's model maps onto convstore's:
   user), each in `Conversation.state`, changed by merge patches (each value wrapped in a
   one-element list so that ``None`` stays a value and objects replace instead of merging).
   Session keys are derived from the events: the session's state is its initial state plus
-  every stored event's ``state_delta``, in order. A snapshot of it (with the seq it covers) is
-  kept in the metadata after each append; a snapshot that lags (a writer stopped between its
-  append and its snapshot) is completed from the events, so an appended event's session state
-  is never lost. ``temp:`` keys are applied to the caller's session object only, never stored.
+  every stored event's ``state_delta``, in order. A snapshot of it (naming the event it covers)
+  is written into the session's metadata by the append that stores the event; a snapshot that
+  lags (messages written by other means, or by an earlier release that wrote the snapshot
+  afterwards) is completed from the events. ``temp:`` keys are applied to the caller's session
+  object only, never stored.
 - **Stale writers.** A session carries the conversation's revision as its storage marker;
   ``append_event`` appends with ``expected_revision`` set to it, so a writer holding an older
   copy gets ADK's `StaleSessionError` ("modified in storage") and nothing is written. A
   session without a marker (built by hand) is checked as ADK does: it must hold the newest
   stored event.
 
-An event's ``app:`` and ``user:`` deltas are written with the event in one transaction
-(``append(..., state_patches=...)``): a process killed at any point keeps both or neither.
+An event, its ``app:`` and ``user:`` deltas and the session's state snapshot are written in one
+transaction (``append(..., state_patches=..., metadata=...)``): a process killed at any point
+keeps all of them or none.
 
-Limits: `list_sessions` shows each session's state snapshot,
-which lags only after a writer stopped between its append and its snapshot, until the next append
-(`get_session` always folds the missing events in).
+Limits: `list_sessions` shows each session's state snapshot, which lags only when the session's
+conversation was written to other than by `append_event` (`get_session` folds the missing
+events in).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import time
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Final
 
 from convstore.errors import MissingDependencyError
@@ -76,15 +80,27 @@ from convstore.errors import (
     RevisionConflictError,
 )
 from convstore.integrations._adk_parts import event_messages
-from convstore.integrations._native_blobs import externalize, restore
-from convstore.integrations._store_handle import StoreHandle
-from convstore.model import FilePart, Message, NativeRecord
-from convstore.store import ConversationStore, ConversationSummary, NativePath
+from convstore.integrations._native_record import MARKER_KEY, NativeFormat
+from convstore.integrations._store_handle import OwnsStore, StoreHandle
+from convstore.model import Message
+from convstore.store import AppendResult, ConversationStore, ConversationSummary, NativePath
 
 __all__ = ["ConvstoreSessionService"]
 
 FORMAT: Final = "google-adk"
-MARKER_KEY: Final = "convstore.integration"
+# The session conversation's metadata keys (a scope conversation has the first three).
+KIND_KEY: Final = "adk.kind"
+"""``"session"``, ``"app"`` or ``"user"``: what the conversation holds."""
+APP_KEY: Final = "adk.app"
+USER_KEY: Final = "adk.user"
+SESSION_KEY: Final = "adk.session"
+CREATED_KEY: Final = "adk.created"
+CREATOR_KEY: Final = "adk.token"
+"""A fresh token per `create_session` call: the one that finds its own token created it."""
+SNAPSHOT_KEY: Final = "adk.snapshot"
+"""The session state through an event: ``{"through_id", "state", "time"}``, ``through_id``
+the id of the message carrying that event (``{"through_seq": 0, ...}`` before the first event;
+earlier releases wrote ``through_seq``, the seq of that message)."""
 _STALE: Final = (
     "The session has been modified in storage since it was loaded. "
     "Please reload the session before appending more events."
@@ -115,6 +131,10 @@ def _blob(node: dict[str, JsonValue]) -> tuple[str, str | None] | None:
     return None
 
 
+_RECORDS: Final = NativeFormat(FORMAT, _blob, "urlsafe")
+"""Events as their native records (``inline_data`` bytes as blob placeholders)."""
+
+
 def _unwrap(state: dict[str, JsonValue]) -> dict[str, Any]:
     """Scoped state as stored (each value in a one-element list) → plain values."""
     return {k: v[0] for k, v in state.items() if isinstance(v, list) and len(v) == 1}
@@ -131,7 +151,7 @@ def _fold(state: dict[str, Any], natives: Iterable[dict[str, JsonValue]]) -> dic
     return folded
 
 
-class ConvstoreSessionService(BaseSessionService):
+class ConvstoreSessionService(OwnsStore, BaseSessionService):
     """ADK sessions, events and app/user/session state in convstore (see the module docstring).
 
     Args:
@@ -151,22 +171,12 @@ class ConvstoreSessionService(BaseSessionService):
     ) -> None:
         self._handle = StoreHandle(store=store, url=url, blobs=blobs)
 
-    async def close(self) -> None:
-        """Close the store opened on ``url``, if any (a shared store stays open)."""
-        await self._handle.close()
+    close = OwnsStore.aclose  # this service's name for it (``async with`` closes it too)
 
     @staticmethod
     def conversation_id(app_name: str, user_id: str, session_id: str) -> str:
         """The convstore conversation holding a session (for ``store.load`` / ``store.render``)."""
         return _session_cid(app_name, user_id, session_id.strip())
-
-    async def __aenter__(self) -> ConvstoreSessionService:
-        """The service itself."""
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        """Close the owned store."""
-        await self.close()
 
     # -- sessions --------------------------------------------------------------------------------
 
@@ -187,17 +197,17 @@ class ConvstoreSessionService(BaseSessionService):
         token = uuid.uuid4().hex
         metadata = {
             MARKER_KEY: FORMAT,
-            "adk.kind": "session",
-            "adk.app": app_name,
-            "adk.user": user_id,
-            "adk.session": session_id,
-            "adk.created": now,
-            "adk.token": token,
-            "adk.snapshot": {"through_seq": 0, "state": deltas["session"], "time": now},
+            KIND_KEY: "session",
+            APP_KEY: app_name,
+            USER_KEY: user_id,
+            SESSION_KEY: session_id,
+            CREATED_KEY: now,
+            CREATOR_KEY: token,
+            SNAPSHOT_KEY: {"through_seq": 0, "state": deltas["session"], "time": now},
         }
         cid = _session_cid(app_name, user_id, session_id)
         conv = await store.get_or_create_conversation(cid, metadata=metadata)
-        if conv.metadata.get("adk.token") != token:
+        if conv.metadata.get(CREATOR_KEY) != token:
             raise AlreadyExistsError(f"Session with id {session_id} already exists.")
         app_state, user_state = await asyncio.gather(
             self._patch_scope(store, _app_cid(app_name), app_name, None, deltas["app"]),
@@ -275,11 +285,11 @@ class ConvstoreSessionService(BaseSessionService):
         store = await self._handle.get()
         wanted: dict[str, JsonValue] = {
             MARKER_KEY: FORMAT,
-            "adk.kind": "session",
-            "adk.app": app_name,
+            KIND_KEY: "session",
+            APP_KEY: app_name,
         }
         if user_id is not None:
-            wanted["adk.user"] = user_id
+            wanted[USER_KEY] = user_id
         summaries: list[ConversationSummary] = []
         cursor: str | None = None
         while True:
@@ -288,7 +298,7 @@ class ConvstoreSessionService(BaseSessionService):
             if not page.has_more or page.next_cursor is None:
                 break
             cursor = page.next_cursor
-        users = sorted({str(s.metadata["adk.user"]) for s in summaries})
+        users = sorted({str(s.metadata[USER_KEY]) for s in summaries})
         app_state, *user_states = await asyncio.gather(
             _scope_state(store, _app_cid(app_name)),
             *(_scope_state(store, _user_cid(app_name, user)) for user in users),
@@ -296,13 +306,13 @@ class ConvstoreSessionService(BaseSessionService):
         by_user = dict(zip(users, user_states, strict=True))
         sessions = []
         for summary in summaries:
-            snapshot = summary.metadata.get("adk.snapshot")
+            snapshot = summary.metadata.get(SNAPSHOT_KEY)
             snapshot = snapshot if isinstance(snapshot, dict) else {}
-            user = str(summary.metadata["adk.user"])
+            user = str(summary.metadata[USER_KEY])
             state = snapshot.get("state")
             sessions.append(
                 Session(
-                    id=str(summary.metadata["adk.session"]),
+                    id=str(summary.metadata[SESSION_KEY]),
                     app_name=app_name,
                     user_id=user,
                     state=_merged(
@@ -343,34 +353,29 @@ class ConvstoreSessionService(BaseSessionService):
         marker = session._storage_update_marker
         patches = await self._scope_patches(store, session, event)
         try:
+            head = await store.load_native(cid, format=FORMAT, last=1 if marker else 4)
             if marker is None:
-                marker = await self._check_markerless(store, cid, session)
+                marker = _check_markerless(head, session)
+            state = await self._state_after(store, head, event)
+            append = functools.partial(
+                _append, store, cid, event, marker=marker, patches=patches, snapshot=state
+            )
             try:
-                stored = await _append(store, cid, event, event.id, marker, patches)
+                stored = await append(event.id)
             except InvalidMessageError:
                 if await self._already_stored(store, cid, event):
                     return event  # an equal re-delivery: idempotent, as ADK's own services are
                 # A different event reusing an id (ADK keeps both): the messages get a fresh
                 # handle; the event keeps its id in the native record.
                 key = f"{event.id}#{uuid.uuid4().hex}"
-                stored = await _append(store, cid, event, key, marker, patches)
+                stored = await append(key)
         except ConversationNotFoundError as exc:
             raise SessionNotFoundError(f"Session {session.id} not found.") from exc
         except RevisionConflictError as exc:
             raise StaleSessionError(_STALE) from exc
-        session._storage_update_marker = await self._snapshot(store, cid, stored, event)
+        session._storage_update_marker = stored.revision
         session.last_update_time = event.timestamp
         return self._commit_event_to_session(session, event)
-
-    async def _check_markerless(self, store: ConversationStore, cid: str, session: Session) -> str:
-        """ADK's check for a session without a marker: it must hold the newest stored event."""
-        path = await store.load_native(cid, format=FORMAT, last=4)
-        natives = _records(path)
-        newest = natives[-1].get("id") if natives else None
-        mine = session.events[-1].id if session.events else None
-        if newest != mine:
-            raise StaleSessionError(_STALE)
-        return path.revision
 
     async def _already_stored(self, store: ConversationStore, cid: str, event: Event) -> bool:
         try:
@@ -380,60 +385,44 @@ class ConvstoreSessionService(BaseSessionService):
         stored = await _events(store, _natives([message]))
         return bool(stored) and stored[0] == event
 
-    async def _snapshot(
-        self, store: ConversationStore, cid: str, stored: list[Message], event: Event
-    ) -> str | None:
-        """Record the session state through the appended event; the new revision (marker).
+    async def _state_after(
+        self, store: ConversationStore, head: NativePath, event: Event
+    ) -> _Snapshot:
+        """The metadata, with the session state through ``event``, of the append storing it.
 
-        Only the appender may write it, and only while its event is still the head (nothing
-        else writes a session conversation but appends and these snapshots); otherwise the
-        next reader completes the snapshot from the events and the caller's marker is `None`.
+        ``head`` is the conversation as read before the append (its newest message); the
+        append is checked against the session's marker, so it applies only to that state.
         """
-        conv = await store.load_native(cid, format=FORMAT, last=0)
-        if conv.head_seq != stored[-1].seq:
-            return None
-        snapshot = conv.metadata.get("adk.snapshot")
-        snapshot = snapshot if isinstance(snapshot, dict) else {}
-        previous = snapshot.get("state")
-        state = previous if isinstance(previous, dict) else {}
-        if snapshot.get("through_seq") == stored[0].parent_seq or (
-            stored[0].parent_seq is None and snapshot.get("through_seq") == 0
-        ):
-            state = _fold(state, [event.model_dump(exclude_none=True, mode="json")])
-        else:
-            state, _ = await self._session_state(store, conv)
-        metadata = {
-            **conv.metadata,
-            "adk.snapshot": {
-                "through_seq": stored[-1].seq,
-                "state": state,
-                "time": event.timestamp,
-            },
-        }
-        try:
-            updated = await store.update_conversation(
-                cid, metadata=metadata, expected_revision=conv.revision
-            )
-        except RevisionConflictError:
-            return None
-        return updated.revision
+        state, _ = await self._session_state(store, head)
+        folded = _fold(state, [event.model_dump(exclude_none=True, mode="json")])
+        return _Snapshot(head.metadata, folded, event.timestamp)
 
     async def _session_state(
         self, store: ConversationStore, conv: NativePath
     ) -> tuple[dict[str, Any], float]:
         """The session-scoped state and last update time: the snapshot, completed if it lags."""
-        snapshot = conv.metadata.get("adk.snapshot")
+        snapshot = conv.metadata.get(SNAPSHOT_KEY)
         snapshot = snapshot if isinstance(snapshot, dict) else {}
         state = snapshot.get("state")
         state = dict(state) if isinstance(state, dict) else {}
-        through = snapshot.get("through_seq")
         updated = float(snapshot.get("time") or 0.0)
-        if through == conv.head_seq or (through == 0 and conv.head_seq is None):
+        through_id, through_seq = snapshot.get("through_id"), snapshot.get("through_seq")
+        if isinstance(through_id, str):
+            head = conv
+            if not head and conv.head_seq is not None:  # read without its messages (last=0)
+                head = await store.load_native(conv.conversation_id, format=FORMAT, last=1)
+            if head and head[-1][1] == through_id:
+                return state, updated
+        elif through_seq == conv.head_seq or (through_seq == 0 and conv.head_seq is None):
             return state, updated
-        # The snapshot lags (a writer stopped between its append and its snapshot, or lost the
-        # race to write it): fold the stored events after it, reading the whole path.
+        # The snapshot lags (the conversation was written to by other means, or by a release
+        # that wrote the snapshot after the event): fold the stored events after it. Folding
+        # events the snapshot already holds again changes nothing (each delta sets its keys).
         whole = await store.load_native(conv.conversation_id, format=FORMAT)
-        after = [n for seq, _, n in whole if isinstance(n, dict) and seq > int(through or 0)]
+        start = int(through_seq) if isinstance(through_seq, int) else 0
+        if isinstance(through_id, str):
+            start = next((seq for seq, mid, _ in reversed(whole) if mid == through_id), 0)
+        after = [n for seq, _, n in whole if isinstance(n, dict) and seq > start]
         if after:
             timestamp = after[-1].get("timestamp")
             updated = float(timestamp) if isinstance(timestamp, int | float) else updated
@@ -487,9 +476,9 @@ async def _scope_conversation(
 ) -> None:
     """Make the conversation holding an app's (``user=None``) or a user's scoped state."""
     kind = "app" if user is None else "user"
-    metadata: dict[str, JsonValue] = {MARKER_KEY: FORMAT, "adk.kind": kind, "adk.app": app}
+    metadata: dict[str, JsonValue] = {MARKER_KEY: FORMAT, KIND_KEY: kind, APP_KEY: app}
     if user is not None:
-        metadata["adk.user"] = user
+        metadata[USER_KEY] = user
     await store.get_or_create_conversation(cid, metadata=metadata)
 
 
@@ -508,15 +497,18 @@ def _merged(app: dict[str, Any], user: dict[str, Any], session: dict[str, Any]) 
     return merged
 
 
-def _native_of(message: Message) -> dict[str, JsonValue] | None:
-    native = message.native
-    if native is None or native.format != FORMAT or not isinstance(native.data, dict):
-        return None
-    return native.data
+def _check_markerless(path: NativePath, session: Session) -> str:
+    """ADK's check for a session without a marker: it must hold the newest stored event."""
+    natives = _records(path)
+    newest = natives[-1].get("id") if natives else None
+    mine = session.events[-1].id if session.events else None
+    if newest != mine:
+        raise StaleSessionError(_STALE)
+    return path.revision
 
 
 def _natives(messages: list[Message]) -> list[dict[str, JsonValue]]:
-    return [n for m in messages if (n := _native_of(m)) is not None]
+    return [n for m in messages if (n := _RECORDS.data(m)) is not None]
 
 
 def _records(path: NativePath) -> list[dict[str, JsonValue]]:
@@ -525,10 +517,7 @@ def _records(path: NativePath) -> list[dict[str, JsonValue]]:
 
 
 async def _events(store: ConversationStore, natives: list[dict[str, JsonValue]]) -> list[Event]:
-    async def fetch(part: FilePart) -> bytes:
-        return await store.read_attachment(part)
-
-    restored = await restore(list(natives), fetch, "urlsafe")
+    restored = await _RECORDS.restore(store, list(natives))
     return [Event.model_validate(data) for data in restored]
 
 
@@ -540,18 +529,36 @@ def _since(events: list[Event], after: float) -> list[Event]:
     return events[index:]
 
 
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    """The session state through the event an append stores, and the metadata it goes in."""
+
+    metadata: dict[str, Any]
+    state: dict[str, Any]
+    time: float
+
+    def metadata_through(self, key: str) -> dict[str, Any]:
+        """The session's metadata with this snapshot, taken through the message ``key``."""
+        snapshot = {"through_id": key, "state": self.state, "time": self.time}
+        return {**self.metadata, SNAPSHOT_KEY: snapshot}
+
+
 async def _append(
     store: ConversationStore,
     cid: str,
     event: Event,
     key: str,
+    *,
     marker: str | None,
     patches: dict[str, dict[str, JsonValue]],
-) -> list[Message]:
-    """Append the event's messages (named after ``key``) with its scoped state, one transaction.
+    snapshot: _Snapshot,
+) -> AppendResult:
+    """Append the event's messages (named after ``key``) with its state, one transaction.
 
-    Checked against ``marker``. A second, different result for a call is kept as history (the
-    call keeps its first), as ADK stores whatever events it is given.
+    The scoped deltas patch their conversations and the session's state snapshot replaces the
+    session's metadata in the same append, checked against ``marker``: the event and all its
+    state are stored, or none of it. A second, different result for a call is kept as history
+    (the call keeps its first), as ADK stores whatever events it is given.
     """
     return await store.append(
         cid,
@@ -559,14 +566,11 @@ async def _append(
         expected_revision=marker,
         on_conflict="keep-first",
         state_patches=patches or None,
+        metadata=snapshot.metadata_through(key),
     )
 
 
 def _messages(event: Event, key: str) -> list[Message]:
     """The canonical messages of an event; the last carries ``key`` and the native record."""
     data: Any = event.model_dump(exclude_none=True, mode="json")
-    stripped, _ = externalize(data, _blob, "urlsafe")
-    messages = event_messages(event, key)
-    native = NativeRecord(format=FORMAT, data=stripped)
-    last = messages[-1].model_copy(update={"id": key or None, "native": native})
-    return [*messages[:-1], last]
+    return _RECORDS.attach(event_messages(event, key), key or None, _RECORDS.strip(data))

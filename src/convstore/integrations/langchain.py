@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Self
 
 from convstore.errors import MissingDependencyError
 
@@ -35,14 +33,14 @@ except ImportError as _missing:
 
 from convstore.errors import AsyncOnlyError, ConversationNotFoundError, InvalidInputError
 from convstore.integrations._langchain_messages import append_stored, from_stored, to_stored
-from convstore.integrations._store_handle import StoreHandle
+from convstore.integrations._store_handle import OwnsStore, StoreHandle
 from convstore.model import FilePart, Message
 from convstore.store import ConversationStore
 
 __all__ = ["ConvstoreChatMessageHistory"]
 
 
-class ConvstoreChatMessageHistory(BaseChatMessageHistory):
+class ConvstoreChatMessageHistory(OwnsStore, BaseChatMessageHistory):
     """A LangChain chat history kept as a convstore conversation.
 
     Args:
@@ -66,22 +64,6 @@ class ConvstoreChatMessageHistory(BaseChatMessageHistory):
         self.session_id = session_id
         self.tenant = tenant
         self._handle = StoreHandle(store=store, url=url, blobs=blobs)
-
-    async def __aenter__(self) -> Self:
-        await self._handle.get()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the store the history opened on ``url`` (a shared store stays open)."""
-        await self._handle.close()
 
     async def aget_messages(self) -> list[BaseMessage]:
         """The history's messages, oldest first (none for a history never written)."""

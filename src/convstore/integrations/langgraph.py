@@ -55,8 +55,7 @@ import random
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Sequence
 from itertools import repeat
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from convstore.errors import MissingDependencyError
 
@@ -91,7 +90,7 @@ from convstore.integrations._langchain_messages import (
     restore_records,
     to_stored,
 )
-from convstore.integrations._store_handle import StoreHandle
+from convstore.integrations._store_handle import OwnsStore, StoreHandle
 from convstore.model import FilePart, Message
 from convstore.store import ConversationStore
 from convstore.store.checkpoints import (
@@ -211,7 +210,7 @@ class _Thread:
         return list(seqs) if list(map(_ID, messages)) == ids else []
 
 
-class ConvstoreSaver(BaseCheckpointSaver[str]):
+class ConvstoreSaver(OwnsStore, BaseCheckpointSaver[str]):
     """A LangGraph checkpointer whose threads are convstore conversations.
 
     Args:
@@ -238,22 +237,6 @@ class ConvstoreSaver(BaseCheckpointSaver[str]):
         self.tenant = tenant
         self._threads: OrderedDict[str, _Thread] = OrderedDict()
         self._known_threads: set[str] = set()
-
-    async def __aenter__(self) -> Self:
-        await self._handle.get()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the store the saver opened on ``url`` (a shared store stays open)."""
-        await self._handle.close()
 
     # -- versions -------------------------------------------------------------------------------
 

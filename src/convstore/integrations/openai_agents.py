@@ -64,7 +64,7 @@ from convstore.integrations._openai_agents_items import (
     read_items,
     to_message,
 )
-from convstore.integrations._store_handle import SyncStoreLease
+from convstore.integrations._store_handle import ThreadedStoreHandle
 from convstore.model import Message
 from convstore.store import ConversationStore
 
@@ -111,8 +111,10 @@ class ConvstoreSession:
             if session_settings is None
             else coerce_session_settings(session_settings)
         )
-        self._shared = store
-        self._owned = None if store is not None else SyncStoreLease(url or DEFAULT_URL)
+        # Without either, the default database (as SQLiteSession defaults to its own file).
+        self._handle = ThreadedStoreHandle(
+            store=store, url=url if store is not None else url or DEFAULT_URL
+        )
         self._tenant = tenant
 
     # -- the Session protocol -------------------------------------------------------------------
@@ -129,7 +131,7 @@ class ConvstoreSession:
         async def read(store: ConversationStore) -> list[Item]:
             return await read_items(store, self.session_id, tenant, last)
 
-        return await self._run(read)
+        return await self._handle.run(read)
 
     async def add_items(self, items: list[Item], *, wrapper: Any = None) -> None:
         """Append items (atomically: all of them or none)."""
@@ -147,7 +149,7 @@ class ConvstoreSession:
                 known = {call.id for call in stored.tool_calls}
                 await _append(store, self.session_id, first_calls_only(messages, known), tenant)
 
-        await _complete(self._run(write))
+        await _complete(self._handle.run(write))
 
     async def pop_item(self, *, wrapper: Any = None) -> Item | None:
         """Remove the newest item and return it; ``None`` when the session is empty."""
@@ -156,7 +158,7 @@ class ConvstoreSession:
         async def pop(store: ConversationStore) -> Item | None:
             return await pop_newest(store, self.session_id, tenant)
 
-        return await _complete(self._run(pop))
+        return await _complete(self._handle.run(pop))
 
     async def clear_session(self, *, wrapper: Any = None) -> None:
         """Delete every item (the conversation itself; the next write starts it again)."""
@@ -166,14 +168,13 @@ class ConvstoreSession:
             with contextlib.suppress(ConversationNotFoundError):
                 await store.delete_conversation(self.session_id, tenant=tenant)
 
-        await _complete(self._run(clear))
+        await _complete(self._handle.run(clear))
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     def close(self) -> None:
         """Give back the store leased on ``url`` (the last session on it closes it); idempotent."""
-        if self._owned is not None:
-            self._owned.release()
+        self._handle.close()
 
     async def __aenter__(self) -> ConvstoreSession:
         return self
@@ -192,21 +193,6 @@ class ConvstoreSession:
                 "call it through the Runner, or pass wrapper="
             )
         return self._tenant(wrapper.context)
-
-    async def _run(self, work: Callable[[ConversationStore], Awaitable[_T]]) -> _T:
-        if self._shared is not None:
-            return await work(self._shared)
-        lease = self._owned
-        assert lease is not None  # one of the two is always set
-        owned = lease.store
-        if owned is None:
-            owned = await asyncio.to_thread(lease.acquire)  # opening may migrate: off the loop
-
-        async def on_store_loop() -> _T:
-            return await work(owned.async_store)
-
-        future = asyncio.run_coroutine_threadsafe(on_store_loop(), owned.loop)
-        return await asyncio.wrap_future(future)
 
 
 async def _append(

@@ -42,13 +42,12 @@ How the framework's model maps onto convstore's:
   (``append(parent_seq=...)``) and moves the head (``switch_branch``); the entries left stay as
   convstore branches, listed in the record's ``branches``.
 
-Writes and concurrency: `write_record` checks the record's revision, then does one
-revision-checked convstore write that moves the conversation's head (append, switch or a no-op
-state write), then stores the record with a second revision-checked write, which succeeds only
-if nothing else wrote in between and the conversation still holds the old record. Of concurrent
-writers from the same revision exactly one succeeds; the others raise `ConversationConflict`.
-A writer that loses between its two writes leaves its new entries as an unreferenced branch
-(never loaded, since no record points at them).
+Writes and concurrency: `write_record` checks the record's revision, then makes one
+revision-checked convstore write, one transaction, that moves the conversation's head (an
+append or a branch switch, or nothing) and replaces the record in its metadata (``metadata=``
+of the same call). Of concurrent writers from the same revision exactly one succeeds; the
+others raise `ConversationConflict` and have written nothing, and a writer killed mid-save
+leaves the old record and history or the new ones, never a mix.
 
 Limits: a conversation id is a convstore conversation id (1 to 64 characters). Listing reads
 every record's header (records are ordered by the ``updated_at`` pydantic-ai stamps, which
@@ -92,21 +91,20 @@ from convstore.errors import (
     RevisionConflictError,
     ToolCallConflictError,
 )
-from convstore.integrations._native_blobs import externalize, restore
+from convstore.integrations._native_record import MARKER_KEY, NativeFormat
 from convstore.integrations._pydantic_ai_parts import ALPHABET, canonical_messages, rename_calls
-from convstore.integrations._store_handle import StoreHandle
-from convstore.model import Conversation, FilePart, Message, NativeRecord
+from convstore.integrations._store_handle import OwnsStore, StoreHandle
+from convstore.model import Conversation, Message
 from convstore.store import ConversationStore, NativePath
 
 __all__ = ["ConvstoreConversationStore"]
 
 FORMAT: Final = "pydantic-ai"
-MARKER_KEY: Final = "convstore.integration"
 RECORD_KEY: Final = "pydantic_ai.record"
 INSTRUCTIONS_KEY: Final = "instructions"
 """Beside the record's fields: the instructions of the head's newest request (their system
 message is written only when a request changes them)."""
-_OWN_KEYS: Final = frozenset({"head_seq", INSTRUCTIONS_KEY})
+_OWN_KEYS: Final = frozenset({"head_seq", INSTRUCTIONS_KEY})  # head_seq: older releases wrote it
 _RECORD = TypeAdapter(ConversationRecord)
 _HINTS = 4096  # entry id → conversation id, so a history read after a record read is one query
 
@@ -117,6 +115,10 @@ def _binary(node: dict[str, JsonValue]) -> tuple[str, str | None] | None:
         media_type = node.get("media_type")
         return "data", media_type if isinstance(media_type, str) else None
     return None
+
+
+_RECORDS: Final = NativeFormat(FORMAT, _binary, ALPHABET)
+"""Entries' messages as their native records (`BinaryContent` bytes as blob placeholders)."""
 
 
 def _record_json(conv: Conversation) -> dict[str, JsonValue] | None:
@@ -132,13 +134,7 @@ def _record_of(conv: Conversation) -> ConversationRecord | None:
     return _RECORD.validate_python({**fields, "conversation_id": conv.id, "scope": conv.tenant})
 
 
-def _head_seq(conv: Conversation) -> int | None:
-    stored = _record_json(conv)
-    seq = stored.get("head_seq") if stored is not None else None
-    return seq if isinstance(seq, int) else None
-
-
-class ConvstoreConversationStore(_FrameworkStore):
+class ConvstoreConversationStore(OwnsStore, _FrameworkStore):
     """pydantic-ai conversations in a convstore `ConversationStore` (see the module docstring).
 
     Args:
@@ -159,9 +155,7 @@ class ConvstoreConversationStore(_FrameworkStore):
         self._handle = StoreHandle(store=store, url=url, blobs=blobs)
         self._hints: OrderedDict[str, str] = OrderedDict()
 
-    async def close(self) -> None:
-        """Close the store opened on ``url``, if any (a shared store stays open)."""
-        await self._handle.close()
+    close = OwnsStore.aclose  # this backend's name for it (``async with`` closes it too)
 
     # -- records ---------------------------------------------------------------------------------
 
@@ -221,23 +215,7 @@ class ConvstoreConversationStore(_FrameworkStore):
             if _record_json(conv) is not None:  # another writer created it first
                 raise ConversationConflict(cid)
         try:
-            head_seq = await self._move_head(store, conv, record, new_entries)
-            after = await _header(store, cid)
-            if (
-                after is None
-                or after.head_seq != head_seq
-                or _record_json(after) != _record_json(conv)
-            ):
-                raise ConversationConflict(cid)
-            fields = _RECORD.dump_python(record, mode="json", exclude={"conversation_id", "scope"})
-            own: dict[str, JsonValue] = {"head_seq": head_seq}
-            instructions = _last_instructions(new_entries, _instructions_of(conv))
-            if instructions is not None:
-                own[INSTRUCTIONS_KEY] = instructions
-            metadata = {**after.metadata, MARKER_KEY: FORMAT, RECORD_KEY: {**fields, **own}}
-            await store.update_conversation(
-                cid, metadata=metadata, expected_revision=after.revision
-            )
+            await self._write(store, conv, record, new_entries)
         except (RevisionConflictError, ConversationNotFoundError) as exc:
             raise ConversationConflict(cid) from exc
         if record.head_id is not None:
@@ -284,7 +262,7 @@ class ConvstoreConversationStore(_FrameworkStore):
         """The entry with that id, from whichever conversation holds it (`LookupError` if none)."""
         store = await self._handle.get()
         message = await store.get_message(entry_id)
-        native = _native(message)
+        native = _RECORDS.data(message)
         if native is None:
             raise MessageNotFoundError(entry_id)
         return (await self._entries(store, [(entry_id, native)]))[0]
@@ -319,7 +297,7 @@ class ConvstoreConversationStore(_FrameworkStore):
                 natives = _by_entry_id(path)
                 native = natives.get(entry_id)
             if native is None:  # off the active path: one query for this entry
-                native = _native(await store.get_message(entry_id, conversation_id=cid))
+                native = _RECORDS.data(await store.get_message(entry_id, conversation_id=cid))
                 if native is None:
                     raise MessageNotFoundError(entry_id, cid)
             chain.append((entry_id, native))
@@ -331,10 +309,7 @@ class ConvstoreConversationStore(_FrameworkStore):
     async def _entries(
         self, store: ConversationStore, chain: list[tuple[str, dict[str, JsonValue]]]
     ) -> list[ConversationEntry]:
-        async def fetch(part: FilePart) -> bytes:
-            return await store.read_attachment(part)
-
-        dumped = await restore([native["message"] for _, native in chain], fetch, ALPHABET)
+        dumped = await _RECORDS.restore(store, [native["message"] for _, native in chain])
         messages: list[ModelMessage] = ModelMessagesTypeAdapter.validate_python(dumped)
         entries = []
         for (entry_id, native), message in zip(chain, messages, strict=True):
@@ -350,45 +325,57 @@ class ConvstoreConversationStore(_FrameworkStore):
 
     # -- writing ---------------------------------------------------------------------------------
 
-    async def _move_head(
+    async def _write(
         self,
         store: ConversationStore,
         conv: Conversation,
         record: ConversationRecord,
         new_entries: Sequence[ConversationEntry],
-    ) -> int | None:
-        """One revision-checked write leaving the conversation's head at the record's head."""
+    ) -> None:
+        """One revision-checked transaction: the new messages (or the head move) and the record.
+
+        The record rides in the same store call as the rows it describes (``metadata=`` of
+        `ConversationStore.append` / ``switch_branch``), so a crash or a concurrent writer
+        leaves both or neither, and the conversation's head stays the record's head entry.
+        """
         cid = conv.id
         anchor = new_entries[0].parent_id if new_entries else record.head_id
         parent_seq, copied = await self._anchor(store, conv, anchor)
+        fields = _RECORD.dump_python(record, mode="json", exclude={"conversation_id", "scope"})
+        instructions = _last_instructions(new_entries, _instructions_of(conv))
+        if instructions is not None:
+            fields[INSTRUCTIONS_KEY] = instructions
+        metadata = {**conv.metadata, MARKER_KEY: FORMAT, RECORD_KEY: fields}
         # A copied path starts at its root; new entries follow the stored head's instructions.
         before = None if copied else _instructions_of(conv)
         messages = _entries_messages([*copied, *new_entries], before)
         if messages:
             try:
-                stored = await store.append(
+                await store.append(
                     cid,
                     messages,
                     expected_revision=conv.revision,
                     parent_seq=parent_seq,
                     on_conflict="keep-first",
+                    metadata=metadata,
                 )
             except ToolCallConflictError:
                 # A rewritten history can repeat a call id that an earlier branch holds; call
                 # ids are unique per conversation, so these calls get entry-qualified ids.
-                stored = await store.append(
+                await store.append(
                     cid,
                     rename_calls(messages),
                     expected_revision=conv.revision,
                     parent_seq=parent_seq,
                     on_conflict="keep-first",
+                    metadata=metadata,
                 )
-            return stored[-1].seq
-        if parent_seq is not None and parent_seq != conv.head_seq:
-            await store.switch_branch(cid, head_seq=parent_seq, expected_revision=conv.revision)
-            return parent_seq
-        await store.update_state(cid, {}, expected_revision=conv.revision)
-        return conv.head_seq
+        elif parent_seq is not None and parent_seq != conv.head_seq:
+            await store.switch_branch(
+                cid, head_seq=parent_seq, expected_revision=conv.revision, metadata=metadata
+            )
+        else:
+            await store.update_conversation(cid, metadata=metadata, expected_revision=conv.revision)
 
     async def _anchor(
         self, store: ConversationStore, conv: Conversation, entry_id: str | None
@@ -400,9 +387,6 @@ class ConvstoreConversationStore(_FrameworkStore):
         """
         if entry_id is None:
             return None, []
-        stored = _record_of(conv)
-        if stored is not None and stored.head_id == entry_id:
-            return _head_seq(conv), []
         try:
             return (await store.get_message(entry_id, conversation_id=conv.id)).seq, []
         except MessageNotFoundError:
@@ -448,13 +432,6 @@ async def _header(store: ConversationStore, cid: str) -> Conversation | None:
         return None
 
 
-def _native(message: Message) -> dict[str, JsonValue] | None:
-    native = message.native
-    if native is None or native.format != FORMAT or not isinstance(native.data, dict):
-        return None
-    return native.data
-
-
 def _by_entry_id(path: NativePath) -> dict[str, dict[str, JsonValue]]:
     """The entries a native read found, by entry id (the id of the message carrying each)."""
     return {mid: data for _, mid, data in path if mid is not None and isinstance(data, dict)}
@@ -491,12 +468,9 @@ def _entry_messages(entry: ConversationEntry, instructions: str | None) -> list[
     """The canonical messages of one entry, the last carrying its id and native record."""
     dumped: Any = ModelMessagesTypeAdapter.dump_python([entry.message], mode="json")[0]
     messages = canonical_messages(entry.id, dumped, previous_instructions=instructions)
-    stripped, _ = externalize(dumped, _binary, ALPHABET)
     data: dict[str, JsonValue] = {
         "kind": entry.kind,
         "parent_id": entry.parent_id,
-        "message": stripped,
+        "message": _RECORDS.strip(dumped),
     }
-    native = NativeRecord(format=FORMAT, data=data)
-    last = messages[-1].model_copy(update={"id": entry.id, "native": native})
-    return [*messages[:-1], last]
+    return _RECORDS.attach(messages, entry.id, data)

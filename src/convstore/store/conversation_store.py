@@ -122,6 +122,7 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         expected_revision: str | None = None,
         parent_seq: int | None = None,
         state_patches: Mapping[str, Mapping[str, Any]] | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> AppendResult:
         """Store messages at the end of a conversation, atomically; the stored copies.
 
@@ -145,6 +146,9 @@ class ConversationStore(ConversationMethods, HistoryMethods):
                 appends): both are stored, or neither. A patched conversation that does not
                 exist or belongs to another tenant raises `ConversationNotFoundError`, and
                 nothing is written. Each patched conversation gets a new revision.
+            metadata: when given, replaces the conversation's metadata in the same transaction
+                as the messages (as `update_conversation` would): a framework's own record of
+                the conversation stored with the messages it describes, both or neither.
 
         Returns:
             The stored messages, with ``seq``, ``parent_seq``, ``conversation_id`` and
@@ -161,9 +165,16 @@ class ConversationStore(ConversationMethods, HistoryMethods):
             raise InvalidInputError("parent_seq is the seq of a message of the conversation")
         patches = arguments.state_patches(conversation_id, state_patches)
         also = conversations.state_patcher(conversation_id, patches, arguments.now())
+        if metadata is not None:
+            checked = arguments.stored_object(metadata, "metadata")
+            also = conversations.metadata_setter(
+                conversation_id, checked, arguments.now(), after=also
+            )
         if not batch:
             if also is not None:
-                raise InvalidInputError("state_patches are applied with an append of messages")
+                raise InvalidInputError(
+                    "state_patches and metadata are applied with an append of messages"
+                )
             return AppendResult(
                 revision=await self._backend.read(
                     lambda tx: reads.revision_of(tx, conversation_id, tenant)
@@ -171,7 +182,8 @@ class ConversationStore(ConversationMethods, HistoryMethods):
             )
         # Before any blob is written: a batch over a documented limit leaves nothing behind.
         check_messages(batch, max_attachment_size=self.blob_store.max_size)
-        # State patches ride the general path (its ``also`` hook): the lean one writes rows only.
+        # State patches and metadata ride the general path (its ``also`` hook): the lean one
+        # writes rows only.
         if idempotency_key is None and also is None and self._lean_appends:
             lean = lean_append.plan(
                 conversation_id,

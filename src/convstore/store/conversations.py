@@ -25,7 +25,15 @@ from convstore.store.metadata_tags import replace_tags, write_tags
 from convstore.store.reads import conversation_tenant
 from convstore.store.writes import Header, lock, new_revision
 
-__all__ = ["UNSET", "get_or_create", "insert", "merge_patch", "state_patcher", "update_header"]
+__all__ = [
+    "UNSET",
+    "get_or_create",
+    "insert",
+    "merge_patch",
+    "metadata_setter",
+    "state_patcher",
+    "update_header",
+]
 
 
 class _Unset:
@@ -162,3 +170,38 @@ def state_patcher(
             update_header(tx, cid, owner, None, now, state_patch=patch)
 
     return patch_states
+
+
+def metadata_setter(
+    cid: str,
+    metadata: Mapping[str, Any],
+    now: datetime,
+    *,
+    after: Callable[[Tx], None] | None = None,
+) -> Callable[[Tx], None]:
+    """What a write to ``cid`` runs last, in its transaction, to replace the metadata too.
+
+    ``after``: a step of the write to run first (an append's state patches). The write has
+    locked the header and stored its new revision; that revision stays, so the write's result
+    (an append's ``revision``) still names the conversation as it now is.
+    """
+
+    def set_metadata(tx: Tx) -> None:
+        if after is not None:
+            after(tx)
+        header = lock(tx, cid, None, None)
+        replace_tags(tx, cid, header.tenant, header.created_at, metadata)
+        codec = tx.codec
+        tx.execute(
+            tx.statements.set_header,
+            {
+                "cid": cid,
+                "title": header.title,
+                "metadata": codec.dump_json(dict(metadata) or None),
+                "state": codec.dump_json(codec.load_json(header.state) or None),
+                "revision": header.revision,
+                "now": codec.dump_time(now),
+            },
+        )
+
+    return set_metadata

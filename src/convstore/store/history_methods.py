@@ -8,10 +8,14 @@ public method of the store does.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError
 from convstore.limits import check_count, check_text
 from convstore.model import Branch, Compaction, Conversation, Message
-from convstore.store import arguments, branches, reads, writes
+from convstore.store import arguments, branches, conversations, reads, writes
 from convstore.store.connection import StoreConnection
 
 __all__ = ["HistoryMethods"]
@@ -96,17 +100,27 @@ class HistoryMethods(StoreConnection):
         head_seq: int,
         tenant: str | None = None,
         expected_revision: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
-        """Make ``head_seq`` the head: ``load`` then returns the path root → ``head_seq``."""
+        """Make ``head_seq`` the head: ``load`` then returns the path root → ``head_seq``.
+
+        ``metadata``, when given, replaces the conversation's metadata in the same transaction.
+        """
         self._require_open()
         if isinstance(head_seq, bool) or not isinstance(head_seq, int) or head_seq < 1:
             raise InvalidInputError("head_seq is the seq of a message of the conversation")
         now = arguments.now()
-        await self._backend.write(
-            lambda tx: branches.switch_branch(
-                tx, conversation_id, tenant, head_seq, expected_revision, now
-            )
-        )
+        also = None
+        if metadata is not None:
+            checked = arguments.stored_object(metadata, "metadata")
+            also = conversations.metadata_setter(conversation_id, checked, now)
+
+        def switch(tx: Tx) -> None:
+            branches.switch_branch(tx, conversation_id, tenant, head_seq, expected_revision, now)
+            if also is not None:
+                also(tx)
+
+        await self._backend.write(switch)
 
     async def cancel_tool_calls(
         self,
