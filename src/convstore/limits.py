@@ -128,6 +128,7 @@ __all__ = [
     "check_json_object",
     "check_key",
     "check_messages",
+    "check_seq",
     "check_text",
     "has_lone_surrogate",
     "json_depth",
@@ -232,12 +233,25 @@ def check_key(value: str | None, what: str) -> None:
 
 def check_count(value: int | None, what: str, *, maximum: int = MAX_SEQ) -> None:
     """Refuse an integer argument outside ``0..maximum`` (``None`` passes)."""
+    _check_int(value, what, 0, maximum)
+
+
+def check_seq(value: int | None, what: str, *, minimum: int = 1) -> None:
+    """Refuse a message ``seq`` argument outside ``minimum..MAX_SEQ`` (``None`` passes).
+
+    Stored seqs start at 1; ``minimum=0`` where 0 means "before the first message" (as
+    ``truncate(after_seq=0)`` does) or where a read reports 0 as not found.
+    """
+    _check_int(value, what, minimum, MAX_SEQ)
+
+
+def _check_int(value: int | None, what: str, minimum: int, maximum: int) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidInputError(f"{what} must be an integer, not {type(value).__name__}")
-    if not 0 <= value <= maximum:
-        raise InvalidInputError(f"{what} must be between 0 and {maximum:,}, got {value}")
+    if not minimum <= value <= maximum:
+        raise InvalidInputError(f"{what} must be between {minimum} and {maximum:,}, got {value}")
 
 
 def check_json_object(value: Mapping[str, Any], what: str) -> None:

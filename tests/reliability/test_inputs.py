@@ -274,6 +274,69 @@ REFUSED: dict[str, tuple[Call, str]] = {
         lambda s, cid: s.render(cid, "openai-chat", tenant=NUL),
         "tenant cannot",
     ),
+    "render(last=-1)": (
+        lambda s, cid: s.render(cid, "openai-chat", last=-1),
+        "last must be between",
+    ),
+    "get_message in a conversation id with NUL": (
+        lambda s, cid: s.get_message("m1", conversation_id=NUL),
+        "conversation id cannot contain NUL",
+    ),
+    "get_message with a lone surrogate tenant": (
+        lambda s, cid: s.get_message("m1", tenant=SURROGATE),
+        "tenant is not valid Unicode",
+    ),
+    "get_message of an id with NUL": (
+        lambda s, cid: s.get_message(NUL, conversation_id=cid),
+        "message id cannot contain NUL",
+    ),
+    "pop of an id with NUL": (lambda s, cid: s.pop(NUL), "conversation id cannot contain NUL"),
+    "pop with a lone surrogate tenant": (
+        lambda s, cid: s.pop(cid, tenant=SURROGATE),
+        "tenant is not valid Unicode",
+    ),
+    "truncate with a NUL tenant": (
+        lambda s, cid: s.truncate(cid, after_seq=0, tenant=NUL),
+        "tenant cannot contain NUL",
+    ),
+    "truncate(after_seq=-1)": (
+        lambda s, cid: s.truncate(cid, after_seq=-1),
+        "after_seq must be between 0 and",
+    ),
+    "truncate(after_seq=2**63)": (
+        lambda s, cid: s.truncate(cid, after_seq=2**63),
+        "after_seq must be between 0 and",
+    ),
+    "fork(at_seq=0)": (lambda s, cid: s.fork(cid, at_seq=0), "at_seq must be between 1 and"),
+    "fork(at_seq=2**63)": (lambda s, cid: s.fork(cid, at_seq=2**63), "at_seq must be between"),
+    "branches of an id with a lone surrogate": (
+        lambda s, cid: s.branches(SURROGATE),
+        "conversation id is not valid Unicode",
+    ),
+    "branches with a NUL tenant": (
+        lambda s, cid: s.branches(cid, tenant=NUL),
+        "tenant cannot contain NUL",
+    ),
+    "switch_branch of an id with NUL": (
+        lambda s, cid: s.switch_branch(NUL, head_seq=1),
+        "conversation id cannot contain NUL",
+    ),
+    "switch_branch with a lone surrogate tenant": (
+        lambda s, cid: s.switch_branch(cid, head_seq=1, tenant=SURROGATE),
+        "tenant is not valid Unicode",
+    ),
+    "switch_branch(head_seq=True)": (
+        lambda s, cid: s.switch_branch(cid, head_seq=True),
+        "head_seq must be an integer",
+    ),
+    "switch_branch(head_seq=2**63)": (
+        lambda s, cid: s.switch_branch(cid, head_seq=2**63),
+        "head_seq must be between 1 and",
+    ),
+    "append(parent_seq=0)": (
+        lambda s, cid: s.append(cid, Message.user("x"), parent_seq=0),
+        "parent_seq must be between 1 and",
+    ),
 }
 
 

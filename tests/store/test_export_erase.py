@@ -34,7 +34,7 @@ from convstore.db.search_ddl import SEARCH_PREFIXES
 from convstore.errors import ConversationNotFoundError, InvalidInputError, MalformedExportError
 from convstore.imports import import_file
 from convstore.store import collect_garbage
-from convstore.store.blob_io import namespace_of
+from convstore.store.attachments import namespace_of
 from convstore.store.checkpoints import ChannelValue, PendingWrite
 from convstore.store.documents import conversation_document
 from tests.support.images import noise_png

@@ -440,7 +440,7 @@ class Statements:
     transactions hold the database lock already)."""
     select_conversation: Scoped[Select[Any]]
     select_summary: Scoped[Select[Any]]
-    """The header and its message count (`convstore.store.reads.ConversationSummary`)."""
+    """The header and its message count (`convstore.store.listing.ConversationSummary`)."""
     advance_conversation: Update
     """Sets ``last_seq``, ``head_seq``, ``branched``, ``revision`` and ``updated_at``."""
     set_header: Update

@@ -28,8 +28,22 @@ from convstore.blobs import StoredBlob
 from convstore.errors import BlobStorageError
 from convstore.limits import check_json_object, check_messages, check_text
 from convstore.model import Message
-from convstore.store import arguments, blob_io, branches, conversations, reads, writes
-from convstore.store.attachments import attachment_rows, store_files, written_times
+from convstore.store import (
+    appending,
+    arguments,
+    branches,
+    conversations,
+    header_lock,
+    reads,
+    writes,
+)
+from convstore.store.attachments import (
+    BlobContext,
+    attachment_rows,
+    namespace_of,
+    store_files,
+    written_times,
+)
 from convstore.store.writes import AppendPlan, BlobBeingCollectedError
 
 from ._tree import ConversationTree, in_tree_order
@@ -80,7 +94,7 @@ async def write_tree(
     check_text(tree.title, "title")
     check_json_object(tree.metadata, "metadata")
     check_messages([e.message for e in entries], max_attachment_size=store.blob_store.max_size)
-    blobs = store.blob_store.namespace(blob_io.namespace_of(store.dedupe, tenant))
+    blobs = store.blob_store.namespace(namespace_of(store.dedupe, tenant))
     for attempt in range(_COLLECTED_RETRIES):
         stored, stored_blobs = await store_files(blobs, [e.message for e in entries])
         target = _Target(
@@ -100,7 +114,7 @@ async def write_tree(
         except BlobBeingCollectedError as collected:
             if attempt < _COLLECTED_RETRIES - 1:
                 # As `append` does: wait for the collection to end, then store the bytes again.
-                await blob_io.wait_for_collection(store, collected.blobs)
+                await appending.wait_for_collection(BlobContext.of(store), collected.blobs)
     raise BlobStorageError(
         f"an attachment of conversation {tree.id!r} was being garbage-collected and could not be "
         "stored again; nothing of it was written: import again"
@@ -137,11 +151,11 @@ def _write(tx: Any, target: _Target, entries: list[_Entry], stored: Sequence[Mes
             return
         parent_seq = seqs[chain_parent] if chain_parent is not None else None
         if parent_seq is None:
-            lock = writes.lock(tx, cid, tenant, None)
+            lock = header_lock.lock(tx, cid, tenant, None)
             if lock.head_seq is not None:
                 # A second root: the batch must follow nothing, so the path is emptied first.
                 branches.move_head(tx, lock, None, now)
-                writes.advance(tx, lock, now)
+                header_lock.advance(tx, lock, now)
         shas = {f.attachment.sha256 for m in chain for f in m.files if f.attachment}
         used = [by_sha[s] for s in sorted(shas) if s in by_sha]
         plan = AppendPlan(
@@ -155,7 +169,7 @@ def _write(tx: Any, target: _Target, entries: list[_Entry], stored: Sequence[Mes
             namespace=namespace,
             written=written_times(used),
         )
-        result, _ = writes.append_messages(tx, plan)
+        result = writes.append_messages(tx, plan)
         for message in result:
             assert message.id is not None
             assert message.seq is not None
@@ -177,6 +191,6 @@ def _write(tx: Any, target: _Target, entries: list[_Entry], stored: Sequence[Mes
     flush()
     head = seqs.get(head_id) if written and head_id is not None else None
     # Usually the last path written ends at the head already (see `in_tree_order`).
-    if head is not None and writes.lock(tx, cid, tenant, None).head_seq != head:
+    if head is not None and header_lock.lock(tx, cid, tenant, None).head_seq != head:
         branches.switch_branch(tx, cid, tenant, head, None, now)
     return Written(created=created, messages=written, present=present, attachments=files)

@@ -1,10 +1,58 @@
 """The store: `ConversationStore`, the single write boundary, and the operations behind it.
 
-``writes`` and ``reads`` hold the operations as functions of one transaction; ``lifecycle``
-the tool-call state machine; ``attachments`` the blobs-before-rows step.
+The public face (each method checks its arguments, opens one transaction, calls one function):
+
+- ``conversation_store``: `ConversationStore`: messages, tool results, rendering, attachments,
+  export, erase and prune.
+- ``connection``: the backend, blob store and message cache of a store; open and close.
+- ``conversation_methods``: the methods on conversations as a whole (create, list, search,
+  update, delete).
+- ``history_methods``: the methods that edit a history (pop, truncate, fork, branches, compact).
+- ``arguments``: arguments checked and turned into model values, before any storage is touched.
+
+Writes, each a function of one transaction:
+
+- ``header_lock``: a write's hold on its conversation: lock the header row, advance its revision.
+- ``writes``: appending a batch against its stored path (blob references, branches), cancel,
+  compact, delete.
+- ``batch``: a batch as rows: its messages walked in order, every call's lifecycle decided.
+- ``conversations``: conversation headers: create, get-or-create, title, metadata, state patches.
+- ``branches``: undo, fork and switching branches; the lifecycles a moved head settles.
+- ``lifecycle``: the tool-call state machine, as pure functions.
+- ``appending``: the general append path: files into the blob store, then rows; gc retries.
+- ``lean_append``: SQLite's lean append (planned before the hop), falling back to ``writes``.
+- ``one_statement``: PostgreSQL's append in one statement, falling back to ``writes``.
+- ``planning``: planning an append's rows without running a statement (for the two above).
+- ``metadata_tags``: one tag row per metadata entry, so metadata filters are index ranges.
+
+Reads, each a function of one read transaction:
+
+- ``reads``: loading a path (or a window of it), messages by seq or id, branches, blob lookups.
+- ``listing``: conversation summaries, pages and cursors (``list_conversations``).
+- ``native``: the native records of a path, without building messages (integrations).
+- ``search``: full-text search over messages and conversation titles.
+- ``paths``: walking the message tree by parent pointers, only as far as a question needs.
+- ``message_cache``: decoded messages kept per (conversation, seq): a reload decodes only news.
+
+Blobs and the rest:
+
+- ``attachments``: attachment bytes: stored before the rows that reference them, read back.
+- ``maintenance``: garbage collection, ``fsck`` and recording the blob location.
+- ``export``: conversations and their blobs written to one zip archive.
+- ``restore``: an export archive restored, every conversation exactly as it was.
+- ``archive_rows``: a conversation's rows as portable JSON and back (export and restore).
+- ``erase``: every row of a tenant deleted in one transaction (``erase_tenant``).
+- ``prune``: conversations nobody wrote to within a period, deleted.
+- ``documents``: a whole conversation as one JSON document (``show --json``).
+- ``settings``: store-wide settings kept in the database (where the blobs live).
+- ``checkpoints``: LangGraph checkpoints kept with their conversations.
+- ``tools``: tool definitions kept with a conversation, in its metadata.
+- ``results``: what writes hand back beyond the stored values (`AppendResult`).
+- ``ids``: identifiers the store mints.
 """
 
 from convstore.store.conversation_store import DEFAULT_MAX_ATTACHMENT_SIZE, ConversationStore
+from convstore.store.listing import ConversationPage, ConversationSummary
 from convstore.store.maintenance import (
     FsckReport,
     GarbageReport,
@@ -13,7 +61,6 @@ from convstore.store.maintenance import (
     record_blob_location,
 )
 from convstore.store.native import NativeEntry, NativePath
-from convstore.store.reads import ConversationPage, ConversationSummary
 from convstore.store.results import AppendResult
 from convstore.store.search import SearchHit, SearchPage
 

@@ -45,7 +45,7 @@ _OUTPUT: TypeAdapter[ToolOutput] = TypeAdapter(ToolOutput)
 _METADATA = TypeAdapter(dict[str, JsonValue])
 
 
-def check_ref(conversation_id: str, tenant: str | None) -> None:
+def check_ref(conversation_id: str | None, tenant: str | None) -> None:
     """Refuse ids no database can look up alike (a longer one simply is not found)."""
     check_text(conversation_id, "conversation id")
     check_text(tenant, "tenant")

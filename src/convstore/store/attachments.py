@@ -1,25 +1,81 @@
-"""Moving file bytes out of messages and into the blob store, before any row is written.
+"""Attachment bytes: stored before the rows that reference them, read back hash-verified.
 
 Invariants:
 
 - Blobs first, rows second: every inline or pending `FilePart` of a batch (top level, or
   inside a `ContentOutput` result) is stored and swapped for an attachment reference before
-  the database transaction starts. If the transaction then fails, the blobs are left for
-  garbage collection; a row never points at a blob that is not there.
+  the database transaction starts (`store_files`). If the transaction then fails, the blobs
+  are left for garbage collection; a row never points at a blob that is not there.
 - Identical bytes in one batch are stored once; puts run concurrently.
 - Parts that already reference a blob, and external URIs, pass through untouched.
+- Bytes live in the namespace of the conversation's tenant (or the shared one, with global
+  deduplication or no tenant): `namespace_of`.
+- Reads are hash-verified. A tenant asking for bytes no conversation of its own references is
+  told "not found", worded the same whether or not anyone stored them.
+- Everything here works from a `BlobContext` (backend, blob store, dedupe mode), never the store.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal, Protocol
 
 from convstore.blobs import BlobStore, StoredBlob
+from convstore.db.backend import Backend
+from convstore.errors import AttachmentCorruptedError, AttachmentNotFoundError
 from convstore.model import AttachmentRef, ContentOutput, FilePart, Message, Part, ToolResultPart
+from convstore.store import reads
 
-__all__ = ["attachment_rows", "needs_storing", "store_files", "written_times"]
+__all__ = [
+    "BlobContext",
+    "attachment_rows",
+    "fetch_attachments",
+    "namespace_of",
+    "needs_storing",
+    "read_attachment",
+    "store_files",
+    "written_times",
+]
+
+_FETCH_CONCURRENCY = 16
+
+
+class _Store(Protocol):
+    """What `BlobContext.of` reads of a store (`ConversationStore` has it)."""
+
+    dedupe: Literal["tenant", "global"]
+
+    @property
+    def backend(self) -> Backend: ...
+
+    @property
+    def blob_store(self) -> BlobStore: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BlobContext:
+    """What attachment I/O needs of a store: its database, its blob store, its dedupe mode."""
+
+    backend: Backend
+    blobs: BlobStore
+    dedupe: Literal["tenant", "global"]
+
+    @classmethod
+    def of(cls, store: _Store) -> BlobContext:
+        """The context of an open store (`ClosedError` if it is not open)."""
+        return cls(store.backend, store.blob_store, store.dedupe)
+
+
+def namespace_of(dedupe: Literal["tenant", "global"], tenant: str | None) -> str:
+    """The blob namespace of a tenant's bytes (``""``: the shared one)."""
+    if tenant is None or dedupe == "global":
+        return ""
+    return hashlib.sha256(tenant.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def needs_storing(part: FilePart) -> bool:
@@ -111,3 +167,58 @@ def written_times(blobs: Sequence[StoredBlob]) -> dict[str, datetime]:
         if blob.written_at is not None:
             times[blob.sha256] = max(blob.written_at, times.get(blob.sha256, blob.written_at))
     return times
+
+
+async def fetch_attachments(
+    ctx: BlobContext,
+    conversation_id: str,
+    hashes: set[str],
+    missing: Literal["error", "placeholder"],
+) -> dict[str, bytes]:
+    """The bytes of ``hashes`` as a conversation references them, fetched concurrently."""
+    blobs = ctx.blobs
+    limit = asyncio.Semaphore(_FETCH_CONCURRENCY)
+    namespaces = (
+        await ctx.backend.read(lambda tx: reads.blob_namespaces(tx, conversation_id))
+        if hashes
+        else {}
+    )
+
+    async def fetch(sha: str) -> bytes | None:
+        async with limit:
+            try:
+                return await blobs.namespace(namespaces.get(sha, "")).get(sha)
+            except (AttachmentNotFoundError, AttachmentCorruptedError):
+                if missing == "error":
+                    raise
+                return None
+
+    ordered = sorted(hashes)
+    results = await asyncio.gather(*(fetch(sha) for sha in ordered))  # raises the first error
+    return {sha: data for sha, data in zip(ordered, results, strict=True) if data is not None}
+
+
+async def read_attachment(ctx: BlobContext, part: FilePart, tenant: str | None) -> bytes:
+    """The bytes of a stored file part, hash-verified (see `ConversationStore.read_attachment`)."""
+    assert part.attachment is not None
+    sha = part.attachment.sha256
+    namespaces = await ctx.backend.read(lambda tx: reads.attachment_namespaces(tx, sha, tenant))
+    if not namespaces:
+        if tenant is not None:
+            # Not referenced by any conversation the caller may see: said without a storage
+            # path, which would tell where (and whether) someone else keeps these bytes.
+            raise AttachmentNotFoundError.not_visible(sha)
+        # A trusted caller may read bytes this database does not reference (a conversation
+        # exported from another database on the same storage): look in every namespace.
+        namespaces = await ctx.blobs.namespaces()
+    # The same bytes may be referenced from several namespaces (tenants): any copy will do.
+    for namespace in namespaces[:-1]:
+        with contextlib.suppress(AttachmentNotFoundError):
+            return await ctx.blobs.namespace(namespace).get(sha)
+    try:
+        return await ctx.blobs.namespace(namespaces[-1]).get(sha)
+    except AttachmentNotFoundError as exc:
+        if tenant is None:
+            raise
+        # Worded as for another tenant's: a tenant learns nothing from the difference.
+        raise AttachmentNotFoundError.not_visible(sha) from exc

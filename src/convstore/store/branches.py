@@ -36,12 +36,12 @@ from datetime import datetime
 from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError
 from convstore.model import Conversation, Message, Role, ToolCallStatus, ToolResultPart
+from convstore.store.header_lock import Header, advance, lock, new_revision
 from convstore.store.ids import new_id
 from convstore.store.lifecycle import status_for
 from convstore.store.metadata_tags import write_tags
 from convstore.store.paths import diverge, walk_up
 from convstore.store.reads import load_conversation, messages_at, path_seqs
-from convstore.store.writes import Header, advance, lock, new_revision
 
 __all__ = ["fork", "move_head", "pop", "settle", "switch_branch", "truncate"]
 

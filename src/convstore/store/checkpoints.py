@@ -22,7 +22,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import JsonValue
 
@@ -38,10 +38,9 @@ from convstore.limits import (
     check_text,
 )
 from convstore.model import Message
-from convstore.store import arguments, blob_io
-
-if TYPE_CHECKING:
-    from convstore.store.conversation_store import ConversationStore
+from convstore.store import appending, arguments
+from convstore.store.attachments import BlobContext
+from convstore.store.connection import StoreConnection
 
 __all__ = [
     "MESSAGES_VALUE_TYPE",
@@ -136,7 +135,7 @@ class CheckpointRecord:
 class Checkpoints:
     """The checkpoint tables of one store (``store.checkpoints``)."""
 
-    def __init__(self, store: ConversationStore) -> None:
+    def __init__(self, store: StoreConnection) -> None:
         self._store = store
 
     def _statements(self) -> CheckpointStatements:
@@ -245,8 +244,8 @@ class Checkpoints:
             last_seq = tx.fetch(stmts.conversation_tenant, {"cid": conversation_id})[0][1]
             put(tx, range(last_seq - len(batch) + 1, last_seq + 1), appended=True)
 
-        stored, _ = await blob_io.write_batch(
-            self._store,
+        stored = await appending.append_batch(
+            BlobContext.of(self._store),
             conversation_id,
             batch,
             also=put_after_append,

@@ -6,8 +6,8 @@ Invariants:
   `ClosedError` outside it. `close` is idempotent and may race an `open` in progress.
 - The blob location is recorded in the database the first time a store opens it; a store
   opened without ``blobs=`` uses the recorded one (see `convstore.store.settings`).
-- `blob_context` is the narrow view blob I/O works with (backend, blob store, dedupe mode),
-  never the store itself.
+- Blob I/O works with a narrow view of the store (`convstore.store.attachments.BlobContext`:
+  backend, blob store, dedupe mode), never the store itself.
 """
 
 from __future__ import annotations
@@ -133,6 +133,15 @@ class StoreConnection:
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+    def _check_ref(self, conversation_id: str | None, tenant: str | None) -> None:
+        """The preamble of every method that names a conversation.
+
+        The store is open, and the id and tenant are strings every database looks up alike
+        (`arguments.check_ref`).
+        """
+        self._require_open()
+        arguments.check_ref(conversation_id, tenant)
 
     def _require_open(self) -> BlobStore:
         if self._blobs is None:

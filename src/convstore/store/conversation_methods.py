@@ -14,10 +14,10 @@ from typing import Any
 
 from convstore.limits import MAX_LIST_LIMIT, check_count, check_text
 from convstore.model import Conversation, Role
-from convstore.store import arguments, conversations, reads, search, writes
+from convstore.store import arguments, conversations, listing, search, writes
 from convstore.store.connection import StoreConnection
 from convstore.store.conversations import UNSET
-from convstore.store.reads import ConversationPage, ConversationSummary
+from convstore.store.listing import ConversationPage, ConversationSummary
 from convstore.store.search import SearchPage
 
 __all__ = ["ConversationMethods"]
@@ -75,9 +75,8 @@ class ConversationMethods(StoreConnection):
 
         Returns the conversation's header (no messages loaded).
         """
-        self._require_open()
+        self._check_ref(conversation_id, tenant)
         changes: dict[str, Any] = {}
-        arguments.check_ref(conversation_id, tenant)
         if title is not UNSET:
             check_text(title, "title")
             changes["title"] = title
@@ -103,9 +102,8 @@ class ConversationMethods(StoreConnection):
         ``null`` deletes a key, nested objects merge, anything else replaces. Returns the
         header (no messages loaded) with the new ``state`` and ``revision``.
         """
-        self._require_open()
+        self._check_ref(conversation_id, tenant)
         checked = arguments.state_patch(patch)
-        arguments.check_ref(conversation_id, tenant)
         now = arguments.now()
         return await self._backend.write(
             lambda tx: conversations.update_header(
@@ -131,7 +129,7 @@ class ConversationMethods(StoreConnection):
         check_count(limit, "limit", maximum=MAX_LIST_LIMIT)
         wanted = None if metadata is None else arguments.json_object(metadata, "metadata filter")
         return await self._backend.read(
-            lambda tx: reads.list_conversations(tx, tenant, limit, cursor, wanted)
+            lambda tx: listing.list_conversations(tx, tenant, limit, cursor, wanted)
         )
 
     async def search(
@@ -174,8 +172,7 @@ class ConversationMethods(StoreConnection):
         expected_revision: str | None = None,
     ) -> None:
         """Delete a conversation and everything in it; its blobs become collectable."""
-        self._require_open()
-        arguments.check_ref(conversation_id, tenant)
+        self._check_ref(conversation_id, tenant)
         await self._backend.write(
             lambda tx: writes.delete_conversation(tx, conversation_id, tenant, expected_revision)
         )
@@ -187,8 +184,7 @@ class ConversationMethods(StoreConnection):
 
         A missing conversation, or one of another tenant, raises `ConversationNotFoundError`.
         """
-        self._require_open()
-        arguments.check_ref(conversation_id, tenant)
+        self._check_ref(conversation_id, tenant)
         return await self._backend.read(
-            lambda tx: reads.get_conversation(tx, conversation_id, tenant)
+            lambda tx: listing.get_conversation(tx, conversation_id, tenant)
         )

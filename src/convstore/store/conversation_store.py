@@ -30,6 +30,7 @@ from convstore.limits import (
     check_count,
     check_key,
     check_messages,
+    check_seq,
     check_text,
 )
 from convstore.model import (
@@ -45,13 +46,15 @@ from convstore.model import (
 from convstore.progress import Progress, silent
 from convstore.rendering import Rendered, render
 from convstore.store import (
+    appending,
     arguments,
-    blob_io,
+    attachments,
     conversations,
     lean_append,
     native,
     reads,
 )
+from convstore.store.attachments import BlobContext
 from convstore.store.checkpoints import Checkpoints
 from convstore.store.connection import (
     DEFAULT_BLOB_TIMEOUT,
@@ -156,15 +159,16 @@ class ConversationStore(ConversationMethods, HistoryMethods):
             `AppendResult`: a list whose ``revision`` is the conversation's new revision (for
             an empty batch, or a replayed idempotency key, the current one).
         """
-        arguments.check_ref(conversation_id, tenant)
+        self._check_ref(conversation_id, tenant)
         check_key(idempotency_key, "idempotency key")
         batch = arguments.as_messages(messages)
-        if parent_seq is not None and (
-            isinstance(parent_seq, bool) or not isinstance(parent_seq, int) or parent_seq < 1
-        ):
-            raise InvalidInputError("parent_seq is the seq of a message of the conversation")
+        check_seq(parent_seq, "parent_seq")
         patches = arguments.state_patches(conversation_id, state_patches)
-        also = conversations.state_patcher(conversation_id, patches, arguments.now())
+        also = (
+            conversations.state_patcher(conversation_id, patches, arguments.now())
+            if patches
+            else None
+        )
         if metadata is not None:
             checked = arguments.stored_object(metadata, "metadata")
             also = conversations.metadata_setter(
@@ -200,8 +204,8 @@ class ConversationStore(ConversationMethods, HistoryMethods):
                     self._messages.put_appended(conversation_id, appended)
                 return appended
         try:
-            stored, _ = await blob_io.write_batch(
-                self,
+            stored = await appending.append_batch(
+                BlobContext.of(self),
                 conversation_id,
                 batch,
                 tenant=tenant,
@@ -212,7 +216,7 @@ class ConversationStore(ConversationMethods, HistoryMethods):
                 also=also,
             )
         except NoChange as replay:
-            replayed: AppendResult = replay.value[0]
+            replayed: AppendResult = replay.value
             return replayed
         if self._messages is not None:
             self._messages.put_appended(conversation_id, stored)
@@ -240,11 +244,10 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         another branch is unanswered there), and the result's ``head_seq`` is N. A seq that is
         not a message of the conversation raises `MessageNotFoundError`.
         """
-        self._require_open()
-        arguments.check_ref(conversation_id, tenant)
+        self._check_ref(conversation_id, tenant)
         check_count(last, "last")
-        check_count(before_seq, "before_seq")
-        check_count(head_seq, "head_seq")
+        check_seq(before_seq, "before_seq", minimum=0)
+        check_seq(head_seq, "head_seq", minimum=0)
         cache = self._messages
         return await self._backend.read(
             lambda tx: reads.load_conversation(
@@ -270,8 +273,7 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         not (no record, or another format's); plus the ``revision``, ``head_seq`` and
         ``metadata`` the read saw. ``last=N``: only the newest N messages of the path.
         """
-        self._require_open()
-        arguments.check_ref(conversation_id, tenant)
+        self._check_ref(conversation_id, tenant)
         if format is None:
             raise InvalidInputError("format is the NativeRecord.format to read")
         check_text(format, "format", max_length=64)
@@ -292,7 +294,8 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         Without ``conversation_id``, searched in every conversation (of ``tenant``); if several
         hold it, the newest wins. `MessageNotFoundError` when there is none.
         """
-        self._require_open()
+        self._check_ref(conversation_id, tenant)
+        check_text(message_id, "message id")
         return await self._backend.read(
             lambda tx: reads.find_message(tx, message_id, conversation_id, tenant)
         )
@@ -309,10 +312,9 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         A seq the conversation does not hold (never stored, or popped) raises
         `MessageNotFoundError`; a missing conversation `ConversationNotFoundError`.
         """
-        self._require_open()
-        arguments.check_ref(conversation_id, tenant)
+        self._check_ref(conversation_id, tenant)
         for seq in seqs:
-            check_count(seq, "seq")
+            check_seq(seq, "seq", minimum=0)
         wanted = list(seqs)
         return await self._backend.read(
             lambda tx: reads.messages_by_seq(tx, conversation_id, tenant, wanted)
@@ -339,25 +341,22 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         (validated as that output), or any other JSON value, stored as a `JsonOutput` (as
         `Message.tool_result` does).
         """
-        arguments.check_ref(conversation_id, tenant)
+        self._check_ref(conversation_id, tenant)
         check_key(call_id, "call id")
         output = arguments.as_output(output)
         result = Message(role=Role.TOOL, parts=[ToolResultPart(call_id=call_id, output=output)])
         check_messages([result], max_attachment_size=self.blob_store.max_size)
         try:
-            _, call = await blob_io.write_batch(
-                self,
+            return await appending.complete_batch(
+                BlobContext.of(self),
                 conversation_id,
-                [result],
+                result,
                 tenant=tenant,
-                completion=True,
                 expected_revision=expected_revision,
             )
         except NoChange as unchanged:
             same: ToolCall = unchanged.value
             return same
-        assert call is not None  # completion mode always reports the call
-        return call
 
     # -- rendering ------------------------------------------------------------------------------
 
@@ -389,8 +388,8 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         is loaded so the window can reach back to the system prompt and the compaction.
         ``head_seq=N`` renders the path root → N of any branch (see `load`).
         """
-        if last is not None and last < 0:
-            raise InvalidInputError("last must be zero or positive")
+        self._check_ref(conversation_id, tenant)
+        check_count(last, "last")
         conversation = await self.load(conversation_id, tenant=tenant, head_seq=head_seq)
         if tools is None:
             tools = stored_tools(conversation)
@@ -401,8 +400,8 @@ class ConversationStore(ConversationMethods, HistoryMethods):
             compaction=conversation.compaction,
             last=last,
         )
-        fetched = await blob_io.fetch_attachments(
-            self, conversation_id, needed, missing_attachments
+        fetched = await attachments.fetch_attachments(
+            BlobContext.of(self), conversation_id, needed, missing_attachments
         )
         return render(
             conversation,
@@ -423,12 +422,13 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         With ``tenant``, the attachment must be referenced by a conversation of that tenant;
         otherwise it is reported as not found.
         """
+        self._require_open()
         check_text(tenant, "tenant")
         if part.data is not None:
             return part.data
         if part.attachment is None:
             raise InvalidInputError("only stored or inline file parts have bytes to read")
-        return await blob_io.read_attachment(self, part, tenant)
+        return await attachments.read_attachment(BlobContext.of(self), part, tenant)
 
     # -- data in and out ------------------------------------------------------------------------
 

@@ -21,9 +21,9 @@ from convstore.db.mapping import decode_conversation
 from convstore.db.tx import Tx
 from convstore.errors import ConversationNotFoundError
 from convstore.model import Conversation
+from convstore.store.header_lock import Header, lock, new_revision
 from convstore.store.metadata_tags import replace_tags, write_tags
 from convstore.store.reads import conversation_tenant
-from convstore.store.writes import Header, lock, new_revision
 
 __all__ = [
     "UNSET",

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from convstore.blobs import BlobStore
     from convstore.db.backend import Backend
     from convstore.model import Conversation
-    from convstore.store.reads import ConversationSummary
+    from convstore.store.listing import ConversationSummary
 
 
 class ConversationReader(Protocol):

@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from convstore.db.tx import Tx
-from convstore.errors import InvalidInputError
-from convstore.limits import check_count, check_text
+from convstore.limits import check_seq, check_text
 from convstore.model import Branch, Compaction, Conversation, Message
 from convstore.store import arguments, branches, conversations, reads, writes
 from convstore.store.connection import StoreConnection
@@ -37,7 +36,7 @@ class HistoryMethods(StoreConnection):
         that made calls removes them. A message other branches run through is kept for them
         (only the head moves). An empty path raises `InvalidInputError`.
         """
-        self._require_open()
+        self._check_ref(conversation_id, tenant)
         now = arguments.now()
         return await self._backend.write(
             lambda tx: branches.pop(tx, conversation_id, tenant, expected_revision, now)
@@ -55,9 +54,8 @@ class HistoryMethods(StoreConnection):
 
         Returns the removed messages, newest first.
         """
-        self._require_open()
-        if isinstance(after_seq, bool) or not isinstance(after_seq, int) or after_seq < 0:
-            raise InvalidInputError("after_seq must be a non-negative integer")
+        self._check_ref(conversation_id, tenant)
+        check_seq(after_seq, "after_seq", minimum=0)
         now = arguments.now()
         return await self._backend.write(
             lambda tx: branches.truncate(
@@ -78,10 +76,8 @@ class HistoryMethods(StoreConnection):
         Messages keep their ``seq`` and ``id``; attachments are shared by hash, never copied.
         Returns the new conversation's header (no messages loaded).
         """
-        self._require_open()
-        if isinstance(at_seq, bool) or not isinstance(at_seq, int) or at_seq < 1:
-            raise InvalidInputError("at_seq is the seq of a message on the active path")
-        arguments.check_ref(conversation_id, tenant)
+        self._check_ref(conversation_id, tenant)
+        check_seq(at_seq, "at_seq")
         check_text(title, "title")
         now = arguments.now()
         return await self._backend.write(
@@ -90,7 +86,7 @@ class HistoryMethods(StoreConnection):
 
     async def branches(self, conversation_id: str, *, tenant: str | None = None) -> list[Branch]:
         """The tips of the conversation's message tree, by ``head_seq``; the active one marked."""
-        self._require_open()
+        self._check_ref(conversation_id, tenant)
         return await self._backend.read(lambda tx: reads.branches(tx, conversation_id, tenant))
 
     async def switch_branch(
@@ -106,9 +102,8 @@ class HistoryMethods(StoreConnection):
 
         ``metadata``, when given, replaces the conversation's metadata in the same transaction.
         """
-        self._require_open()
-        if isinstance(head_seq, bool) or not isinstance(head_seq, int) or head_seq < 1:
-            raise InvalidInputError("head_seq is the seq of a message of the conversation")
+        self._check_ref(conversation_id, tenant)
+        check_seq(head_seq, "head_seq")
         now = arguments.now()
         also = None
         if metadata is not None:
@@ -130,8 +125,7 @@ class HistoryMethods(StoreConnection):
         expected_revision: str | None = None,
     ) -> list[str]:
         """Move every pending call of the active path to ``cancelled``; the ids it cancelled."""
-        self._require_open()
-        arguments.check_ref(conversation_id, tenant)
+        self._check_ref(conversation_id, tenant)
         now = arguments.now()
         return await self._backend.write(
             lambda tx: writes.cancel_pending(tx, conversation_id, tenant, now, expected_revision)
@@ -150,9 +144,8 @@ class HistoryMethods(StoreConnection):
 
         Non-destructive: every message stays stored and loadable.
         """
-        self._require_open()
-        arguments.check_ref(conversation_id, tenant)
-        check_count(through_seq, "through_seq")
+        self._check_ref(conversation_id, tenant)
+        check_seq(through_seq, "through_seq", minimum=0)
         check_text(summary, "summary")
         now = arguments.now()
         return await self._backend.write(

@@ -31,7 +31,7 @@ from convstore.db.statements import Statements
 from convstore.db.tx import SqliteCodec, Tx
 from convstore.errors import ConvstoreError
 from convstore.model import Message, ToolCallStatus
-from convstore.store import writes
+from convstore.store import header_lock, writes
 from convstore.store.planning import PlanningTx, planning_cannot_decide
 from convstore.store.results import AppendResult
 from convstore.store.writes import AppendPlan, OnConflict
@@ -55,7 +55,7 @@ class LeanAppend:
         """Write the batch in ``tx``; the stored messages with the new revision."""
         plan, batch = self.plan, self.batch
         cid = plan.conversation_id
-        header = writes.lock(tx, cid, plan.tenant, plan.expected_revision)
+        header = header_lock.lock(tx, cid, plan.tenant, plan.expected_revision)
         earlier = list(batch.db_calls)
         if plan.parent_seq not in (None, header.head_seq) or (header.branched and earlier):
             return self._general(tx)
@@ -65,7 +65,7 @@ class LeanAppend:
         first, parent = header.last_seq + 1, header.head_seq
         batch.placed(tx, header.last_seq, parent).write()
         header.last_seq = header.head_seq = header.last_seq + len(plan.messages)
-        revision = writes.advance(tx, header, plan.now)
+        revision = header_lock.advance(tx, header, plan.now)
         return writes.stored_copies(plan.messages, cid, first, parent, plan.now, revision)
 
     def _all_open(self, tx: Tx, call_ids: list[str]) -> bool:
@@ -77,8 +77,7 @@ class LeanAppend:
         return all(row[6] in _OPEN for row in found)
 
     def _general(self, tx: Tx) -> AppendResult:
-        stored, _ = writes.append_messages(tx, self.plan)
-        return stored
+        return writes.append_messages(tx, self.plan)
 
 
 def plan(

@@ -27,7 +27,7 @@ from convstore.db.pg_append import SQL, OneStatementAppend
 from convstore.db.postgres import PostgresBackend
 from convstore.db.tx import Codec
 from convstore.errors import ConvstoreError
-from convstore.store import writes
+from convstore.store import header_lock, writes
 from convstore.store.planning import PlanningTx, planning_cannot_decide
 from convstore.store.results import AppendResult
 from convstore.store.writes import AppendPlan
@@ -65,7 +65,6 @@ def eligible(backend: object, plan: AppendPlan) -> bool:
         and backend.dialect_name == "postgresql"
         and plan.parent_seq is None
         and plan.idempotency_key is None
-        and not plan.completion
         and not plan.attachments
         and not any(m.files for m in plan.messages)
         and not planning_cannot_decide(plan.messages)
@@ -80,7 +79,7 @@ async def append_in_one_statement(
         batch = writes.plan_batch(PlanningTx(backend.statements, _CODEC), plan)
     except ConvstoreError:
         return None  # the general path raises it, after the checks that come first
-    revision = writes.new_revision()
+    revision = header_lock.new_revision()
     append = OneStatementAppend(
         cid=plan.conversation_id,
         tenant=plan.tenant,

@@ -15,14 +15,9 @@ Invariants:
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
-
-from pydantic_core import from_json, to_json
 
 from convstore.db.mapping import (
     decode_compactions,
@@ -31,9 +26,8 @@ from convstore.db.mapping import (
     new_tool_call,
     outputs_of,
 )
-from convstore.db.statements import list_page
-from convstore.db.tx import Codec, Row, Statement, Tx
-from convstore.errors import ConversationNotFoundError, InvalidInputError, MessageNotFoundError
+from convstore.db.tx import Row, Statement, Tx
+from convstore.errors import ConversationNotFoundError, MessageNotFoundError
 from convstore.model import (
     Branch,
     Conversation,
@@ -46,18 +40,13 @@ from convstore.model import (
 )
 from convstore.store.lifecycle import path_lifecycles
 from convstore.store.message_cache import MessageCache
-from convstore.store.metadata_tags import tags_of
 
 __all__ = [
-    "ConversationPage",
-    "ConversationSummary",
     "attachment_namespaces",
     "blob_namespaces",
     "branches",
     "conversation_tenant",
     "find_message",
-    "get_conversation",
-    "list_conversations",
     "load_conversation",
     "messages_at",
     "messages_by_seq",
@@ -71,35 +60,6 @@ _NO_LIMIT = 2**62
 # which the per-message loops of a load would pay hundreds of times.
 _ASSISTANT: Final = Role.ASSISTANT
 _TOOL: Final = Role.TOOL
-
-
-@dataclass(frozen=True, slots=True)
-class ConversationSummary:
-    """A conversation's header, without its messages."""
-
-    id: str
-    title: str | None
-    tenant: str | None
-    metadata: dict[str, Any]
-    message_count: int
-    """Messages stored, on every branch."""
-    created_at: datetime
-    updated_at: datetime
-    revision: str = ""
-    cursor: str = ""
-    """Pass as ``cursor=`` to list the conversations after this one."""
-
-
-class ConversationPage(list[ConversationSummary]):
-    """One page of `list_conversations`: a list, plus where the next page starts."""
-
-    next_cursor: str | None = None
-    """The cursor of the next page; ``None`` on the last page."""
-
-    @property
-    def has_more(self) -> bool:
-        """Whether another page follows."""
-        return self.next_cursor is not None
 
 
 def messages_at(tx: Tx, cid: str, seqs: Iterable[int]) -> list[Message]:
@@ -414,80 +374,6 @@ def _load_other_path(
 
 def _as_is(value: Any) -> Any:
     return value
-
-
-def encode_cursor(created_at: datetime, cid: str) -> str:
-    """An opaque cursor for the listing position of one conversation."""
-    raw = to_json([created_at.isoformat(), cid])
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> tuple[datetime, str]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        created, cid = from_json(base64.urlsafe_b64decode(padded.encode("ascii")))
-        return datetime.fromisoformat(created), str(cid)
-    except (ValueError, TypeError, binascii.Error, UnicodeError) as exc:
-        raise InvalidInputError(f"not a list_conversations cursor: {cursor!r}") from exc
-
-
-def list_conversations(
-    tx: Tx,
-    tenant: str | None,
-    limit: int,
-    cursor: str | None = None,
-    metadata: Mapping[str, Any] | None = None,
-) -> ConversationPage:
-    """Conversations, newest first (by creation, then id), ``limit`` at a time.
-
-    Creation order never changes, so a walk by cursor sees every conversation that existed
-    when it started exactly once, however the others are written meanwhile. One statement per
-    page (`convstore.db.statements.list_page`): an index range whatever the page's depth, the
-    metadata filter included, so a read never holds its snapshot across pages.
-    """
-    codec = tx.codec
-    tags = tags_of(metadata)
-    params: dict[str, Any] = {"for_tenant": tenant, "limit": limit + 1}
-    params.update({f"tag{i}": t for i, t in enumerate(tags)})
-    if cursor is not None:
-        after_created, params["after_id"] = _decode_cursor(cursor)
-        params["after_created"] = codec.dump_time(after_created)
-    stmt = list_page(
-        tenant_scoped=tenant is not None, after_cursor=cursor is not None, tags=len(tags)
-    )
-    page = ConversationPage()
-    for row in tx.fetch(stmt, params):
-        page.append(_summary(row, codec))
-    if len(page) > limit:
-        del page[limit:]
-        page.next_cursor = page[-1].cursor if page else None
-    return page
-
-
-def _summary(row: Row, codec: Codec) -> ConversationSummary:
-    """A `ConversationSummary` from a ``select_summary`` or listing row."""
-    (cid, tenant, title, meta, _last, created, updated, _state, _head, revision, _branched,
-     count) = row  # fmt: skip
-    created_at = codec.load_time(created)
-    return ConversationSummary(
-        id=cid,
-        title=title,
-        tenant=tenant,
-        metadata=codec.load_json(meta) or {},
-        message_count=count,
-        created_at=created_at,
-        updated_at=codec.load_time(updated),
-        revision=revision,
-        cursor=encode_cursor(created_at, cid),
-    )
-
-
-def get_conversation(tx: Tx, cid: str, tenant: str | None) -> ConversationSummary:
-    """The header of one conversation; `ConversationNotFoundError` if it is not visible."""
-    rows = tx.fetch(tx.statements.select_summary.pick(tenant), {"cid": cid, "for_tenant": tenant})
-    if not rows:
-        raise ConversationNotFoundError(cid)
-    return _summary(rows[0], tx.codec)
 
 
 def find_message(

@@ -36,8 +36,9 @@ from convstore.db import schema
 from convstore.db.tx import Tx
 from convstore.errors import BlobStorageError, MalformedExportError
 from convstore.progress import Progress, silent
-from convstore.store import arguments, blob_io, writes
+from convstore.store import appending, arguments, writes
 from convstore.store.archive_rows import ArchiveRows, read_archive, restore_rows
+from convstore.store.attachments import BlobContext, namespace_of
 from convstore.store.export import EXPORT_FORMAT, EXPORT_VERSION, MANIFEST
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ async def _restore_one(
             "the conversation has no id", position=f"{archive.path}, {member}"
         )
     owner = tenant if tenant is not None else header.get("tenant")
-    blobs = store.blob_store.namespace(blob_io.namespace_of(store.dedupe, owner))
+    blobs = store.blob_store.namespace(namespace_of(store.dedupe, owner))
     _retarget(rows, tenant, blobs.namespace_name)
     digests = sorted({str(r.get("sha256")) for r in rows.get(schema.blob_refs.name, [])})
     if await store.backend.read(lambda tx: _held(tx, cid)):
@@ -210,7 +211,7 @@ async def _restore_one(
         try:
             counts = await store.backend.write(write)
         except writes.BlobBeingCollectedError as collected:
-            await blob_io.wait_for_collection(store, collected.blobs)
+            await appending.wait_for_collection(BlobContext.of(store), collected.blobs)
             continue
         if counts is None:
             report.present += 1

@@ -1,0 +1,187 @@
+"""The general write path of messages: their files into the blob store, then their rows.
+
+`append_batch` (``append``, checkpoint writes) and `complete_batch` (``complete_tool_call``)
+store a batch's file bytes first (`convstore.store.attachments`), then write its rows in one
+transaction (`convstore.store.writes`). The store's lean SQLite path
+(`convstore.store.lean_append`) comes before this one and falls back to it.
+
+Invariants:
+
+- A batch whose transaction finds garbage collection deleting (or having deleted, after this
+  batch's put) one of its blobs is rolled back; its bytes are stored again once the collection
+  is over, and it is retried. It never commits a reference to deleted bytes.
+- A batch without files, idempotency key, branch or extra work may go out as one statement on
+  PostgreSQL (`convstore.store.one_statement`), which declines whatever it cannot decide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from convstore.db.tx import Tx
+from convstore.errors import BlobStorageError
+from convstore.model import Message, ToolCall
+from convstore.store import arguments, one_statement, reads, writes
+from convstore.store.attachments import (
+    BlobContext,
+    attachment_rows,
+    namespace_of,
+    needs_storing,
+    store_files,
+    written_times,
+)
+from convstore.store.results import AppendResult
+from convstore.store.writes import AppendPlan, OnConflict
+
+__all__ = ["append_batch", "complete_batch", "wait_for_collection"]
+
+_T = TypeVar("_T")
+
+_COLLECTED_RETRIES = 3
+_STALE_TOMBSTONE = 60.0
+"""Seconds after which a garbage collector's mark on a blob is taken for a dead collector's."""
+
+
+async def append_batch(
+    ctx: BlobContext,
+    conversation_id: str,
+    batch: list[Message],
+    *,
+    tenant: str | None,
+    idempotency_key: str | None = None,
+    on_conflict: OnConflict = "raise",
+    expected_revision: str | None = None,
+    parent_seq: int | None = None,
+    also: Callable[[Tx], None] | None = None,
+) -> AppendResult:
+    """Store the batch (files, then rows); its stored copies.
+
+    ``also(tx)`` runs after the rows in the same transaction (`append`'s ``state_patches``, a
+    checkpoint). A replayed idempotency key raises `convstore.store.writes.NoChange`.
+    """
+
+    def write(tx: Tx, plan: AppendPlan) -> AppendResult:
+        stored = writes.append_messages(tx, plan)
+        if also is not None:
+            also(tx)
+        return stored
+
+    async def in_one_statement(plan: AppendPlan) -> AppendResult | None:
+        if also is None and one_statement.eligible(ctx.backend, plan):
+            return await one_statement.append_in_one_statement(ctx.backend, plan)  # type: ignore[arg-type]
+        return None
+
+    return await _write_batch(
+        ctx,
+        AppendPlan(
+            conversation_id=conversation_id,
+            messages=batch,
+            attachments=[],
+            now=arguments.now(),  # each attempt stamps its own
+            tenant=tenant,
+            idempotency_key=idempotency_key,
+            on_conflict=on_conflict,
+            expected_revision=expected_revision,
+            parent_seq=parent_seq,
+        ),
+        write,
+        in_one_statement,
+    )
+
+
+async def complete_batch(
+    ctx: BlobContext,
+    conversation_id: str,
+    result: Message,
+    *,
+    tenant: str | None,
+    expected_revision: str | None,
+) -> ToolCall:
+    """Store a tool-result message and complete its call (`writes.complete_call`); the call."""
+    plan = AppendPlan(
+        conversation_id=conversation_id,
+        messages=[result],
+        attachments=[],
+        now=arguments.now(),
+        tenant=tenant,
+        expected_revision=expected_revision,
+    )
+    return await _write_batch(ctx, plan, writes.complete_call, None)
+
+
+async def _write_batch(
+    ctx: BlobContext,
+    given: AppendPlan,
+    write: Callable[[Tx, AppendPlan], _T],
+    first_try: Callable[[AppendPlan], Awaitable[_T | None]] | None,
+) -> _T:
+    """``write`` the plan after storing its messages' files; retried if gc collects a blob.
+
+    ``first_try`` may write the plan another way first (returning ``None`` when it did not).
+    """
+    backend, blobs = ctx.backend, ctx.blobs
+    cid = given.conversation_id
+    if any(needs_storing(f) for m in given.messages for f in m.files):
+        tenant = given.tenant
+        if tenant is None:
+            tenant = await backend.read(lambda tx: reads.conversation_tenant(tx, cid))
+        blobs = blobs.namespace(namespace_of(ctx.dedupe, tenant))
+    for attempt in range(_COLLECTED_RETRIES):
+        stored_messages, stored_blobs = await store_files(blobs, given.messages)
+        plan = AppendPlan(
+            conversation_id=cid,
+            messages=stored_messages,
+            attachments=attachment_rows(stored_blobs),
+            now=arguments.now(),
+            tenant=given.tenant,
+            idempotency_key=given.idempotency_key,
+            on_conflict=given.on_conflict,
+            expected_revision=given.expected_revision,
+            parent_seq=given.parent_seq,
+            namespace=blobs.namespace_name,
+            written=written_times(stored_blobs),
+        )
+        if first_try is not None:
+            done = await first_try(plan)
+            if done is not None:
+                return done
+
+        def run(tx: Tx, plan: AppendPlan = plan) -> _T:
+            return write(tx, plan)
+
+        try:
+            return await backend.write(run)
+        except writes.BlobBeingCollectedError as collected:
+            if attempt == _COLLECTED_RETRIES - 1:
+                break
+            # Wait for the collection to end, then store the bytes again (above).
+            await wait_for_collection(ctx, collected.blobs)
+    raise BlobStorageError(
+        "an attachment of this append was being garbage-collected and could not be stored "
+        "again; nothing was written: retry the append"
+    )
+
+
+async def wait_for_collection(ctx: BlobContext, blobs: list[tuple[str, str]]) -> None:
+    """Wait until garbage collection has finished with ``blobs`` (namespace, digest).
+
+    A collector holds its mark for one stat and one delete; a mark older than
+    `_STALE_TOMBSTONE` was left by a collector that died: whether it deleted the bytes is
+    unknown, so they are taken as deleted now and the retry stores them again.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + _STALE_TOMBSTONE
+    delay = 0.01
+    while await ctx.backend.read(lambda tx: reads.tombstoned(tx, blobs)):
+        if loop.time() > deadline:
+            await _take_as_deleted(ctx, blobs)
+            return
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+async def _take_as_deleted(ctx: BlobContext, blobs: list[tuple[str, str]]) -> None:
+    now = await ctx.blobs.storage_now()
+    await ctx.backend.write(lambda tx: writes.finish_tombstones(tx, blobs, now))
