@@ -7,6 +7,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
@@ -320,14 +321,19 @@ async def test_gc_never_deletes_referenced_or_young_blobs(
         assert sha is not None
         await raw.make_stale(store.blob_store.key(sha))
     # Unreferenced but young: as if stored by an append whose rows are not committed yet.
+    # The cutoff is pinned 1.5 s before this put (between it and the stale blobs, 2.1 s or an
+    # hour older), however long each collection then takes: S3's clock has one-second steps.
+    cutoff = time.time() - 1.5
     young_blob = await store.blob_store.put(b"\x89PNG\r\n\x1a\nyoung" + os.urandom(64))
-    grace = timedelta(seconds=2)
 
-    dry = await collect_garbage(store, grace=grace, dry_run=True)
+    def grace() -> timedelta:
+        return timedelta(seconds=time.time() - cutoff)
+
+    dry = await collect_garbage(store, grace=grace(), dry_run=True)
     assert dry.deleted == [only_dropped.sha256]
     assert len(blob_keys(raw)) == 3
 
-    report = await collect_garbage(store, grace=grace)
+    report = await collect_garbage(store, grace=grace())
     assert report.deleted == [only_dropped.sha256]
     assert report.young == 1 and report.referenced == 1
     assert await store.blob_store.exists(young_blob.sha256)

@@ -360,10 +360,25 @@ class SqliteBackend:
         """Connect and check (or, for a new database, create) the schema."""
         await self.connect()
         try:
-            await self._call(self._require_writer(), _prepare_schema, self._auto_migrate)
+            await self._check_schema()
         except BaseException:
             await self.close()
             raise
+
+    async def _check_schema(self) -> None:
+        # Stores racing to create one new file all find it empty; the loser's migration meets
+        # the winner's committed schema (a stale snapshot or a lock past the busy timeout).
+        # Checking again finds the schema current, so lock errors retry the whole check.
+        writer = self._require_writer()
+        for attempt in range(1, _MAX_ATTEMPTS + 1):
+            try:
+                await run_in_connection_thread(writer, _prepare_schema, self._auto_migrate)
+            except (sqlite3.Error, sa_exc.SQLAlchemyError) as exc:
+                if attempt < _MAX_ATTEMPTS and is_transient(exc):
+                    await _backoff(attempt)
+                    continue
+                raise translate(exc) from exc
+            return
 
     async def migrate(self, revision: str = "head") -> None:
         """Upgrade the schema to ``revision`` on the writer connection."""
