@@ -22,9 +22,6 @@ MAX_LINES = 500
 LONGER: dict[str, str] = {
     # Data: one Core statement per operation the store runs, built from the schema per dialect.
     "convstore/db/statements.py": "data table",
-    # Being unified into one native-record path.
-    "convstore/integrations/ai_sdk.py": "integrations unification in progress",
-    "convstore/integrations/langgraph.py": "integrations unification in progress",
     # Not split yet.
     "convstore/db/sqlite.py": "not split yet",
     "convstore/limits.py": "not split yet",

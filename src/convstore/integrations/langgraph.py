@@ -2,7 +2,8 @@
 
 ``ConvstoreSaver`` is a ``langgraph.checkpoint.base.BaseCheckpointSaver``: ``aget_tuple``,
 ``alist``, ``aput``, ``aput_writes``, ``adelete_thread``. Install with
-``pip install convstore[langgraph]``; this module and `convstore.integrations._langchain_messages`
+``pip install convstore[langgraph]``; this module, the ``_langgraph_*`` modules it imports
+(`ThreadCache`, the refused blocking methods) and `convstore.integrations._langchain_messages`
 are the only ones that import LangGraph and LangChain.
 
 How a thread is kept:
@@ -48,12 +49,10 @@ Invariants:
 
 from __future__ import annotations
 
-import bisect
 import contextlib
-import operator
 import random
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from itertools import repeat
 from typing import Any
 
@@ -77,7 +76,6 @@ except ImportError as _missing:
     raise MissingDependencyError(__name__, "langgraph-checkpoint", "langgraph") from _missing
 
 from convstore.errors import (
-    AsyncOnlyError,
     ConversationNotFoundError,
     InvalidInputError,
 )
@@ -90,6 +88,8 @@ from convstore.integrations._langchain_messages import (
     restore_records,
     to_stored,
 )
+from convstore.integrations._langgraph_async_only import AsyncOnlyMethods
+from convstore.integrations._langgraph_thread import ANY, UNKNOWN, ThreadCache
 from convstore.integrations._store_handle import OwnsStore, StoreHandle
 from convstore.model import FilePart, Message
 from convstore.store import ConversationStore
@@ -109,108 +109,7 @@ _EMPTY = "empty"
 _THREADS_CACHED = 64
 
 
-_UNKNOWN = -1
-"""A parent or head seq this saver has not seen (no stored seq is negative)."""
-_ID = operator.attrgetter("id")
-_ANY = object()
-"""The parent a list's first message may have: a conversation has one root, so a list whose
-first message is new goes after the head, and is found there again."""
-
-
-class _Thread:
-    """What this saver knows of one thread's stored messages (rows are immutable)."""
-
-    __slots__ = ("_live", "by_id", "by_seq", "head", "live_list", "parent", "records", "renamed")
-
-    def __init__(self) -> None:
-        self.by_seq: dict[int, BaseMessage] = {}
-        """Messages as stored, never handed to the graph (it gets copies)."""
-        self.records: dict[int, Any] = {}
-        """Native records of messages read but not built for `by_seq` yet (`message`)."""
-        self.by_id: dict[str, list[int]] = {}
-        self.parent: dict[int, int | None] = {}
-        """Each known seq's parent in the conversation's tree (``None``: a root)."""
-        self.head: int | None = _UNKNOWN
-        """The conversation's head as this saver last saw or left it (``None``: empty)."""
-        self.live_list: tuple[list[BaseMessage], list[int], list[str | None]] = ([], [], [])
-        """The message objects of the list last read or written, their seqs and their ids
-        then: the next list the graph puts holds most of them again, recognised without
-        comparing contents (at once when it starts with all of them)."""
-        self._live: dict[int, tuple[BaseMessage, int, str | None]] | None = None
-        self.renamed: dict[str, str] = {}
-        """Call ids given canonical ids of their own on a branch (see `append_stored`)."""
-
-    def knows(self, seq: int) -> bool:
-        return seq in self.by_seq or seq in self.records
-
-    def message(self, seq: int) -> BaseMessage:
-        """The stored message ``seq`` (known: see `knows`)."""
-        message = self.by_seq.get(seq)
-        if message is None:
-            message = self.by_seq[seq] = message_of_record(self.records.pop(seq))
-        return message
-
-    def _index(self, seq: int, message_id: Any, parent: int | None) -> None:
-        if isinstance(message_id, str):
-            bisect.insort(self.by_id.setdefault(message_id, []), seq)
-        self.parent.setdefault(seq, parent)
-
-    def remember(self, seq: int, message: BaseMessage, parent: int | None) -> None:
-        if not self.knows(seq):
-            self.by_seq[seq] = message
-            self._index(seq, message.id, parent)
-
-    def remember_record(self, seq: int, record: Any, parent: int | None) -> None:
-        if not self.knows(seq):
-            self.records[seq] = record
-            data = record.get("data") if isinstance(record, dict) else None
-            self._index(seq, data.get("id") if isinstance(data, dict) else None, parent)
-
-    def set_live(self, messages: list[BaseMessage], seqs: list[int]) -> None:
-        self.live_list = (messages, seqs, list(map(_ID, messages)))
-        self._live = None
-
-    @property
-    def live(self) -> dict[int, tuple[BaseMessage, int, str | None]]:
-        """The live list by object identity: ``(message, seq, id then)``."""
-        if self._live is None:
-            self._live = {id(entry[0]): entry for entry in zip(*self.live_list, strict=True)}
-        return self._live
-
-    def find(self, message: BaseMessage, parent: int | object | None) -> int | None:
-        """The newest stored copy of ``message`` whose parent is ``parent`` (`_ANY`), if any."""
-        if message.id is None:
-            return None
-        hit = self.live.get(id(message))
-        # An object the graph got from this saver and still holds; add_messages only ever sets
-        # a missing id in place, which the id comparison catches.
-        if (
-            hit is not None
-            and hit[0] is message
-            and message.id == hit[2]
-            and (parent is _ANY or self.parent.get(hit[1], _UNKNOWN) == parent)
-        ):
-            return hit[1]
-        for seq in reversed(self.by_id.get(message.id, ())):
-            if (parent is _ANY or self.parent.get(seq, _UNKNOWN) == parent) and self.message(
-                seq
-            ) == message:
-                return seq
-        return None
-
-    def matching_prefix(self, value: list[BaseMessage]) -> list[int]:
-        """The seqs of the live list, if ``value`` starts with it, object for object.
-
-        A list that grew is matched without a lookup per message (the ids must be unchanged).
-        """
-        messages, seqs, ids = self.live_list
-        n = len(messages)
-        if not n or len(value) < n or not all(map(operator.is_, value[:n], messages)):
-            return []
-        return list(seqs) if list(map(_ID, messages)) == ids else []
-
-
-class ConvstoreSaver(OwnsStore, BaseCheckpointSaver[str]):
+class ConvstoreSaver(OwnsStore, AsyncOnlyMethods, BaseCheckpointSaver[str]):
     """A LangGraph checkpointer whose threads are convstore conversations.
 
     Args:
@@ -235,7 +134,7 @@ class ConvstoreSaver(OwnsStore, BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         self._handle = StoreHandle(store=store, url=url, blobs=blobs)
         self.tenant = tenant
-        self._threads: OrderedDict[str, _Thread] = OrderedDict()
+        self._threads: OrderedDict[str, ThreadCache] = OrderedDict()
         self._known_threads: set[str] = set()
 
     # -- versions -------------------------------------------------------------------------------
@@ -367,10 +266,10 @@ class ConvstoreSaver(OwnsStore, BaseCheckpointSaver[str]):
         thread.set_live(messages, seqs)
         return messages
 
-    def _thread(self, thread_id: str) -> _Thread:
+    def _thread(self, thread_id: str) -> ThreadCache:
         thread = self._threads.get(thread_id)
         if thread is None:
-            thread = self._threads[thread_id] = _Thread()
+            thread = self._threads[thread_id] = ThreadCache()
             if len(self._threads) > _THREADS_CACHED:
                 self._threads.popitem(last=False)
         else:
@@ -481,9 +380,11 @@ class ConvstoreSaver(OwnsStore, BaseCheckpointSaver[str]):
             self._thread(thread_id).head = conversation.head_seq
             self._known_threads.add(thread_id)
 
-    async def _head(self, store: ConversationStore, thread_id: str, thread: _Thread) -> int | None:
+    async def _head(
+        self, store: ConversationStore, thread_id: str, thread: ThreadCache
+    ) -> int | None:
         """The conversation's head: what this saver last saw, or read from the store."""
-        if thread.head == _UNKNOWN:
+        if thread.head == UNKNOWN:
             header = await store.load_native(
                 thread_id, format=NATIVE_FORMAT, tenant=self.tenant, last=0
             )
@@ -491,7 +392,7 @@ class ConvstoreSaver(OwnsStore, BaseCheckpointSaver[str]):
         return thread.head
 
     def _plan_list(
-        self, thread: _Thread, channel: str, version: str, value: Any
+        self, thread: ThreadCache, channel: str, version: str, value: Any
     ) -> tuple[MessageList, list[BaseMessage]] | None:
         """How a list of messages is stored: the seqs it reuses and the messages to append.
 
@@ -509,7 +410,7 @@ class ConvstoreSaver(OwnsStore, BaseCheckpointSaver[str]):
             # or does not follow (a fork from an older checkpoint, a message removed or edited
             # mid-list) on, the rest is stored under the message before it, so the list stays a
             # path of the conversation and the change is a branch.
-            seq = thread.find(message, parent=seqs[-1] if seqs else _ANY)
+            seq = thread.find(message, parent=seqs[-1] if seqs else ANY)
             if seq is None:
                 break
             seqs.append(seq)
@@ -520,7 +421,7 @@ class ConvstoreSaver(OwnsStore, BaseCheckpointSaver[str]):
 
     @staticmethod
     def _remember(
-        thread: _Thread,
+        thread: ThreadCache,
         messages: list[BaseMessage],
         seqs: list[int],
         kept: int,
@@ -539,7 +440,7 @@ class ConvstoreSaver(OwnsStore, BaseCheckpointSaver[str]):
         thread.set_live(messages, seqs)
 
     async def _move_head(
-        self, store: ConversationStore, thread_id: str, thread: _Thread, head: int
+        self, store: ConversationStore, thread_id: str, thread: ThreadCache, head: int
     ) -> None:
         if await self._head(store, thread_id, thread) != head:
             await store.switch_branch(thread_id, head_seq=head, tenant=self.tenant)
@@ -581,54 +482,6 @@ class ConvstoreSaver(OwnsStore, BaseCheckpointSaver[str]):
             await store.delete_conversation(cid, tenant=self.tenant)
         self._threads.pop(cid, None)
         self._known_threads.discard(cid)
-
-    # -- the blocking API -----------------------------------------------------------------------
-
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Not available: `AsyncOnlyError` (use ``aget_tuple``)."""
-        raise _async_only("get_tuple")
-
-    def list(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:
-        """Not available: `AsyncOnlyError` (use ``alist``)."""
-        raise _async_only("list")
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """Not available: `AsyncOnlyError` (use ``aput``)."""
-        raise _async_only("put")
-
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """Not available: `AsyncOnlyError` (use ``aput_writes``)."""
-        raise _async_only("put_writes")
-
-    def delete_thread(self, thread_id: str) -> None:
-        """Not available: `AsyncOnlyError` (use ``adelete_thread``)."""
-        raise _async_only("delete_thread")
-
-
-def _async_only(method: str) -> AsyncOnlyError:
-    return AsyncOnlyError(
-        f"ConvstoreSaver is asynchronous: call a{method} (graph.ainvoke / graph.astream), "
-        f"not {method}"
-    )
 
 
 def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
