@@ -26,7 +26,6 @@ LONGER: dict[str, str] = {
     "convstore/integrations/ai_sdk.py": "integrations unification in progress",
     "convstore/integrations/langgraph.py": "integrations unification in progress",
     # Not split yet.
-    "convstore/db/sqlite.py": "not split yet",
     "convstore/limits.py": "not split yet",
     "convstore/transcript/planner.py": "not split yet",
 }
