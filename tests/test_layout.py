@@ -25,8 +25,6 @@ LONGER: dict[str, str] = {
     # Being unified into one native-record path.
     "convstore/integrations/ai_sdk.py": "integrations unification in progress",
     "convstore/integrations/langgraph.py": "integrations unification in progress",
-    # Not split yet.
-    "convstore/db/sqlite.py": "not split yet",
 }
 
 
