@@ -1,4 +1,4 @@
-"""The cost of `convstore.limits.check_messages` per append, on the shared workload.
+"""The cost of `convstore.message_checks.check_messages` per append, on the shared workload.
 
 Prints microseconds per turn (one append of the turn's five messages, six items), best of
 several repeats, and, with ``--refused``, the cost of refusing a batch (the detailed check).
@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from bench.workload import turn_messages
 from convstore.errors import InvalidMessageError
-from convstore.limits import check_messages
+from convstore.message_checks import check_messages
 from convstore.model import Message
 
 

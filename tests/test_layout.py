@@ -22,10 +22,6 @@ MAX_LINES = 500
 LONGER: dict[str, str] = {
     # Data: one Core statement per operation the store runs, built from the schema per dialect.
     "convstore/db/statements.py": "data table",
-    # Not split yet.
-    "convstore/db/sqlite.py": "not split yet",
-    "convstore/limits.py": "not split yet",
-    "convstore/transcript/planner.py": "not split yet",
 }
 
 

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, inspect
 from sqlalchemy.ext.asyncio import create_async_engine
 
 import convstore.db.migrations as migrate_module
-import convstore.db.sqlite as sqlite_module
+import convstore.db.sqlite_schema as sqlite_schema_module
 from convstore import ConversationStore, Message, SchemaError, SchemaOutOfDateError
 from convstore.db import search_ddl
 from convstore.db.migrations import (
@@ -106,7 +106,7 @@ async def test_database_behind_head_names_the_command(
     # Pretend this convstore is one migration ahead of the database.
     newer = "9999_future"
     monkeypatch.setattr(migrate_module, "head_revision", lambda: newer)
-    monkeypatch.setattr(sqlite_module, "head_revision", lambda: newer)
+    monkeypatch.setattr(sqlite_schema_module, "head_revision", lambda: newer)
     import convstore.db.postgres as postgres_module
 
     monkeypatch.setattr(postgres_module, "head_revision", lambda: newer)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from convstore import ConversationStore, Message
-from convstore.db import sqlite as sqlite_backend
+from convstore.db import sqlite_tx
 from convstore.db.tx import Tx
 
 
@@ -54,7 +54,7 @@ async def test_wal_is_truncated_while_readers_keep_reading(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bound = 256 * 1024
-    monkeypatch.setattr(sqlite_backend, "WAL_CHECKPOINT_BYTES", bound)
+    monkeypatch.setattr(sqlite_tx, "WAL_CHECKPOINT_BYTES", bound)
     path = tmp_path / "wal.db"
     wal = path.with_name(path.name + "-wal")
     async with ConversationStore(f"sqlite+aiosqlite:///{path}", blobs="memory://wal") as store:

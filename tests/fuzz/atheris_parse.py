@@ -15,7 +15,7 @@ swapped types, garbled base64 and ``data:`` URLs, hostile Unicode, deep nesting,
 For each input:
 
 1. ``parse`` / ``parse_response`` returns, or raises a `ConvstoreError`;
-2. `convstore.limits.check_messages` (the checks ``append`` makes) returns or raises a
+2. `convstore.message_checks.check_messages` (the checks ``append`` makes) returns or raises a
    `ConvstoreError`;
 3. whatever parsed, refused by the limits or not, renders to every target (pure: no store, no
    I/O) as strict JSON, and its versioned JSON form (`dump_messages`) is UTF-8 JSON text that
@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository r
 with atheris.instrument_imports(include=["convstore"]):
     from convstore import parse, parse_response, render
     from convstore.errors import ConvstoreError
-    from convstore.limits import check_messages
+    from convstore.message_checks import check_messages
     from convstore.model import dump_messages, load_messages
 
 from tests.fuzz import KINDS, SOURCES, Mutant, mutate, seeds

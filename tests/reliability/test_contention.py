@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 
 from convstore import ConversationStore
-from convstore.db import sqlite as sqlite_backend
-from convstore.db import sqlite_path
+from convstore.db import sqlite_path, sqlite_tx
 from convstore.store.maintenance import collect_garbage, fsck
 from tests.reliability.contention import (
     gc_beside_writers,
@@ -40,7 +39,7 @@ async def test_filtered_listings_beside_a_writer_and_a_reader(
     db_url: str, blobs_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bound = 256 * 1024
-    monkeypatch.setattr(sqlite_backend, "WAL_CHECKPOINT_BYTES", bound)
+    monkeypatch.setattr(sqlite_tx, "WAL_CHECKPOINT_BYTES", bound)
     run = uuid.uuid4().hex  # the PostgreSQL database is shared by the session
     async with ConversationStore(db_url, blobs=blobs_url, auto_migrate=True) as store:
         await populate(store, run, 600)

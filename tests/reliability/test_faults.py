@@ -44,7 +44,7 @@ from convstore import (
     ToolCallStatus,
     fsck,
 )
-from convstore.db import sqlite as sqlite_backend
+from convstore.db import sqlite_tx
 from tests.support.postgres import PostgresCluster
 from tests.support.storage import LocalStorage
 
@@ -159,7 +159,7 @@ class Injector:
     """Makes the SQLite writer's statements starting with ``prefix`` raise ``error``.
 
     The backend runs each write transaction as one function of the raw connection in the
-    driver thread (``_in_transaction``); the connection it gets is wrapped, so the error comes
+    driver thread (``in_transaction``); the connection it gets is wrapped, so the error comes
     from inside the open transaction, after the statements before it succeeded.
     """
 
@@ -169,12 +169,12 @@ class Injector:
         self.times: int | None = None
         self.raised = 0
         self.seen: list[str] = []
-        original = sqlite_backend._in_transaction
+        original = sqlite_tx.in_transaction
 
         def in_transaction(raw: sqlite3.Connection, *args: Any) -> Any:
             return original(_FaultyConnection(raw, self), *args)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(sqlite_backend, "_in_transaction", in_transaction)
+        monkeypatch.setattr(sqlite_tx, "in_transaction", in_transaction)
 
     def check(self, sql: str) -> None:
         self.seen.append(sql)

@@ -10,10 +10,10 @@ and counts them: the test asserts the count it ran.
 
 - parse: returns, or raises a `ConvstoreError`; what it returns has a stable JSON form
   (`dump_messages`) that is UTF-8 JSON text and loads back equal;
-- every `STORE_EVERY`-th payload that parsed: `convstore.limits.check_messages` returns or
-  raises a `ConvstoreError`, ``append`` to a real SQLite store (blobs in ``memory://``) stores
-  it or raises a `ConvstoreError`, and whatever was stored renders to every target (both Gemini
-  generations) as strict JSON.
+- every `STORE_EVERY`-th payload that parsed: `convstore.message_checks.check_messages`
+  returns or raises a `ConvstoreError`, ``append`` to a real SQLite store (blobs in
+  ``memory://``) stores it or raises a `ConvstoreError`, and whatever was stored renders to every
+  target (both Gemini generations) as strict JSON.
 
 The per-provider suites in ``tests/providers`` mutate a few payloads of their own format and
 call their own module; this suite is the cross-source one, through the public API, the store
@@ -36,7 +36,8 @@ from hypothesis import strategies as st
 
 from convstore import ConversationStore, Message, parse, parse_response, render
 from convstore.errors import ConvstoreError, MalformedPayloadError
-from convstore.limits import MAX_JSON_DEPTH, check_messages
+from convstore.limits import MAX_JSON_DEPTH
+from convstore.message_checks import check_messages
 from convstore.model import ToolCallPart, dump_messages, load_messages
 from tests.fuzz import KINDS, OPERATIONS, SOURCES, Mutant, RandomChooser, mutate, seeds
 from tests.providers.conversations import TARGET_MODELS

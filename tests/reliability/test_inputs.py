@@ -30,10 +30,8 @@ from convstore.limits import (
     MAX_MESSAGE_CHARS,
     MAX_PART_CHARS,
     MAX_PARTS_PER_MESSAGE,
-    _explain,
-    _message_ok,
-    check_messages,
 )
+from convstore.message_checks import _explain, _message_ok, check_messages
 from convstore.model import TextPart
 from tests.providers.conversations import TARGET_MODELS
 

@@ -4,8 +4,8 @@ Each case is refused with a typed error or handled within a documented limit
 (`convstore.limits`), at the three places bad input arrives: ``parse``, ``append`` and the
 ``convstore import`` command. Each case that once escaped as an untyped exception, a crash or
 a silent difference between databases is pinned here against the limit that now refuses it
-(`convstore.limits.check_messages`, which ``ConversationStore.append`` runs before any blob is
-written; docs/reliability.md, "Limits").
+(`convstore.message_checks.check_messages`, which ``ConversationStore.append`` runs before any
+blob is written; docs/reliability.md, "Limits").
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ from convstore.limits import (
     MAX_JSON_DEPTH,
     MAX_MEDIA_TYPE_LENGTH,
     MAX_PART_CHARS,
-    check_messages,
     json_depth,
 )
+from convstore.message_checks import check_messages
 from convstore.model import Role
 from tests.fuzz import seeds
 from tests.providers.conversations import PDF, PNG, TARGET_MODELS

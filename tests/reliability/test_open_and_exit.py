@@ -91,17 +91,17 @@ def test_cli_list_prints_one_line_when_the_database_is_locked(
 async def test_a_full_disk_during_the_first_migration(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    configure = sqlite_backend._configure
+    configure = sqlite_backend.configure
 
     def tiny(raw: sqlite3.Connection, pragmas: Sequence[str], trace: Any) -> None:
         # SQLite's own "database or disk is full" (SQLITE_FULL), deterministically.
         configure(raw, [*pragmas, "PRAGMA max_page_count = 3"], trace)
 
     path = tmp_path / "full.db"
-    monkeypatch.setattr(sqlite_backend, "_configure", tiny)
+    monkeypatch.setattr(sqlite_backend, "configure", tiny)
     with pytest.raises(DatabaseError, match="database or disk is full"):
         await ConversationStore(_url(path), blobs="memory://full").open()
-    monkeypatch.setattr(sqlite_backend, "_configure", configure)
+    monkeypatch.setattr(sqlite_backend, "configure", configure)
     # The migration was one transaction: nothing half-created, the next open creates it all.
     tables = sqlite3.connect(path).execute("SELECT name FROM sqlite_master").fetchall()
     assert tables == []

@@ -14,7 +14,7 @@ Invariants:
   writes nothing and a newer export of the same conversation adds only its new messages,
   under the parents they had. The head moves to the export's active node only when
   something was written.
-- Every message passes the store's limits (`convstore.limits.check_messages`) first.
+- Every message passes the store's limits (`convstore.message_checks.check_messages`) first.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from convstore.blobs import StoredBlob
 from convstore.errors import BlobStorageError
-from convstore.limits import check_json_object, check_messages, check_text
+from convstore.limits import check_json_object, check_text
+from convstore.message_checks import check_messages
 from convstore.model import Message
 from convstore.store import (
     appending,

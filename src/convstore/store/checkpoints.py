@@ -34,9 +34,9 @@ from convstore.limits import (
     MAX_SEQ,
     check_count,
     check_json_object,
-    check_messages,
     check_text,
 )
+from convstore.message_checks import check_messages
 from convstore.model import Message
 from convstore.store import appending, arguments
 from convstore.store.attachments import BlobContext

@@ -29,10 +29,10 @@ from convstore.errors import (
 from convstore.limits import (
     check_count,
     check_key,
-    check_messages,
     check_seq,
     check_text,
 )
+from convstore.message_checks import check_messages
 from convstore.model import (
     Conversation,
     FilePart,

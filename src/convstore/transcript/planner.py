@@ -4,10 +4,11 @@ This is where history is repaired, once, for every target. The passes, in order:
 
 1. compaction: the summary replaces the compacted range (`convstore.transcript.compaction`),
    then an optional ``last=N`` window (`convstore.transcript.window`);
-2. pairing: each call's first stored result wins wherever it was stored; later results for the
-   same call are duplicates; results whose call is not in the render are orphans (dropped, or
-   turned into user text with ``orphan_results="text"``); calls without a result get a
-   synthetic, neutrally worded error result whose reason comes from the call's lifecycle;
+2. pairing (`convstore.transcript.pairing`): each call's first stored result wins wherever it
+   was stored; later results for the same call are duplicates; results whose call is not in
+   the render are orphans (dropped, or turned into user text with ``orphan_results="text"``);
+   calls without a result get a synthetic, neutrally worded error result whose reason comes
+   from the call's lifecycle;
 3. placement: results move right after their call's assistant turn, in call order;
 4. projection: ids and tool names are projected for the target (`IdProjector`); tool
    definitions get the same name projection as their calls (`Plan.tools`);
@@ -24,7 +25,7 @@ in); every change to what the provider sees is in ``plan.diagnostics``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final, Literal, NamedTuple
+from typing import Final, Literal
 
 from convstore.capabilities import Capabilities, capabilities_for, is_text_document
 from convstore.model import (
@@ -48,6 +49,7 @@ from convstore.transcript.compaction import apply_compaction
 from convstore.transcript.diagnostics import Diagnostics, DroppedResult, SyntheticResult
 from convstore.transcript.id_projection import IdProjector
 from convstore.transcript.media_placement import MediaResolver
+from convstore.transcript.pairing import Pairing
 from convstore.transcript.plan import (
     AssistantPart,
     AssistantTurn,
@@ -90,57 +92,12 @@ CONTINUATION_TEXT: Final = "[The conversation continues.]"
 EMPTY_RESULT_TEXT: Final = "(no output)"
 
 
-class _Stored(NamedTuple):
-    """A call's first stored result and the seq of the message holding it.
-
-    A tuple: the pairing pass builds one per result of the history, on every render.
-    """
-
-    seq: int | None
-    part: ToolResultPart
-
-
 # Enum members bound once: ``Role.USER`` is a class-attribute lookup through the enum's
 # metaclass, which the planner would otherwise pay per message on every render.
 _SYSTEM: Final = Role.SYSTEM
 _USER: Final = Role.USER
 _ASSISTANT: Final = Role.ASSISTANT
 _TOOL: Final = Role.TOOL
-
-
-class _Pairing:
-    """Which stored result answers each call, found before any turn is built."""
-
-    def __init__(self, messages: Sequence[Message], diagnostics: Diagnostics) -> None:
-        self.results: dict[str, _Stored] = {}
-        self.call_ids: set[str] = set()
-        self.names: set[str] = set()
-        self.last_user = -1
-        """Index of the last user message: a call before it was followed by a user turn."""
-        for index, message in enumerate(messages):
-            if message.role is _USER:
-                self.last_user = index
-            for part in message.parts:
-                kind = part.kind
-                if kind == "tool_call":
-                    assert isinstance(part, ToolCallPart)
-                    self.call_ids.add(part.id)
-                    self.names.add(part.name)
-                elif kind == "tool_result":
-                    assert isinstance(part, ToolResultPart)
-                    first = self.results.get(part.call_id)
-                    if first is None:
-                        self.results[part.call_id] = _Stored(message.seq, part)
-                    else:
-                        diagnostics.dropped_results.append(
-                            DroppedResult(
-                                part.call_id, message.seq, "duplicate", "dropped", first.seq
-                            )
-                        )
-
-    def is_first(self, part: ToolResultPart) -> bool:
-        stored = self.results.get(part.call_id)
-        return stored is not None and stored.part is part
 
 
 class _Planner:
@@ -182,7 +139,7 @@ class _Planner:
             system.extend(
                 p.text for p in message.parts if isinstance(p, TextPart) and not is_blank(p.text)
             )
-        pairing = _Pairing(conversation, self.diagnostics)
+        pairing = Pairing(conversation, self.diagnostics)
         self.ids.reserve(pairing.call_ids, [*pairing.names, *tool_names])
         if summary:
             self.turns.append(UserTurn([Text(SUMMARY_PREFIX + summary)]))
@@ -220,7 +177,7 @@ class _Planner:
         if parts:
             self.turns.append(UserTurn(parts))
 
-    def _assistant(self, message: Message, pairing: _Pairing, user_after: bool) -> None:
+    def _assistant(self, message: Message, pairing: Pairing, user_after: bool) -> None:
         parts: list[AssistantPart] = []
         calls: list[Call] = []
         same_provider = message.provider == self.caps.family
@@ -301,7 +258,7 @@ class _Planner:
             same_provider,
         )
 
-    def _results(self, calls: list[Call], pairing: _Pairing, user_after: bool) -> None:
+    def _results(self, calls: list[Call], pairing: Pairing, user_after: bool) -> None:
         results: list[Result] = []
         moved: list[Media | Text] = []
         for call in calls:
@@ -358,7 +315,7 @@ class _Planner:
                 parts.append(self.media.in_result(part, seq, call_id, moved))
         return ContentBody(parts or [Text(EMPTY_RESULT_TEXT)])
 
-    def _tool(self, message: Message, pairing: _Pairing) -> None:
+    def _tool(self, message: Message, pairing: Pairing) -> None:
         for part in message.parts:
             if not isinstance(part, ToolResultPart) or part.call_id in self.emitted:
                 continue  # answered calls got their results right after the call
