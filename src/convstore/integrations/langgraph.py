@@ -255,14 +255,14 @@ class ConvstoreSaver(OwnsStore, AsyncOnlyMethods, BaseCheckpointSaver[str]):
         held = dict(zip(thread.live_list[1], thread.live_list[0], strict=True))
         messages = []
         for seq in seqs:
-            message = held.get(seq)
-            if message is None:
+            kept = held.get(seq)
+            if kept is None:
                 record = thread.records.get(seq)
                 if record is not None:
-                    message = message_of_record(record)
+                    kept = message_of_record(record)
                 else:
-                    message = thread.by_seq[seq].model_copy()
-            messages.append(message)
+                    kept = thread.by_seq[seq].model_copy()
+            messages.append(kept)
         thread.set_live(messages, seqs)
         return messages
 
