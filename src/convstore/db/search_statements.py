@@ -99,15 +99,20 @@ def _sqlite_short_filter(shape: Shape, doc_text: str) -> str:
     return " AND ".join(out)
 
 
-def _sqlite_filters(shape: Shape, *, message: bool) -> list[str]:
+def _filters(shape: Shape, roles: str | None) -> list[str]:
+    """The scope of a query; ``roles`` is the dialect's role test (``None`` for titles)."""
     where = []
     if shape.tenant:
         where.append("c.tenant = :tenant")
     if shape.conversation:
         where.append("c.id = :conversation_id")
-    if message and shape.roles:
-        where.append("m.role IN (SELECT value FROM json_each(:roles))")
+    if roles is not None and shape.roles:
+        where.append(roles)
     return where
+
+
+_SQLITE_ROLES: Final = "m.role IN (SELECT value FROM json_each(:roles))"
+_POSTGRES_ROLES: Final = "m.role = ANY(CAST(:roles AS text[]))"
 
 
 def _sqlite(shape: Shape) -> str:
@@ -124,8 +129,8 @@ def _sqlite(shape: Shape) -> str:
         "c.id AS cid, c.title AS title, NULL AS seq, NULL AS role, NULL AS message_id,"
         " NULL AS parts, c.head_seq AS head_seq, c.branched AS branched"
     )
-    message_where = _sqlite_filters(shape, message=True)
-    title_where = _sqlite_filters(shape, message=False)
+    message_where = _filters(shape, _SQLITE_ROLES)
+    title_where = _filters(shape, None)
     if shape.mode is Mode.SHORT:
         # No term the index can find: scan, skipping rows whose JSON lacks the first term.
         message_where.append(
@@ -178,17 +183,6 @@ def _sqlite(shape: Shape) -> str:
 # -- PostgreSQL ---------------------------------------------------------------------------------
 
 
-def _postgres_filters(shape: Shape, *, message: bool) -> list[str]:
-    where = []
-    if shape.tenant:
-        where.append("c.tenant = :tenant")
-    if shape.conversation:
-        where.append("c.id = :conversation_id")
-    if message and shape.roles:
-        where.append("m.role = ANY(CAST(:roles AS text[]))")
-    return where
-
-
 def _postgres_match(lead: list[str], whole: str) -> list[str]:
     """Conditions: ``lead`` (indexed columns) has the first term; ``whole`` has them all."""
     first = " OR ".join(f"{column} LIKE :lead" for column in lead)
@@ -217,7 +211,7 @@ def _postgres(shape: Shape) -> str:
         f" c.branched AS branched, CAST({message_rank} AS float8) AS rank,"
         " m.created_at AS created"
         " FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id WHERE "
-        + " AND ".join([*_postgres_match(lead, whole), *_postgres_filters(shape, message=True)])
+        + " AND ".join([*_postgres_match(lead, whole), *_filters(shape, _POSTGRES_ROLES)])
     )
     titles = (
         "SELECT c.id, c.title, NULL, NULL, NULL, NULL, c.head_seq, c.branched,"
@@ -225,7 +219,7 @@ def _postgres(shape: Shape) -> str:
         + " AND ".join(
             [
                 *_postgres_match(["c.search_title"], "c.search_title"),
-                *_postgres_filters(shape, message=False),
+                *_filters(shape, None),
             ]
         )
     )
