@@ -80,6 +80,37 @@ def search_statement(shape: Shape) -> TextClause:
     return text(_postgres(shape))
 
 
+# -- Both ---------------------------------------------------------------------------------------
+
+_KEYS: Final = "doc, rank, created, cid, seq"
+"""What ranking needs of a document; a page's other columns are read for its rows only."""
+
+
+def _page(dialect: str, keys: str) -> str:
+    """The page of ``keys`` (a ranked, limited CTE) joined to what its hits show."""
+    if dialect == "sqlite":
+        message = "m.rowid = k.doc AND k.doc > 0"
+        parts = "m.parts"
+    else:
+        message = "m.conversation_id = k.cid AND m.seq = k.seq"
+        parts = "CAST(m.parts AS text)"
+    return (
+        f"{keys} SELECT k.cid, c.title, k.seq, m.role, m.message_id, {parts}, c.head_seq,"
+        " c.branched, k.rank, k.created FROM keys AS k JOIN conversations AS c ON c.id = k.cid"
+        f" LEFT JOIN messages AS m ON {message} ORDER BY k.rank DESC, k.created DESC, k.cid,"
+        " coalesce(k.seq, 0)"
+    )
+
+
+_NEWEST: Final = "ORDER BY created DESC, cid, seq LIMIT :window"
+"""Within one arm of a short-terms-only query (every rank 0): the newest ``:window`` rows are
+all that can reach the page, so the scan stops there (``ix_search_messages_created``)."""
+
+
+_CANDIDATES: Final = "ORDER BY created DESC, cid DESC, seq DESC LIMIT :cap"
+"""PostgreSQL's candidates for ranking: the newest matches (SQLite: the highest rowids)."""
+
+
 # -- SQLite -------------------------------------------------------------------------------------
 
 
@@ -111,73 +142,88 @@ def _filters(shape: Shape, roles: str | None) -> list[str]:
     return where
 
 
+def _scoped(shape: Shape) -> bool:
+    return shape.tenant or shape.conversation
+
+
 _SQLITE_ROLES: Final = "m.role IN (SELECT value FROM json_each(:roles))"
 _POSTGRES_ROLES: Final = "m.role = ANY(CAST(:roles AS text[]))"
+_MESSAGE_KEYS: Final = "m.created_at AS created, m.conversation_id AS cid, m.seq AS seq"
+_TITLE_KEYS: Final = "c.created_at AS created, c.id AS cid, CAST(NULL AS integer) AS seq"
 
 
-def _sqlite(shape: Shape) -> str:
+def _sqlite_body(shape: Shape) -> str:
     body = SQLITE_BODY("m.parts")
     if shape.thinking:
         body = f"(coalesce({body}, '') || char(10) || coalesce({SQLITE_THINKING('m.parts')}, ''))"
-    short = shape.mode is not Mode.LONG or shape.short_excluded
-    message_cols = (
-        "m.conversation_id AS cid, c.title AS title, m.seq AS seq, m.role AS role,"
-        " m.message_id AS message_id, m.parts AS parts, c.head_seq AS head_seq,"
-        " c.branched AS branched"
-    )
-    title_cols = (
-        "c.id AS cid, c.title AS title, NULL AS seq, NULL AS role, NULL AS message_id,"
-        " NULL AS parts, c.head_seq AS head_seq, c.branched AS branched"
-    )
-    message_where = _filters(shape, _SQLITE_ROLES)
-    title_where = _filters(shape, None)
+    return body
+
+
+def _sqlite_join(shape: Shape) -> str:
+    return " JOIN conversations AS c ON c.id = m.conversation_id" if _scoped(shape) else ""
+
+
+def _sqlite(shape: Shape) -> str:
     if shape.mode is Mode.SHORT:
-        # No term the index can find: scan, skipping rows whose JSON lacks the first term.
-        message_where.append(
-            "EXISTS (SELECT 1 FROM json_each(:prefilter) AS v WHERE instr(m.parts, v.value) > 0)"
-        )
-        inner_messages = (
-            f"SELECT {message_cols}, 0.0 AS rank, m.created_at AS created, {body} AS doc_text"
-            " FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id"
-            + (" WHERE " + " AND ".join(message_where))
-        )
-        title_where.append("c.title IS NOT NULL")
-        inner_titles = (
-            f"SELECT {title_cols}, 0.0 AS rank, c.created_at AS created, c.title AS doc_text"
-            " FROM conversations AS c WHERE " + " AND ".join(title_where)
-        )
-        prefix = ""
-    else:
-        prefix = (
-            "WITH hits AS MATERIALIZED (SELECT rowid AS doc,"
-            f" -bm25(search_fts, {SQLITE_WEIGHTS}) AS rank"
-            " FROM search_fts WHERE search_fts MATCH :match)"
-        )
-        doc_text = f", {body} AS doc_text" if short else ""
-        inner_messages = (
-            f"SELECT {message_cols}, h.rank AS rank, m.created_at AS created{doc_text}"
-            " FROM hits AS h JOIN messages AS m ON m.rowid = h.doc"
-            " JOIN conversations AS c ON c.id = m.conversation_id"
-            " WHERE " + " AND ".join(["h.doc > 0", *message_where])
-        )
-        title_text = ", c.title AS doc_text" if short else ""
-        inner_titles = (
-            f"SELECT {title_cols}, h.rank AS rank, c.created_at AS created{title_text}"
-            " FROM hits AS h JOIN conversations AS c ON c.rowid = -h.doc"
-            " WHERE " + " AND ".join(["h.doc < 0", *title_where])
-        )
-    arms = [inner_messages] if shape.roles else [inner_messages, inner_titles]
-    columns = "cid, title, seq, role, message_id, parts, head_seq, branched, rank, created"
+        return _page("sqlite", _sqlite_short(shape))
+    short = shape.mode is Mode.MIXED or shape.short_excluded
+    rank = f"-bm25(search_fts, {SQLITE_WEIGHTS}) AS rank"
+    # The index is the outer loop, newest document first; each hit is joined to its row and
+    # checked against the scope (and the short terms) as it comes, so only the newest
+    # `:cap` documents in scope are ranked and the rest are never read.
+    message_where = ["search_fts MATCH :match", "f.rowid > 0", *_filters(shape, _SQLITE_ROLES)]
+    title_where = ["search_fts MATCH :match", "f.rowid < 0", *_filters(shape, None)]
+    message_text = title_text = ""
     if short:
-        # Each candidate's text is made once (a materialized arm), not once per case variant
-        # the filter tries.
-        condition = _sqlite_short_filter(shape, "doc_text")
-        names = [f"arm{i}" for i in range(len(arms))]
-        ctes = ", ".join(f"{n} AS MATERIALIZED ({a})" for n, a in zip(names, arms, strict=True))
-        prefix = f"{prefix}, {ctes}" if prefix else f"WITH {ctes}"
-        arms = [f"SELECT * FROM {n} WHERE {condition}" for n in names]
-    union = " UNION ALL ".join(f"SELECT {columns} FROM ({arm})" for arm in arms)
-    return f"{prefix} SELECT {columns} FROM ({union}) {_ORDER}"
+        condition = _sqlite_short_filter(shape, "d.value")
+        message_text = f", json_each(json_array({_sqlite_body(shape)})) AS d"
+        title_text = ", json_each(json_array(c.title)) AS d"
+        message_where.append(condition)
+        title_where.append(condition)
+    messages = (
+        f"SELECT f.rowid AS doc, {rank}, {_MESSAGE_KEYS}"
+        " FROM search_fts AS f JOIN messages AS m ON m.rowid = f.rowid"
+        f"{_sqlite_join(shape)}{message_text}"
+        f" WHERE {' AND '.join(message_where)} ORDER BY f.rowid DESC LIMIT :cap"
+    )
+    titles = (
+        f"SELECT f.rowid AS doc, {rank}, {_TITLE_KEYS}"
+        f" FROM search_fts AS f JOIN conversations AS c ON c.rowid = -f.rowid{title_text}"
+        f" WHERE {' AND '.join(title_where)} ORDER BY f.rowid LIMIT :cap"
+    )
+    arms = [messages] if shape.roles else [messages, titles]
+    names = [f"arm{i}" for i in range(len(arms))]
+    ctes = ", ".join(f"{n} AS MATERIALIZED ({a})" for n, a in zip(names, arms, strict=True))
+    union = " UNION ALL ".join(f"SELECT {_KEYS} FROM {n}" for n in names)
+    return _page("sqlite", f"WITH {ctes}, keys AS MATERIALIZED (SELECT {_KEYS} FROM ({union}) {_ORDER})")
+
+
+def _sqlite_short(shape: Shape) -> str:
+    """Short terms only: the newest matches first, each arm scanned until its window is full."""
+    condition = _sqlite_short_filter(shape, "d.value")
+    message_where = [
+        # Rows whose stored JSON cannot hold the first term are skipped before their text is
+        # made; the text is made once per row (json_each of a one-element array), not once per
+        # case variant.
+        "EXISTS (SELECT 1 FROM json_each(:prefilter) AS v WHERE instr(m.parts, v.value) > 0)",
+        *_filters(shape, _SQLITE_ROLES),
+        condition,
+    ]
+    messages = (
+        f"SELECT m.rowid AS doc, 0.0 AS rank, {_MESSAGE_KEYS}"
+        f" FROM messages AS m{_sqlite_join(shape)},"
+        f" json_each(json_array({_sqlite_body(shape)})) AS d"
+        f" WHERE {' AND '.join(message_where)} {_NEWEST}"
+    )
+    title_where = ["c.title IS NOT NULL", *_filters(shape, None), condition]
+    titles = (
+        f"SELECT -c.rowid AS doc, 0.0 AS rank, {_TITLE_KEYS}"
+        " FROM conversations AS c, json_each(json_array(c.title)) AS d"
+        f" WHERE {' AND '.join(title_where)} {_NEWEST}"
+    )
+    arms = [messages] if shape.roles else [messages, titles]
+    union = " UNION ALL ".join(f"SELECT {_KEYS} FROM ({arm})" for arm in arms)
+    return f"WITH keys AS MATERIALIZED (SELECT {_KEYS} FROM ({union}) {_ORDER})"
 
 
 # -- PostgreSQL ---------------------------------------------------------------------------------
@@ -202,26 +248,35 @@ def _postgres(shape: Shape) -> str:
     else:
         lead, whole = ["m.search_text"], "m.search_text"
     ranked = shape.mode is not Mode.SHORT
-    message_rank = f"ts_rank_cd({weights}, m.search_vector, {query}, 1)" if ranked else "0.0"
-    title_vector = "setweight(convstore_search_words(c.title), 'A')"
-    title_rank = f"ts_rank_cd({weights}, {title_vector}, {query}, 1)" if ranked else "0.0"
-    messages = (
-        "SELECT m.conversation_id AS cid, c.title AS title, m.seq AS seq, m.role AS role,"
-        " m.message_id AS message_id, CAST(m.parts AS text) AS parts, c.head_seq AS head_seq,"
-        f" c.branched AS branched, CAST({message_rank} AS float8) AS rank,"
-        " m.created_at AS created"
-        " FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id WHERE "
-        + " AND ".join([*_postgres_match(lead, whole), *_filters(shape, _POSTGRES_ROLES)])
+    join = " JOIN conversations AS c ON c.id = m.conversation_id" if _scoped(shape) else ""
+    message_where = " AND ".join([*_postgres_match(lead, whole), *_filters(shape, _POSTGRES_ROLES)])
+    title_where = " AND ".join(
+        [*_postgres_match(["c.search_title"], "c.search_title"), *_filters(shape, None)]
     )
-    titles = (
-        "SELECT c.id, c.title, NULL, NULL, NULL, NULL, c.head_seq, c.branched,"
-        f" CAST({title_rank} AS float8), c.created_at FROM conversations AS c WHERE "
-        + " AND ".join(
-            [
-                *_postgres_match(["c.search_title"], "c.search_title"),
-                *_filters(shape, None),
-            ]
+    if not ranked:
+        messages = (
+            f"SELECT CAST(NULL AS bigint) AS doc, CAST(0.0 AS float8) AS rank, {_MESSAGE_KEYS}"
+            f" FROM messages AS m{join} WHERE {message_where} {_NEWEST}"
         )
-    )
-    union = messages if shape.roles else f"{messages} UNION ALL {titles}"
-    return f"SELECT * FROM ({union}) AS hits {_ORDER}"
+        titles = (
+            f"SELECT CAST(NULL AS bigint) AS doc, CAST(0.0 AS float8) AS rank, {_TITLE_KEYS}"
+            f" FROM conversations AS c WHERE {title_where} {_NEWEST}"
+        )
+    else:
+        # The newest `:cap` matches in scope are the candidates; only they are ranked.
+        messages = (
+            f"SELECT CAST(NULL AS bigint) AS doc,"
+            f" CAST(ts_rank_cd({weights}, vector, {query}, 1) AS float8) AS rank, created, cid, seq"
+            f" FROM (SELECT {_MESSAGE_KEYS}, m.search_vector AS vector FROM messages AS m{join}"
+            f" WHERE {message_where} {_CANDIDATES}) AS candidates"
+        )
+        title_vector = "setweight(convstore_search_words(title), 'A')"
+        titles = (
+            f"SELECT CAST(NULL AS bigint) AS doc,"
+            f" CAST(ts_rank_cd({weights}, {title_vector}, {query}, 1) AS float8) AS rank,"
+            f" created, cid, seq FROM (SELECT {_TITLE_KEYS}, c.title AS title"
+            f" FROM conversations AS c WHERE {title_where} {_CANDIDATES}) AS candidates"
+        )
+    arms = [messages] if shape.roles else [messages, titles]
+    union = " UNION ALL ".join(f"({arm})" for arm in arms)
+    return _page("postgresql", f"WITH keys AS (SELECT {_KEYS} FROM ({union}) AS hits {_ORDER})")

@@ -69,6 +69,9 @@ MAX_QUERY_LENGTH: Final = 100_000
 MIN_INDEXED: Final = 3
 """The trigram index finds terms of at least this many characters; shorter ones are checked."""
 SNIPPET_CHARS: Final = 160
+RANKED_CANDIDATES: Final = 1_000
+"""A query with long terms ranks at most this many messages, the newest that match in its
+scope, and at most this many titles (docs/search.md)."""
 
 _CJK: Final = re.compile("([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af])")
 """The characters PostgreSQL's ranking vector splits into words of their own (search_ddl)."""
@@ -295,6 +298,8 @@ def run_search(tx: Tx, dialect: str, request: _Request, fingerprint: str) -> Sea
         "conversation_id": request.conversation_id,
         "limit": request.limit + 1,
         "offset": request.offset,
+        "window": request.offset + request.limit + 1,
+        "cap": RANKED_CANDIDATES,
     }
     if shape.dialect == "sqlite":
         params.update(_sqlite_params(request, longs, shorts, long_excluded, short_excluded))
