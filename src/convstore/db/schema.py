@@ -64,6 +64,7 @@ __all__ = [
     "conversations",
     "messages",
     "metadata",
+    "released_blobs",
     "settings",
     "tool_calls",
 ]
@@ -214,6 +215,16 @@ blob_tombstones: Final = Table(
 """Blobs garbage collection is deleting (``deleted_at`` NULL) or deleted (when, by the storage's
 clock). An append that references one waits for the deletion to end, and stores the bytes again
 unless it stored them after the deletion (see `convstore.store.maintenance`)."""
+
+released_blobs: Final = Table(
+    "released_blobs",
+    metadata,
+    Column("namespace", String(64), primary_key=True),
+    Column("sha256", String(64), primary_key=True),
+    Column("released_at", UTCDateTime(), nullable=False),
+)
+"""Blobs that lost their last reference to a tenant erase: the next garbage collection deletes
+them whatever their age (see `convstore.store.released_blobs`)."""
 
 tool_calls: Final = Table(
     "tool_calls",

@@ -14,14 +14,16 @@ Invariants:
 - The bytes are content addressed and may be shared (global deduplication, or another
   tenant's identical file in the shared namespace), so they are not deleted in the
   transaction. The report lists the blobs the erased rows referenced that nothing references
-  any more; the next garbage collection deletes them (once past its grace period), or
-  ``now=True`` deletes them at once through garbage collection's own marking protocol, so an
-  append racing to reference the same bytes stores them again rather than losing them.
+  any more, and the transaction records them (`convstore.store.released_blobs`): the next
+  garbage collection deletes them whatever their age, or ``now=True`` deletes them at once.
+  Either way through garbage collection's own marking protocol, so an append racing to
+  reference the same bytes stores them again rather than losing them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,7 @@ from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError
 from convstore.limits import check_text
 from convstore.progress import Progress, silent
+from convstore.store import released_blobs
 from convstore.store.archive_rows import TABLES
 from convstore.store.maintenance import collect_blobs
 
@@ -50,7 +53,7 @@ class EraseReport:
     """Rows deleted, by table (``conversations``, ``messages``, ``tool_calls``, ...)."""
     released: list[str] = field(default_factory=list)
     """Blobs the erased rows referenced and nothing references now (``[<namespace>:]<digest>``,
-    as gc names them): the next gc deletes them."""
+    as gc names them): the next gc deletes them, whatever their age."""
     deleted: list[str] = field(default_factory=list)
     """Of those, the blobs already deleted (``now=True``)."""
 
@@ -107,6 +110,7 @@ def _erase(tx: Tx, tenant: str) -> tuple[dict[str, int], list[tuple[str, str]]]:
         for ns, sha in blobs
         if not tx.fetch(st.select_blob_referenced_in, {"namespace": ns, "sha256": sha})
     ]
+    released_blobs.record(tx, released, datetime.now(UTC))
     return {name: n for name, n in rows.items() if n}, released
 
 
@@ -120,5 +124,12 @@ async def erase_tenant(
     rows, released = await store.backend.write(lambda tx: _erase(tx, tenant))
     progress("erasing tenant", 1, 1)
     labels = [f"{ns}:{sha}" if ns else sha for ns, sha in released]
-    deleted = await collect_blobs(store, released, progress=progress) if now else []
+    deleted = []
+    if now:
+        deleted = await collect_blobs(store, released, progress=progress)
+        settled = await store.backend.read(released_blobs.pending)
+        mine = set(released)
+        await store.backend.write(
+            lambda tx: released_blobs.forget(tx, [r for r in settled if r[:2] in mine])
+        )
     return EraseReport(tenant, rows, labels, deleted)

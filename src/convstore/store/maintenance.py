@@ -14,6 +14,9 @@ Invariants:
   collector checks the blob's age once more and only then deletes the bytes, then the mark.
 - Blobs live in namespaces (one per tenant unless deduplication is global); a reference names
   its namespace, and each namespace is collected on its own.
+- Blobs a tenant erase released (`convstore.store.released_blobs`) skip the grace period: the
+  erase proved them unreferenced and no append has referenced them since unless the marking
+  finds it. Their age is judged against the collection's start instead.
 - Staging objects older than the grace period (left by writers that crashed mid-put) are swept.
 - ``fsck`` never changes anything: it verifies every referenced blob's bytes against its hash
   and lists blobs nothing references.
@@ -31,7 +34,7 @@ from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError
 from convstore.progress import Progress
 from convstore.progress import silent as _silent
-from convstore.store import settings
+from convstore.store import released_blobs, settings
 from convstore.store.reads import referenced_blobs
 
 if TYPE_CHECKING:
@@ -118,7 +121,14 @@ async def collect_garbage(
             tx.execute(tx.statements.purge_tombstones, {"before": tx.codec.dump_time(old)})
 
         await store.backend.write(purge)
-    examined, young, deleted, staging = 0, 0, [], 0
+    released = await store.backend.read(released_blobs.pending)
+    early = [(ns, sha) for ns, sha, _ in released if (ns, sha) not in referenced]
+    deleted = []
+    if not dry_run:
+        deleted = await collect_blobs(store, early, progress=progress)
+        await store.backend.write(lambda tx: released_blobs.forget(tx, released))
+    settled = set(early)  # deleted above, or kept because an append took them
+    examined, young, staging = 0, 0, 0
     for namespace in await root.namespaces():
         blobs = root.namespace(namespace)
         batch: list[str] = []
@@ -127,6 +137,10 @@ async def collect_garbage(
             if examined % 500 == 0:
                 progress("scanning blobs", examined, None)
             if (namespace, info.sha256) in referenced:
+                continue
+            if (namespace, info.sha256) in settled:
+                if dry_run:
+                    deleted.append(_label(namespace, info.sha256))
                 continue
             if info.modified >= cutoff:
                 young += 1
