@@ -6,20 +6,30 @@ term and no excluded one as a case-folded substring, best first, then newest, th
 conversation id and ``seq``, ``:limit`` rows from ``:offset``. Tenant, conversation and role
 filters are conditions of the statement, so they apply before the limit.
 
+Only the newest ``:cap`` matching messages in scope (and as many titles) are ranked: a query
+matching more ranks those and never reads the rest. "Newest" is the highest rowid on SQLite
+(the order rows were written in) and the latest ``created_at`` on PostgreSQL, the same order
+unless messages were imported with their own times. Each arm (messages, titles) is limited,
+ranked and joined to its page's columns last, so a page reads at most ``:cap`` rows per arm
+and the text of its own hits only.
+
 How each database finds the documents:
 
 - SQLite: terms of three characters or more are one FTS5 ``MATCH`` over ``search_fts``
-  (trigram phrases; quoted by the caller, so query text is never FTS5 syntax); shorter terms
-  (which the trigram tokenizer cannot find) are checked against the candidates' text with
-  ``instr`` over each term's case variants. A query of short terms only scans the messages,
-  skipping rows whose stored JSON cannot contain the first term. Rank: ``-bm25`` (title 2,
+  (trigram phrases; quoted by the caller, so query text is never FTS5 syntax), read newest
+  first; shorter terms (which the trigram tokenizer cannot find) are checked against each
+  candidate's text with ``instr`` over each term's case variants. Rank: ``-bm25`` (title 2,
   body 1, thinking 0.5).
 - PostgreSQL: ``LIKE`` on the lower-cased generated columns; the first (longest) term is the
   one the ``pg_trgm`` index serves, the rest are checked on its candidates. Rank:
   ``ts_rank_cd`` over the ``simple``-configuration vectors with ``websearch_to_tsquery`` of the
   long terms (weights: title 0.8, body 0.4, thinking 0.2), normalised by document length.
 
-A query of short terms only ranks every hit 0 on both databases (newest first).
+A query of short terms only ranks every hit 0 on both databases, newest first: each arm reads
+messages (titles) newest first through ``ix_search_messages_created``
+(``ix_conversations_created_at_id``), skipping on SQLite rows whose stored JSON cannot contain
+the first term, and stops once the page (``:window`` rows from the start) is full. It has no
+cap, but a short term that few messages contain reads every message.
 
 Statements are built once per shape (dialect and which filters are present) and kept: a query's
 text is always a parameter, never part of the SQL.
@@ -61,6 +71,8 @@ class Shape:
     conversation: bool
     roles: bool
     thinking: bool
+    long_excluded: bool = False
+    """A short-terms-only query (SQLite) excludes terms the index finds (``:exclude``)."""
 
 
 SQLITE_WEIGHTS: Final = "2.0, 1.0, 0.5"
@@ -195,12 +207,15 @@ def _sqlite(shape: Shape) -> str:
     names = [f"arm{i}" for i in range(len(arms))]
     ctes = ", ".join(f"{n} AS MATERIALIZED ({a})" for n, a in zip(names, arms, strict=True))
     union = " UNION ALL ".join(f"SELECT {_KEYS} FROM {n}" for n in names)
-    return _page("sqlite", f"WITH {ctes}, keys AS MATERIALIZED (SELECT {_KEYS} FROM ({union}) {_ORDER})")
+    return _page(
+        "sqlite", f"WITH {ctes}, keys AS MATERIALIZED (SELECT {_KEYS} FROM ({union}) {_ORDER})"
+    )
 
 
 def _sqlite_short(shape: Shape) -> str:
     """Short terms only: the newest matches first, each arm scanned until its window is full."""
     condition = _sqlite_short_filter(shape, "d.value")
+    excluded = "{} NOT IN (SELECT rowid FROM search_fts WHERE search_fts MATCH :exclude)"
     message_where = [
         # Rows whose stored JSON cannot hold the first term are skipped before their text is
         # made; the text is made once per row (json_each of a one-element array), not once per
@@ -209,13 +224,16 @@ def _sqlite_short(shape: Shape) -> str:
         *_filters(shape, _SQLITE_ROLES),
         condition,
     ]
+    title_where = ["c.title IS NOT NULL", *_filters(shape, None), condition]
+    if shape.long_excluded:
+        message_where.append(excluded.format("m.rowid"))
+        title_where.append(excluded.format("-c.rowid"))
     messages = (
         f"SELECT m.rowid AS doc, 0.0 AS rank, {_MESSAGE_KEYS}"
         f" FROM messages AS m{_sqlite_join(shape)},"
         f" json_each(json_array({_sqlite_body(shape)})) AS d"
         f" WHERE {' AND '.join(message_where)} {_NEWEST}"
     )
-    title_where = ["c.title IS NOT NULL", *_filters(shape, None), condition]
     titles = (
         f"SELECT -c.rowid AS doc, 0.0 AS rank, {_TITLE_KEYS}"
         " FROM conversations AS c, json_each(json_array(c.title)) AS d"

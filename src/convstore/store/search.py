@@ -292,6 +292,7 @@ def run_search(tx: Tx, dialect: str, request: _Request, fingerprint: str) -> Sea
         conversation=request.conversation_id is not None,
         roles=request.roles is not None,
         thinking=request.include_thinking,
+        long_excluded=mode is Mode.SHORT and bool(long_excluded) and dialect == "sqlite",
     )
     params: dict[str, Any] = {
         "tenant": request.tenant,
@@ -343,6 +344,10 @@ def _sqlite_params(
             match += f" NOT {columns} : ({' OR '.join(_fts_phrase(t) for t in long_excluded)})"
         params["match"] = match
     else:
+        if long_excluded:
+            params["exclude"] = (
+                f"{columns} : ({' OR '.join(_fts_phrase(t) for t in long_excluded)})"
+            )
         first = shorts[0]
         # Stored JSON escapes quotes, backslashes and control characters: no prefilter then.
         variants = [""] if _JSON_ESCAPED.search(first) else _case_variants(first)
