@@ -1,81 +1,51 @@
-"""Revision 0008 (metadata pair tags) on a populated database of revision 0007: down, up.
+"""Revision 0008 (search by time) on a populated database of revision 0007: up, down, up.
 
-A database written by this code and downgraded to 0007 holds what 0007's code wrote: one tag
-per metadata entry. The downgrade removes exactly the pair and wide tags; the upgrade writes
-for every conversation the tags this code writes (compared row for row with what it wrote
-itself), so filters of several entries answer as before, and nothing else changes either way.
+0008 adds one index and changes no row. Downgraded to 0007 the index is gone and every row
+kept; after the upgrade again the index is back, with no drift, and a search of short terms
+(the query it serves) finds the same hits as before.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import sqlalchemy as sa
+from alembic import command
 from sqlalchemy import Connection
 
 from convstore import ConversationStore
 from convstore.db import migrate
-from convstore.db.migrations import downgrade_connection
-from convstore.store.metadata_tags import PAIRED_ENTRIES, tag
+from convstore.db.migrations import alembic_config, downgrade_connection
 from tests.db.test_migrations import _drift, _run
 from tests.db.test_upgrade_0005 import _rows
+from tests.db.test_upgrade_0006 import _found, _populate
 
 PREVIOUS = "0007"
-WIDE_METADATA = {f"k{i}": [i, {"b": i / 2, "a": "ü"}] for i in range(PAIRED_ENTRIES + 1)}
-SEEDED: list[tuple[str | None, dict[str, Any] | None]] = [
-    (None, {"project": "p7", "user": "ann"}),
-    ("acme", {"project": "p7", "user": "bob", "n": 1.0}),
-    ("acme", {"project": "p8", "nested": {"b": 2, "a": [1, "x"]}, "flag": True}),
-    (None, None),
-    ("acme", {}),
-    ("acme", {**WIDE_METADATA, "project": "p7", "user": "bob"}),
-]
-FILTERS: list[dict[str, Any]] = [
-    {"project": "p7"},
-    {"project": "p7", "user": "bob"},
-    {"user": "bob", "n": 1},
-    {"nested": {"a": [1, "x"], "b": 2}, "flag": True},
-    {"k3": [3, {"a": "ü", "b": 1.5}], "user": "bob", "project": "p7"},
-]
 
 
-def _tags(conn: Connection) -> list[tuple[str, str]]:
-    rows = conn.execute(sa.text("SELECT conversation_id, tag FROM conversation_tags"))
-    return sorted((r[0], r[1]) for r in rows)
+def _indexes(conn: Connection) -> set[str]:
+    return {str(i["name"]) for i in sa.inspect(conn).get_indexes("messages")}
 
 
-async def _answers(url: str, blobs: str) -> list[list[str]]:
-    async with ConversationStore(url, blobs=blobs) as store:
-        return [
-            [c.id for c in await store.list_conversations(metadata=wanted, tenant=tenant)]
-            for wanted in FILTERS
-            for tenant in (None, "acme")
-        ]
-
-
-async def test_a_populated_0007_database_downgrades_and_upgrades_again(empty_url: str) -> None:
+async def test_a_populated_0007_database_upgrades_downgrades_and_upgrades_again(
+    empty_url: str,
+) -> None:
     blobs = f"memory://up8-{uuid.uuid4().hex}"
     await migrate(empty_url)
     async with ConversationStore(empty_url, blobs=blobs) as store:
-        made = [
-            await store.create_conversation(title=str(i), tenant=tenant, metadata=meta)
-            for i, (tenant, meta) in enumerate(SEEDED)
-        ]
-    answers = await _answers(empty_url, blobs)
-    assert all(answers[:4]) and answers[2] == [made[5].id, made[1].id]  # the filters match
-    written = await _run(empty_url, _tags)
-    others = {k: v for k, v in (await _run(empty_url, _rows)).items() if k != "conversation_tags"}  # type: ignore[attr-defined]
+        await _populate(store)
+    rows = await _run(empty_url, _rows)
+    assert "ix_search_messages_created" in await _run(empty_url, _indexes)  # type: ignore[operator]
+    expected = [(4, "⟦東京⟧の市場で買いました")]
+    assert await _found(empty_url, blobs, "東京") == expected
 
     await _run(empty_url, lambda conn: downgrade_connection(conn, PREVIOUS))
-    entries = sorted(
-        (c.id, tag(key, value)) for c in made for key, value in (c.metadata or {}).items()
-    )
-    assert await _run(empty_url, _tags) == entries
+    assert "ix_search_messages_created" not in await _run(empty_url, _indexes)  # type: ignore[operator]
+    assert await _run(empty_url, _rows) == rows
 
     await migrate(empty_url)
-    assert await _run(empty_url, _tags) == written
-    after = await _run(empty_url, _rows)
-    assert {k: v for k, v in after.items() if k != "conversation_tags"} == others  # type: ignore[attr-defined]
-    assert await _answers(empty_url, blobs) == answers
+    assert "ix_search_messages_created" in await _run(empty_url, _indexes)  # type: ignore[operator]
+    assert await _run(empty_url, _rows) == rows
     assert await _run(empty_url, _drift) == []
+    await _run(empty_url, lambda conn: command.check(alembic_config(conn)))
+    assert await _found(empty_url, blobs, "東京") == expected

@@ -26,6 +26,9 @@ content's text and file names; a file's name. Thinking text is its own column, s
 on request. Bytes are never indexed.
 
 Revision 0006 creates these objects; changing them needs a new revision, not an edit here.
+Revision 0008 adds ``ix_search_messages_created`` (`RECENCY_CREATE`, both databases): the
+newest messages first, so a query of terms shorter than three characters (every hit ranked
+equal, newest first) reads messages newest first and stops when its page is full.
 """
 
 from __future__ import annotations
@@ -37,10 +40,14 @@ from sqlalchemy import Connection
 __all__ = [
     "POSTGRES_CREATE",
     "POSTGRES_DROP",
+    "RECENCY_CREATE",
+    "RECENCY_DROP",
     "SQLITE_CREATE",
     "SQLITE_DROP",
     "create",
+    "create_recency",
     "drop",
+    "drop_recency",
     "include_name",
     "restore_message_columns",
 ]
@@ -234,6 +241,11 @@ POSTGRES_DROP: Final = (
 )
 
 
+RECENCY_CREATE: Final = "CREATE INDEX ix_search_messages_created ON messages (created_at)"
+"""Revision 0008, both databases (not a model index: the search objects are the database's)."""
+RECENCY_DROP: Final = "DROP INDEX ix_search_messages_created"
+
+
 def create(conn: Connection) -> None:
     """Create the index for ``conn``'s database and fill it from the rows already there."""
     for statement in SQLITE_CREATE if conn.dialect.name == "sqlite" else POSTGRES_CREATE:
@@ -246,7 +258,17 @@ def drop(conn: Connection) -> None:
         conn.exec_driver_sql(statement)
 
 
+def create_recency(conn: Connection) -> None:
+    """Revision 0008's index."""
+    conn.exec_driver_sql(RECENCY_CREATE)
+
+
+def drop_recency(conn: Connection) -> None:
+    """Drop revision 0008's index."""
+    conn.exec_driver_sql(RECENCY_DROP)
+
+
 def restore_message_columns(conn: Connection) -> None:
-    """Add the search columns and indexes to a rebuilt, still empty ``messages`` (PostgreSQL)."""
-    for statement in _PG_MESSAGE_COLUMNS:
+    """Add the search columns and indexes of every revision to a rebuilt ``messages``."""
+    for statement in (*_PG_MESSAGE_COLUMNS, RECENCY_CREATE):
         conn.exec_driver_sql(statement)

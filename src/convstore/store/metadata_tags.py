@@ -23,7 +23,7 @@ Invariants:
   grows with its square); a wider conversation holds the `WIDE` tag instead, and a filter of
   two or more entries also walks the wide conversations, checking every entry. A conversation
   is found through exactly one of the two.
-- The digests are part of the stored data: migrations ``0004`` (entries) and ``0008`` (pairs,
+- The digests are part of the stored data: migrations ``0004`` (entries) and ``0009`` (pairs,
   `WIDE`) wrote them for existing rows with the same rules, so changing them needs a migration
   that rewrites the tags.
 """

@@ -1,7 +1,7 @@
 """Metadata pair tags: a two-entry filter is one index range.
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 Create Date: 2026-11-26
 
 Every conversation with at most 8 metadata entries gets a ``conversation_tags`` row per pair
@@ -25,8 +25,8 @@ from alembic import op
 
 from convstore.db.types import UTCDateTime
 
-revision: str = "0008"
-down_revision: str | None = "0007"
+revision: str = "0009"
+down_revision: str | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
