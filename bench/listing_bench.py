@@ -1,18 +1,23 @@
 """The conversation list and gc at scale: every listing variant at 1k, 100k and 1M conversations.
 
 Run: ``python -m bench.listing_bench [--sizes 1000,100000,1000000] [--database sqlite,postgresql]
-[--json-out F]`` (``bench.compare --listing-sizes`` runs it; PostgreSQL needs the cluster
-`bench.compare` starts, or ``BENCH_POSTGRES_DSN``).
+[--bulk] [--keep DIR] [--no-gc] [--json-out F]`` (``bench.compare --listing-sizes`` runs it;
+PostgreSQL needs the cluster `bench.compare` starts, or ``BENCH_POSTGRES_DSN``).
 
-Conversations are created through the store's public API, by 64 concurrent tasks (group commit
-batches them on SQLite), or with ``--bulk`` by the store's own row builders, 1,000 per
-transaction (a million one at a time take ~25 minutes here, against ~8), each with metadata
-``{"project": p<i % 100>, "user": u<i // 100 % 100>}`` and one of 10 tenants, so ``project``
-alone matches 1 %, ``project`` and ``user`` 1 in 10,000. Each size grows the same database (1k,
-then 100k, then 1M), and each variant is timed as the median of 21 calls after one warm-up: the
-first page, a page 90 % deep (by cursor), the same within a tenant, a 1 % filter, a
-1-in-10,000 filter. Then gc (`bench.gc_bench`): 2,000 unreferenced blobs in a local directory
-collected with ``grace=0``, alone and while an application appends beside it.
+Each size has a database of its own: conversations created through the store's public API, by
+64 concurrent tasks (group commit batches them on SQLite), or with ``--bulk`` by the store's
+own row builders, 1,000 per transaction (a million one at a time take ~25 minutes here), each
+with metadata ``{"project": p<i % 100>, "user": u<i // 100 % 100>}`` and one of 10 tenants, so
+``project`` alone matches 1 %, ``project`` and ``user`` 1 in 10,000. ``--keep DIR`` keeps the
+databases (SQLite files in DIR, PostgreSQL databases ``listing_<size>``) and reuses them,
+migrated to the current schema. The variants: the first page, a page 90 % deep (by cursor),
+the same within a tenant, a 1 % filter, a 1-in-10,000 filter, 20 conversations a page. They
+run interleaved (each round calls every variant at every size once; 21 rounds after one
+warm-up) and each is reported as its median, beside the pages one call reads, counted by the
+database (SQLite's page cache hits and misses, PostgreSQL's shared buffers): the figure the
+machine's load does not move. Then gc (`bench.gc_bench`, unless ``--no-gc``): 2,000
+unreferenced blobs in a local directory collected with ``grace=0``, alone and while an
+application appends beside it.
 """
 
 from __future__ import annotations

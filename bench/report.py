@@ -198,7 +198,8 @@ def document(saved: dict[str, Any]) -> str:
         "`bench.listing_bench --bulk`: conversations created by the store's own row builders, "
         "1,000 per transaction (not one `create_conversation` call each), 10 tenants, "
         "metadata `project` (100 values) and `user` (100 values); the median "
-        "of 21 pages of 20 after a warm-up, each size growing the same database.",
+        "of 21 pages of 20 after a warm-up, each size a database of its own, the sizes and "
+        "variants interleaved.",
         "",
         listing_markdown(saved["listing"])
         if isinstance(saved.get("listing"), dict)
