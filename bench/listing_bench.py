@@ -26,10 +26,12 @@ import argparse
 import asyncio
 import ctypes
 import ctypes.util
+import json
 import re
 import sqlite3
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -215,6 +217,48 @@ async def _postgres_buffers(store: ConversationStore, stmt: Any, params: dict[st
     return 0
 
 
+CALLGRIND_CALLS = 5
+
+
+async def _count_inside(library: Path, plan: Path) -> None:
+    """Under callgrind (`bench.callgrind_bench.counted_run`): each variant at each size, one
+    unmeasured call, then `CALLGRIND_CALLS` counted ones (``plan``: JSON of SQLite URL ->
+    variant -> ``list_conversations`` arguments, cursors included: walking to a deep cursor
+    under valgrind would take minutes)."""
+    helper = ctypes.CDLL(str(library))
+    for url, variants in json.loads(plan.read_text()).items():
+        async with ConversationStore(url, blobs="memory://callgrind") as store:
+            for key, kwargs in variants.items():
+                await store.list_conversations(limit=20, **kwargs)
+                helper.cg_on()
+                for _ in range(CALLGRIND_CALLS):
+                    await store.list_conversations(limit=20, **kwargs)
+                helper.cg_off(f"{url}|{key}".encode())
+
+
+def _instructions(
+    stores: dict[int, ConversationStore], variants: dict[int, dict[str, dict[str, Any]]]
+) -> dict[tuple[int, str], float] | str:
+    """Instructions per call of each variant at each size (SQLite), or why none were counted."""
+    from bench.callgrind_bench import counted_run, unavailable
+
+    reason = unavailable()
+    if reason is not None:
+        return reason
+    by_url = {stores[size].url: size for size in stores}
+    with tempfile.TemporaryDirectory(prefix="bench-listing-cg-") as tmp:
+        plan = Path(tmp) / "plan.json"
+        plan.write_text(json.dumps({stores[size].url: variants[size] for size in stores}))
+        totals, failure = counted_run("bench.listing_bench", ["--inside", str(plan)], timeout=1800)
+    if failure is not None:
+        return failure
+    counted = {}
+    for name, total in totals.items():
+        url, key = name.rsplit("|", 1)
+        counted[(by_url[url], key)] = total / CALLGRIND_CALLS
+    return counted
+
+
 async def _sized_store(
     database: str, size: int, directory: Path, keep: Path | None, bulk: bool
 ) -> tuple[ConversationStore, dict[str, Any]]:
@@ -261,6 +305,7 @@ async def run(
     bulk: bool,
     keep: Path | None = None,
     gc: bool = True,
+    callgrind: bool = False,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"database": database, "sizes": {}, "bulk": bulk}
     stores: dict[int, ConversationStore] = {}
@@ -288,6 +333,13 @@ async def run(
                 entry[key.replace("_ms", "_pages")] = await _pages_read(
                     database, store, variants[size][key]
                 )
+        if database == "sqlite" and callgrind:
+            counted = await asyncio.to_thread(_instructions, stores, variants)
+            if isinstance(counted, str):
+                result["callgrind_skipped"] = counted
+            else:
+                for (size, key), per_call in counted.items():
+                    result["sizes"][str(size)][key.replace("_ms", "_instructions")] = per_call
     finally:
         for store in stores.values():
             await store.__aexit__(None, None, None)
@@ -317,13 +369,25 @@ def main() -> None:
         "listing_<size>) and reuse them on the next run",
     )
     parser.add_argument("--no-gc", action="store_true", help="skip the gc throughput")
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="also count instructions per call (SQLite, valgrind's callgrind)",
+    )
+    parser.add_argument("--inside", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--library", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--tmpdir")
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
+    if args.inside:
+        asyncio.run(_count_inside(args.library, args.inside))
+        return
     sizes = [int(s) for s in args.sizes.split(",") if s]
     output = each_database(
         args.database,
-        lambda database, tmp: run(database, sizes, tmp, args.bulk, args.keep, not args.no_gc),
+        lambda database, tmp: run(
+            database, sizes, tmp, args.bulk, args.keep, not args.no_gc, args.callgrind
+        ),
         prefix="bench-listing-",
         tmpdir=args.tmpdir,
     )
@@ -332,6 +396,17 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _evidence(entry: dict[str, Any], key: str) -> str:
+    counts = []
+    pages = entry.get(key.replace("_ms", "_pages"))
+    if pages is not None:
+        counts.append(f"{pages} pages")
+    instructions = entry.get(key.replace("_ms", "_instructions"))
+    if instructions is not None:
+        counts.append(f"{instructions / 1e6:.2f} M instr.")
+    return f" ({', '.join(counts)})" if counts else ""
 
 
 def markdown(output: dict[str, Any]) -> str:
@@ -360,16 +435,15 @@ def markdown(output: dict[str, Any]) -> str:
             verdict = "met" if ratio <= 3 else f"**missed** ({ratio:.2f}x > 3x)"
             if key == "filter_1_in_10000_ms" and values[-1] > 50:
                 verdict = f"**missed** ({values[-1]:.1f} ms > 50 ms)"
-            pages = [result["sizes"][s].get(key.replace("_ms", "_pages")) for s in sizes]
             cells = " | ".join(
-                f"{v:.2f}" + ("" if p is None else f" ({p})")
-                for v, p in zip(values, pages, strict=True)
+                f"{result['sizes'][s][key]:.2f}" + _evidence(result["sizes"][s], key) for s in sizes
             )
             lines.append(f"| {label} | {cells} | {ratio:.2f}x | {verdict} |")
         lines += [
             "",
             "(In brackets: the pages one listing page reads, counted by the database: SQLite's "
-            "cache hits and misses, PostgreSQL's shared buffers.)",
+            "cache hits and misses, PostgreSQL's shared buffers; and with `--callgrind`, "
+            "instructions per call on SQLite, every thread.)",
         ]
         if "gc_blobs_s" not in result:
             continue
