@@ -6,8 +6,10 @@ The plans the databases choose are read from ``EXPLAIN`` and compared with what
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
+import zipfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from convstore import ConversationStore, Message
 from convstore.db.schema import conversation_tags, conversations
 from convstore.db.statements import list_page
-from convstore.store.metadata_tags import PAIRED_ENTRIES, WIDE, filter_tags, tags_of
+from convstore.imports import import_file
+from convstore.store.metadata_tags import PAIRED_ENTRIES, WIDE, filter_tags, tag, tags_of
 from tests.support.postgres import PostgresCluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,6 +128,34 @@ async def test_filters_of_several_entries_find_narrow_and_wide_conversations(
     await store.update_conversation(first.id, metadata={"project": "p1", "user": "u1"})
     assert first.id in await _ids(store, tenant=t, metadata={"project": "p1", "user": "u1"})
     assert first.id not in await _ids(store, tenant=t, metadata={"user": "u1", "x3": 3})
+
+
+async def test_a_restored_archive_without_pair_tags_is_found_by_pairs(
+    store: ConversationStore, tmp_path: Path
+) -> None:
+    # Archives written before pair tags existed hold one tag per entry only: a restore
+    # rebuilds the tags from the metadata instead of trusting the archive's.
+    t = uuid.uuid4().hex
+    meta = {"project": "p7", "user": "ann", "n": 2}
+    made = await store.create_conversation(tenant=t, metadata=meta)
+    exported, older = tmp_path / "now.zip", tmp_path / "older.zip"
+    await store.export(exported, tenant=t)
+    await store.erase_tenant(t, now=True)
+    entries = {tag(key, value) for key, value in meta.items()}
+    with zipfile.ZipFile(exported) as src, zipfile.ZipFile(older, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            document = json.loads(data) if item.filename.endswith(".json") else None
+            if isinstance(document, dict) and "archive" in document:
+                tags = document["archive"]["tables"]["conversation_tags"]
+                at = tags["columns"].index("tag")
+                assert len(tags["rows"]) > len(entries)  # pairs were exported
+                tags["rows"] = [row for row in tags["rows"] if row[at] in entries]
+                data = json.dumps(document).encode()
+            dst.writestr(item, data)
+    await import_file(store, older, "convstore")
+    assert await _ids(store, tenant=t, metadata={"user": "ann", "project": "p7"}) == [made.id]
+    assert await _ids(store, tenant=t, metadata={"n": 2, "user": "ann"}) == [made.id]
 
 
 async def test_filtered_paging_sees_each_match_once_while_others_write(
