@@ -1,67 +1,81 @@
-"""Revision 0009 (PL/pgSQL text functions) on a populated database of revision 0008: up, down, up.
+"""Revision 0009 (metadata pair tags) on a populated database of revision 0008: down, up.
 
-On PostgreSQL the two text functions behind the generated search columns change language and
-nothing else: every stored row, generated values included, is the same after the upgrade, the
-downgrade and the upgrade again; search finds the same hits; the models do not drift. On SQLite
-the revision changes nothing.
+A database written by this code and downgraded to 0008 holds what 0008's code wrote: one tag
+per metadata entry. The downgrade removes exactly the pair and wide tags; the upgrade writes
+for every conversation the tags this code writes (compared row for row with what it wrote
+itself), so filters of several entries answer as before, and nothing else changes either way.
 """
 
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from alembic import command
+import sqlalchemy as sa
 from sqlalchemy import Connection
 
 from convstore import ConversationStore
 from convstore.db import migrate
-from convstore.db.migrations import alembic_config, downgrade_connection
+from convstore.db.migrations import downgrade_connection
+from convstore.store.metadata_tags import PAIRED_ENTRIES, tag
 from tests.db.test_migrations import _drift, _run
 from tests.db.test_upgrade_0005 import _rows
-from tests.db.test_upgrade_0006 import _found, _populate
 
 PREVIOUS = "0008"
+WIDE_METADATA = {f"k{i}": [i, {"b": i / 2, "a": "ü"}] for i in range(PAIRED_ENTRIES + 1)}
+SEEDED: list[tuple[str | None, dict[str, Any] | None]] = [
+    (None, {"project": "p7", "user": "ann"}),
+    ("acme", {"project": "p7", "user": "bob", "n": 1.0}),
+    ("acme", {"project": "p8", "nested": {"b": 2, "a": [1, "x"]}, "flag": True}),
+    (None, None),
+    ("acme", {}),
+    ("acme", {**WIDE_METADATA, "project": "p7", "user": "bob"}),
+]
+FILTERS: list[dict[str, Any]] = [
+    {"project": "p7"},
+    {"project": "p7", "user": "bob"},
+    {"user": "bob", "n": 1},
+    {"nested": {"a": [1, "x"], "b": 2}, "flag": True},
+    {"k3": [3, {"a": "ü", "b": 1.5}], "user": "bob", "project": "p7"},
+]
 
 
-def _state(conn: Connection) -> object:
-    """The rows, and on PostgreSQL the generated values and the functions' languages."""
-    if conn.dialect.name != "postgresql":
-        return _rows(conn)
-    generated = conn.exec_driver_sql(
-        "SELECT conversation_id, seq, search_text, search_thinking, search_vector::text"
-        " FROM messages ORDER BY conversation_id, seq"
-    ).all()
-    languages = conn.exec_driver_sql(
-        "SELECT p.proname, l.lanname FROM pg_proc AS p JOIN pg_language AS l"
-        " ON l.oid = p.prolang WHERE p.proname LIKE 'convstore_search%' ORDER BY 1"
-    ).all()
-    return _rows(conn), [tuple(r) for r in generated], dict(languages)  # type: ignore[arg-type]
+def _tags(conn: Connection) -> list[tuple[str, str]]:
+    rows = conn.execute(sa.text("SELECT conversation_id, tag FROM conversation_tags"))
+    return sorted((r[0], r[1]) for r in rows)
 
 
-async def test_a_populated_0008_database_upgrades_downgrades_and_upgrades_again(
-    empty_url: str,
-) -> None:
+async def _answers(url: str, blobs: str) -> list[list[str]]:
+    async with ConversationStore(url, blobs=blobs) as store:
+        return [
+            [c.id for c in await store.list_conversations(metadata=wanted, tenant=tenant)]
+            for wanted in FILTERS
+            for tenant in (None, "acme")
+        ]
+
+
+async def test_a_populated_0008_database_downgrades_and_upgrades_again(empty_url: str) -> None:
     blobs = f"memory://up9-{uuid.uuid4().hex}"
     await migrate(empty_url)
     async with ConversationStore(empty_url, blobs=blobs) as store:
-        await _populate(store)
-    hits = await _found(empty_url, blobs, "äpfel")
-    assert [seq for seq, _ in hits] == [1, 2]
-    at_head = await _run(empty_url, _state)
+        made = [
+            await store.create_conversation(title=str(i), tenant=tenant, metadata=meta)
+            for i, (tenant, meta) in enumerate(SEEDED)
+        ]
+    answers = await _answers(empty_url, blobs)
+    assert all(answers[:4]) and answers[2] == [made[5].id, made[1].id]  # the filters match
+    written = await _run(empty_url, _tags)
+    others = {k: v for k, v in (await _run(empty_url, _rows)).items() if k != "conversation_tags"}  # type: ignore[attr-defined]
 
     await _run(empty_url, lambda conn: downgrade_connection(conn, PREVIOUS))
-    below = await _run(empty_url, _state)
-    if empty_url.startswith("postgresql"):
-        rows, generated, languages = at_head  # type: ignore[misc]
-        assert languages["convstore_search_body"] == "plpgsql"
-        assert languages["convstore_search_thinking"] == "plpgsql"
-        assert below == (rows, generated, {**languages, "convstore_search_body": "sql",
-                                           "convstore_search_thinking": "sql"})  # fmt: skip
-    else:
-        assert below == at_head
+    entries = sorted(
+        (c.id, tag(key, value)) for c in made for key, value in (c.metadata or {}).items()
+    )
+    assert await _run(empty_url, _tags) == entries
 
     await migrate(empty_url)
-    assert await _run(empty_url, _state) == at_head
+    assert await _run(empty_url, _tags) == written
+    after = await _run(empty_url, _rows)
+    assert {k: v for k, v in after.items() if k != "conversation_tags"} == others  # type: ignore[attr-defined]
+    assert await _answers(empty_url, blobs) == answers
     assert await _run(empty_url, _drift) == []
-    await _run(empty_url, lambda conn: command.check(alembic_config(conn)))
-    assert await _found(empty_url, blobs, "äpfel") == hits

@@ -26,7 +26,7 @@ content's text and file names; a file's name. Thinking text is its own column, s
 on request. Bytes are never indexed.
 
 Revision 0006 creates these objects; changing them needs a new revision, not an edit here.
-Revision 0009 replaces PostgreSQL's two text functions by PL/pgSQL ones of the same body and
+Revision 0010 replaces PostgreSQL's two text functions by PL/pgSQL ones of the same body and
 result (`POSTGRES_PLPGSQL`): a ``LANGUAGE sql`` function that cannot be inlined is planned again
 in every statement that calls it, and an append inserts its rows one statement each, so the
 generated columns planned them again for every message; PL/pgSQL keeps its plans for the
@@ -266,9 +266,9 @@ def _replace(function: str, language: str) -> str:
 
 
 POSTGRES_PLPGSQL: Final = tuple(_replace(f, "plpgsql") for f in _PG_FUNCTIONS[:2])
-"""Revision 0009: the body and thinking functions in PL/pgSQL (same results, plans kept)."""
+"""Revision 0010: the body and thinking functions in PL/pgSQL (same results, plans kept)."""
 POSTGRES_SQL: Final = tuple(_replace(f, "sql") for f in _PG_FUNCTIONS[:2])
-"""Revision 0009's downgrade: 0006's SQL functions again."""
+"""Revision 0010's downgrade: 0006's SQL functions again."""
 
 
 def create(conn: Connection) -> None:
@@ -284,14 +284,14 @@ def drop(conn: Connection) -> None:
 
 
 def use_plpgsql(conn: Connection) -> None:
-    """Revision 0009 (PostgreSQL; nothing on SQLite)."""
+    """Revision 0010 (PostgreSQL; nothing on SQLite)."""
     if conn.dialect.name == "postgresql":
         for statement in POSTGRES_PLPGSQL:
             conn.exec_driver_sql(statement)
 
 
 def use_sql(conn: Connection) -> None:
-    """Revision 0009's downgrade (PostgreSQL; nothing on SQLite)."""
+    """Revision 0010's downgrade (PostgreSQL; nothing on SQLite)."""
     if conn.dialect.name == "postgresql":
         for statement in POSTGRES_SQL:
             conn.exec_driver_sql(statement)

@@ -1,7 +1,7 @@
 """Search on PostgreSQL: the text functions of the generated columns in PL/pgSQL.
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0010
+Revises: 0009
 Create Date: 2026-11-26
 
 ``convstore_search_body`` and ``convstore_search_thinking`` keep their bodies and results but
@@ -18,8 +18,8 @@ from alembic import op
 
 from convstore.db import search_ddl
 
-revision: str = "0009"
-down_revision: str | None = "0008"
+revision: str = "0010"
+down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
