@@ -5,13 +5,17 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from convstore import ConversationStore, Message
+from convstore.db import schema
 from convstore.errors import ConversationNotFoundError, InvalidInputError
+from convstore.store.checkpoints import PendingWrite
 from convstore.sync import SyncConversationStore
 
 
@@ -51,6 +55,53 @@ async def test_prune_deletes_only_what_is_older_and_only_of_the_tenant(
 
     with pytest.raises(InvalidInputError):
         await store.prune(older_than=timedelta(seconds=-1), tenant=tenant)
+
+
+async def _age(store: ConversationStore, cids: list[str], days: int) -> None:
+    """Make these conversations look created and last written ``days`` ago."""
+    then = datetime.now(UTC) - timedelta(days=days)
+    engine = create_async_engine(store.url)
+    try:
+        async with engine.begin() as conn:
+            c = schema.conversations.c
+            await conn.execute(
+                update(schema.conversations)
+                .where(c.id.in_(cids))
+                .values(created_at=then, updated_at=then)
+            )
+    finally:
+        await engine.dispose()
+
+
+async def test_a_thread_that_only_checkpoints_is_not_idle(store: ConversationStore) -> None:
+    tenant = _tenant()
+    idle, graph, pending = [(await store.create_conversation(tenant=tenant)).id for _ in range(3)]
+    await _age(store, [idle, graph, pending], days=40)
+    await store.checkpoints.put(
+        graph,
+        checkpoint_ns="",
+        checkpoint_id="1ef4f797-8335-6428-8001-8a1503f9b875",
+        parent_checkpoint_id=None,
+        checkpoint_type="msgpack",
+        checkpoint=b"\x84\xa1v\x04",
+        channel_versions={},
+        metadata={"step": 3},
+        tenant=tenant,
+    )
+    await store.checkpoints.put_writes(
+        pending,
+        checkpoint_ns="",
+        checkpoint_id="1ef4f797-8335-6428-8001-8a1503f9b876",
+        writes=[PendingWrite("task-1", 0, "answer", "msgpack", b"\xa2ok")],
+        tenant=tenant,
+    )
+
+    report = await store.prune(older_than=timedelta(days=30), tenant=tenant)
+    assert (report.examined, report.deleted) == (3, 1)
+    assert not await _exists(store, idle)
+    assert await _exists(store, graph)
+    assert await _exists(store, pending)
+    assert (await store.get_conversation(graph, tenant=tenant)).updated_at > report.cutoff
 
 
 async def test_prune_beside_20_writers_loses_no_conversation_written_during_it(

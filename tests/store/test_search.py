@@ -101,6 +101,7 @@ EXPECTED: dict[str, list[tuple[str, int | None]]] = {
     "lovelace": [("code", 2)],
     "go": [("short", 2), ("short", 1)],
     "go rust": [("short", 2)],
+    "go -rust": [("short", 1)],  # a short term, a long excluded one
     "ai": [("short", 2), ("en", 2)],  # "again"
     "🎉": [("short", 2)],
     "debug": [("code", None)],
@@ -288,3 +289,19 @@ async def test_an_escaped_nul_lookalike_is_text(store: ConversationStore) -> Non
     await store.append(conv.id, Message.user("before \\u0000 after"), tenant=tenant)
     [hit] = await store.search("\\u0000 after", tenant=tenant)
     assert hit.snippet == "before ⟦\\u0000⟧ ⟦after⟧"
+
+
+async def test_only_the_newest_matches_are_ranked(
+    store: ConversationStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The short messages match best; with a cap of 3 candidates the oldest is not ranked.
+    monkeypatch.setattr("convstore.store.search.RANKED_CANDIDATES", 3)
+    tenant = f"search-{uuid.uuid4().hex}"
+    conv = await store.create_conversation(tenant=tenant)
+    long = "a walrus among many other words about the sea and the ice"
+    texts = ["walrus", long, long, "walrus", long]
+    for text in texts:  # one append each: every message newer than the one before
+        await store.append(conv.id, Message.user(text), tenant=tenant)
+    assert [h.seq for h in await store.search("walrus", tenant=tenant)] == [4, 5, 3]
+    monkeypatch.setattr("convstore.store.search.RANKED_CANDIDATES", 10)
+    assert [h.seq for h in await store.search("walrus", tenant=tenant)] == [4, 1, 5, 3, 2]

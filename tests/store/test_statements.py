@@ -11,8 +11,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from convstore import ConversationStore, Message, ToolCallPart
 from convstore.db.schema import metadata
+from tests.support.round_trips import round_trips
 
 
 @contextmanager
@@ -64,10 +67,35 @@ async def test_load_runs_the_same_statements_for_10_and_1000_messages(
         assert len((await store.load(small)).messages) == 12
     with recorded(store) as for_large:
         assert len((await store.load(large)).messages) == 1000
-    assert len(_queries(for_small)) == len(_queries(for_large)) == 4
+    # PostgreSQL reads it all in one statement (`convstore.db.pg_load`).
+    statements = 1 if store.backend.dialect_name == "postgresql" else 4
+    assert len(_queries(for_small)) == len(_queries(for_large)) == statements
     with recorded(store) as windowed:
         assert len((await store.load(large, last=50)).messages) == 50
-    assert len(_queries(windowed)) == 4
+    assert len(_queries(windowed)) == statements
+
+
+@pytest.mark.postgres
+async def test_a_postgresql_load_or_window_is_one_round_trip(pg_store_url: str) -> None:
+    """Whole, ``last=N``, ``before_seq`` pages, on a chain and on a branched conversation, with
+    the message cache on and off: one round trip to the server each, and no transaction."""
+    for message_cache in (10_000, 0):
+        blobs = f"memory://round-trips-{uuid.uuid4().hex}"
+        async with ConversationStore(
+            pg_store_url, blobs=blobs, message_cache=message_cache
+        ) as store:
+            chain = await _conversation_of(store, 40)
+            branched = await _conversation_of(store, 40)
+            await store.append(branched, Message.user("edited"), parent_seq=30)
+            windows: list[dict[str, int]] = [{}, {"last": 5}, {"last": 6, "before_seq": 20}]
+            windows.append({"before_seq": 3})
+            for cid in (chain, branched):
+                for window in windows:
+                    expected = await store.load(cid, **window)  # fills the cache
+                    await store.load(cid, **window)  # statements are prepared once per connection
+                    with round_trips(store) as sent:
+                        assert await store.load(cid, **window) == expected
+                    assert sent == ["bind_execute"], (window, sent)
 
 
 async def test_append_is_one_transaction(store: ConversationStore) -> None:

@@ -16,7 +16,20 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from sqlalchemy import JSON, Insert, Select, Table, bindparam, cast, func, select, true, tuple_
+from sqlalchemy import (
+    JSON,
+    Insert,
+    Select,
+    Table,
+    Update,
+    bindparam,
+    cast,
+    func,
+    select,
+    true,
+    tuple_,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 
 from convstore.db.schema import checkpoint_values, checkpoint_writes, checkpoints, conversations
@@ -115,6 +128,8 @@ class CheckpointStatements:
 
     conversation_tenant: Select[Any]
     """``(tenant, last_seq)`` of conversation ``:cid`` (no row: there is none)."""
+    touch_conversation: Update
+    """Conversation ``:cid``'s ``updated_at`` set to ``:at`` unless it is ``:stale`` or newer."""
     insert_checkpoint: Insert
     insert_value: Insert
     insert_write: Insert
@@ -148,6 +163,12 @@ def checkpoint_statements(dialect_name: str) -> CheckpointStatements:
         conversation_tenant=select(conversations.c.tenant, conversations.c.last_seq).where(
             conversations.c.id == bindparam("cid")
         ),
+        # Parameters named apart from the columns: SQLAlchemy reserves column names in the SET
+        # clause of an UPDATE for the values it sets.
+        touch_conversation=update(conversations)
+        .where(conversations.c.id == bindparam("cid"))
+        .where(conversations.c.updated_at < bindparam("stale"))
+        .values(updated_at=bindparam("at")),
         insert_checkpoint=_upsert(
             dialect_name,
             checkpoints,

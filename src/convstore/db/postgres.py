@@ -26,7 +26,8 @@ import asyncio
 import random
 import threading
 import weakref
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, Final, TypeVar
 
 from pydantic_core import from_json, to_json
@@ -292,20 +293,58 @@ class PostgresBackend:
         import asyncpg  # the driver of every URL this backend serves besides SQLite's
 
         try:
-            async with self.engine.connect() as conn:
-                raw = await conn.get_raw_connection()
-                driver: asyncpg.Connection = raw.driver_connection
-                for listener in list(self._listeners):  # not seen by SQLAlchemy's events
-                    listener(sql)
+            async with self._driver(sql) as driver:
                 try:
                     return await driver.fetchrow(sql, *arguments)
                 except asyncpg.PostgresError:
                     return None  # reported by the server: the statement changed nothing
-                except BaseException:
-                    await conn.invalidate()
-                    raise
         except (sa_exc.SQLAlchemyError, OSError, asyncpg.InterfaceError) as exc:
             raise translate(exc) from exc
+
+    async def fetch_statement(self, sql: str, arguments: Sequence[Any]) -> list[Any]:
+        """Run one read-only statement on the driver connection, outside any transaction.
+
+        One statement sees one snapshot, so a read that is one statement needs no ``BEGIN`` or
+        ``COMMIT`` (two round trips). Its rows (asyncpg records). Run again once on a fresh
+        connection if the connection is found dead; see `_to_the_end` on cancelling.
+        """
+        return await self._to_the_end(self._fetch_statement(sql, arguments))
+
+    async def _fetch_statement(self, sql: str, arguments: Sequence[Any]) -> list[Any]:
+        import asyncpg
+
+        for attempt in (1, 2):
+            try:
+                async with self._driver(sql) as driver:
+                    rows: list[Any] = await driver.fetch(sql, *arguments)
+            except (sa_exc.SQLAlchemyError, OSError, asyncpg.PostgresError,
+                    asyncpg.InterfaceError) as exc:  # fmt: skip
+                if attempt == 1 and is_disconnect(exc):
+                    continue  # a read is safe to run again on a fresh connection
+                raise translate(exc) from exc
+            return rows
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    @asynccontextmanager
+    async def _driver(self, sql: str) -> AsyncIterator[Any]:
+        """A pooled connection's asyncpg connection, for ``sql`` (told to the listeners).
+
+        A connection an error other than the server's own report left in an unknown state
+        (cancelled or cut mid-statement) is invalidated, not pooled again.
+        """
+        import asyncpg
+
+        async with self.engine.connect() as conn:
+            raw = await conn.get_raw_connection()
+            for listener in list(self._listeners):  # not seen by SQLAlchemy's events
+                listener(sql)
+            try:
+                yield raw.driver_connection
+            except asyncpg.PostgresError:
+                raise
+            except BaseException:
+                await conn.invalidate()
+                raise
 
     async def read(self, fn: Callable[[Tx], T]) -> T:
         """Run ``fn`` in one ``REPEATABLE READ`` transaction; see `_to_the_end` on cancelling."""

@@ -6,20 +6,30 @@ term and no excluded one as a case-folded substring, best first, then newest, th
 conversation id and ``seq``, ``:limit`` rows from ``:offset``. Tenant, conversation and role
 filters are conditions of the statement, so they apply before the limit.
 
+Only the newest ``:cap`` matching messages in scope (and as many titles) are ranked: a query
+matching more ranks those and never reads the rest. "Newest" is the highest rowid on SQLite
+(the order rows were written in) and the latest ``created_at`` on PostgreSQL, the same order
+unless messages were imported with their own times. Each arm (messages, titles) is limited,
+ranked and joined to its page's columns last, so a page reads at most ``:cap`` rows per arm
+and the text of its own hits only.
+
 How each database finds the documents:
 
 - SQLite: terms of three characters or more are one FTS5 ``MATCH`` over ``search_fts``
-  (trigram phrases; quoted by the caller, so query text is never FTS5 syntax); shorter terms
-  (which the trigram tokenizer cannot find) are checked against the candidates' text with
-  ``instr`` over each term's case variants. A query of short terms only scans the messages,
-  skipping rows whose stored JSON cannot contain the first term. Rank: ``-bm25`` (title 2,
+  (trigram phrases; quoted by the caller, so query text is never FTS5 syntax), read newest
+  first; shorter terms (which the trigram tokenizer cannot find) are checked against each
+  candidate's text with ``instr`` over each term's case variants. Rank: ``-bm25`` (title 2,
   body 1, thinking 0.5).
 - PostgreSQL: ``LIKE`` on the lower-cased generated columns; the first (longest) term is the
   one the ``pg_trgm`` index serves, the rest are checked on its candidates. Rank:
   ``ts_rank_cd`` over the ``simple``-configuration vectors with ``websearch_to_tsquery`` of the
   long terms (weights: title 0.8, body 0.4, thinking 0.2), normalised by document length.
 
-A query of short terms only ranks every hit 0 on both databases (newest first).
+A query of short terms only ranks every hit 0 on both databases, newest first: each arm reads
+messages (titles) newest first through ``ix_search_messages_created``
+(``ix_conversations_created_at_id``), skipping on SQLite rows whose stored JSON cannot contain
+the first term, and stops once the page (``:window`` rows from the start) is full. It has no
+cap, but a short term that few messages contain reads every message.
 
 Statements are built once per shape (dialect and which filters are present) and kept: a query's
 text is always a parameter, never part of the SQL.
@@ -61,6 +71,8 @@ class Shape:
     conversation: bool
     roles: bool
     thinking: bool
+    long_excluded: bool = False
+    """A short-terms-only query (SQLite) excludes terms the index finds (``:exclude``)."""
 
 
 SQLITE_WEIGHTS: Final = "2.0, 1.0, 0.5"
@@ -78,6 +90,37 @@ def search_statement(shape: Shape) -> TextClause:
     if shape.dialect == "sqlite":
         return text(_sqlite(shape))
     return text(_postgres(shape))
+
+
+# -- Both ---------------------------------------------------------------------------------------
+
+_KEYS: Final = "doc, rank, created, cid, seq"
+"""What ranking needs of a document; a page's other columns are read for its rows only."""
+
+
+def _page(dialect: str, keys: str) -> str:
+    """The page of ``keys`` (a ranked, limited CTE) joined to what its hits show."""
+    if dialect == "sqlite":
+        message = "m.rowid = k.doc AND k.doc > 0"
+        parts = "m.parts"
+    else:
+        message = "m.conversation_id = k.cid AND m.seq = k.seq"
+        parts = "CAST(m.parts AS text)"
+    return (
+        f"{keys} SELECT k.cid, c.title, k.seq, m.role, m.message_id, {parts}, c.head_seq,"
+        " c.branched, k.rank, k.created FROM keys AS k JOIN conversations AS c ON c.id = k.cid"
+        f" LEFT JOIN messages AS m ON {message} ORDER BY k.rank DESC, k.created DESC, k.cid,"
+        " coalesce(k.seq, 0)"
+    )
+
+
+_NEWEST: Final = "ORDER BY created DESC, cid, seq LIMIT :window"
+"""Within one arm of a short-terms-only query (every rank 0): the newest ``:window`` rows are
+all that can reach the page, so the scan stops there (``ix_search_messages_created``)."""
+
+
+_CANDIDATES: Final = "ORDER BY created DESC, cid DESC, seq DESC LIMIT :cap"
+"""PostgreSQL's candidates for ranking: the newest matches (SQLite: the highest rowids)."""
 
 
 # -- SQLite -------------------------------------------------------------------------------------
@@ -111,73 +154,94 @@ def _filters(shape: Shape, roles: str | None) -> list[str]:
     return where
 
 
+def _scoped(shape: Shape) -> bool:
+    return shape.tenant or shape.conversation
+
+
 _SQLITE_ROLES: Final = "m.role IN (SELECT value FROM json_each(:roles))"
 _POSTGRES_ROLES: Final = "m.role = ANY(CAST(:roles AS text[]))"
+_MESSAGE_KEYS: Final = "m.created_at AS created, m.conversation_id AS cid, m.seq AS seq"
+_TITLE_KEYS: Final = "c.created_at AS created, c.id AS cid, CAST(NULL AS integer) AS seq"
 
 
-def _sqlite(shape: Shape) -> str:
+def _sqlite_body(shape: Shape) -> str:
     body = SQLITE_BODY("m.parts")
     if shape.thinking:
         body = f"(coalesce({body}, '') || char(10) || coalesce({SQLITE_THINKING('m.parts')}, ''))"
-    short = shape.mode is not Mode.LONG or shape.short_excluded
-    message_cols = (
-        "m.conversation_id AS cid, c.title AS title, m.seq AS seq, m.role AS role,"
-        " m.message_id AS message_id, m.parts AS parts, c.head_seq AS head_seq,"
-        " c.branched AS branched"
-    )
-    title_cols = (
-        "c.id AS cid, c.title AS title, NULL AS seq, NULL AS role, NULL AS message_id,"
-        " NULL AS parts, c.head_seq AS head_seq, c.branched AS branched"
-    )
-    message_where = _filters(shape, _SQLITE_ROLES)
-    title_where = _filters(shape, None)
+    return body
+
+
+def _sqlite_join(shape: Shape) -> str:
+    return " JOIN conversations AS c ON c.id = m.conversation_id" if _scoped(shape) else ""
+
+
+def _sqlite(shape: Shape) -> str:
     if shape.mode is Mode.SHORT:
-        # No term the index can find: scan, skipping rows whose JSON lacks the first term.
-        message_where.append(
-            "EXISTS (SELECT 1 FROM json_each(:prefilter) AS v WHERE instr(m.parts, v.value) > 0)"
-        )
-        inner_messages = (
-            f"SELECT {message_cols}, 0.0 AS rank, m.created_at AS created, {body} AS doc_text"
-            " FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id"
-            + (" WHERE " + " AND ".join(message_where))
-        )
-        title_where.append("c.title IS NOT NULL")
-        inner_titles = (
-            f"SELECT {title_cols}, 0.0 AS rank, c.created_at AS created, c.title AS doc_text"
-            " FROM conversations AS c WHERE " + " AND ".join(title_where)
-        )
-        prefix = ""
-    else:
-        prefix = (
-            "WITH hits AS MATERIALIZED (SELECT rowid AS doc,"
-            f" -bm25(search_fts, {SQLITE_WEIGHTS}) AS rank"
-            " FROM search_fts WHERE search_fts MATCH :match)"
-        )
-        doc_text = f", {body} AS doc_text" if short else ""
-        inner_messages = (
-            f"SELECT {message_cols}, h.rank AS rank, m.created_at AS created{doc_text}"
-            " FROM hits AS h JOIN messages AS m ON m.rowid = h.doc"
-            " JOIN conversations AS c ON c.id = m.conversation_id"
-            " WHERE " + " AND ".join(["h.doc > 0", *message_where])
-        )
-        title_text = ", c.title AS doc_text" if short else ""
-        inner_titles = (
-            f"SELECT {title_cols}, h.rank AS rank, c.created_at AS created{title_text}"
-            " FROM hits AS h JOIN conversations AS c ON c.rowid = -h.doc"
-            " WHERE " + " AND ".join(["h.doc < 0", *title_where])
-        )
-    arms = [inner_messages] if shape.roles else [inner_messages, inner_titles]
-    columns = "cid, title, seq, role, message_id, parts, head_seq, branched, rank, created"
+        return _page("sqlite", _sqlite_short(shape))
+    short = shape.mode is Mode.MIXED or shape.short_excluded
+    rank = f"-bm25(search_fts, {SQLITE_WEIGHTS}) AS rank"
+    # The index is the outer loop, newest document first; each hit is joined to its row and
+    # checked against the scope (and the short terms) as it comes, so only the newest
+    # `:cap` documents in scope are ranked and the rest are never read.
+    message_where = ["search_fts MATCH :match", "f.rowid > 0", *_filters(shape, _SQLITE_ROLES)]
+    title_where = ["search_fts MATCH :match", "f.rowid < 0", *_filters(shape, None)]
+    message_text = title_text = ""
     if short:
-        # Each candidate's text is made once (a materialized arm), not once per case variant
-        # the filter tries.
-        condition = _sqlite_short_filter(shape, "doc_text")
-        names = [f"arm{i}" for i in range(len(arms))]
-        ctes = ", ".join(f"{n} AS MATERIALIZED ({a})" for n, a in zip(names, arms, strict=True))
-        prefix = f"{prefix}, {ctes}" if prefix else f"WITH {ctes}"
-        arms = [f"SELECT * FROM {n} WHERE {condition}" for n in names]
-    union = " UNION ALL ".join(f"SELECT {columns} FROM ({arm})" for arm in arms)
-    return f"{prefix} SELECT {columns} FROM ({union}) {_ORDER}"
+        condition = _sqlite_short_filter(shape, "d.value")
+        message_text = f", json_each(json_array({_sqlite_body(shape)})) AS d"
+        title_text = ", json_each(json_array(c.title)) AS d"
+        message_where.append(condition)
+        title_where.append(condition)
+    messages = (
+        f"SELECT f.rowid AS doc, {rank}, {_MESSAGE_KEYS}"
+        " FROM search_fts AS f JOIN messages AS m ON m.rowid = f.rowid"
+        f"{_sqlite_join(shape)}{message_text}"
+        f" WHERE {' AND '.join(message_where)} ORDER BY f.rowid DESC LIMIT :cap"
+    )
+    titles = (
+        f"SELECT f.rowid AS doc, {rank}, {_TITLE_KEYS}"
+        f" FROM search_fts AS f JOIN conversations AS c ON c.rowid = -f.rowid{title_text}"
+        f" WHERE {' AND '.join(title_where)} ORDER BY f.rowid LIMIT :cap"
+    )
+    arms = [messages] if shape.roles else [messages, titles]
+    names = [f"arm{i}" for i in range(len(arms))]
+    ctes = ", ".join(f"{n} AS MATERIALIZED ({a})" for n, a in zip(names, arms, strict=True))
+    union = " UNION ALL ".join(f"SELECT {_KEYS} FROM {n}" for n in names)
+    return _page(
+        "sqlite", f"WITH {ctes}, keys AS MATERIALIZED (SELECT {_KEYS} FROM ({union}) {_ORDER})"
+    )
+
+
+def _sqlite_short(shape: Shape) -> str:
+    """Short terms only: the newest matches first, each arm scanned until its window is full."""
+    condition = _sqlite_short_filter(shape, "d.value")
+    excluded = "{} NOT IN (SELECT rowid FROM search_fts WHERE search_fts MATCH :exclude)"
+    message_where = [
+        # Rows whose stored JSON cannot hold the first term are skipped before their text is
+        # made; the text is made once per row (json_each of a one-element array), not once per
+        # case variant.
+        "EXISTS (SELECT 1 FROM json_each(:prefilter) AS v WHERE instr(m.parts, v.value) > 0)",
+        *_filters(shape, _SQLITE_ROLES),
+        condition,
+    ]
+    title_where = ["c.title IS NOT NULL", *_filters(shape, None), condition]
+    if shape.long_excluded:
+        message_where.append(excluded.format("m.rowid"))
+        title_where.append(excluded.format("-c.rowid"))
+    messages = (
+        f"SELECT m.rowid AS doc, 0.0 AS rank, {_MESSAGE_KEYS}"
+        f" FROM messages AS m{_sqlite_join(shape)},"
+        f" json_each(json_array({_sqlite_body(shape)})) AS d"
+        f" WHERE {' AND '.join(message_where)} {_NEWEST}"
+    )
+    titles = (
+        f"SELECT -c.rowid AS doc, 0.0 AS rank, {_TITLE_KEYS}"
+        " FROM conversations AS c, json_each(json_array(c.title)) AS d"
+        f" WHERE {' AND '.join(title_where)} {_NEWEST}"
+    )
+    arms = [messages] if shape.roles else [messages, titles]
+    union = " UNION ALL ".join(f"SELECT {_KEYS} FROM ({arm})" for arm in arms)
+    return f"WITH keys AS MATERIALIZED (SELECT {_KEYS} FROM ({union}) {_ORDER})"
 
 
 # -- PostgreSQL ---------------------------------------------------------------------------------
@@ -202,26 +266,35 @@ def _postgres(shape: Shape) -> str:
     else:
         lead, whole = ["m.search_text"], "m.search_text"
     ranked = shape.mode is not Mode.SHORT
-    message_rank = f"ts_rank_cd({weights}, m.search_vector, {query}, 1)" if ranked else "0.0"
-    title_vector = "setweight(convstore_search_words(c.title), 'A')"
-    title_rank = f"ts_rank_cd({weights}, {title_vector}, {query}, 1)" if ranked else "0.0"
-    messages = (
-        "SELECT m.conversation_id AS cid, c.title AS title, m.seq AS seq, m.role AS role,"
-        " m.message_id AS message_id, CAST(m.parts AS text) AS parts, c.head_seq AS head_seq,"
-        f" c.branched AS branched, CAST({message_rank} AS float8) AS rank,"
-        " m.created_at AS created"
-        " FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id WHERE "
-        + " AND ".join([*_postgres_match(lead, whole), *_filters(shape, _POSTGRES_ROLES)])
+    join = " JOIN conversations AS c ON c.id = m.conversation_id" if _scoped(shape) else ""
+    message_where = " AND ".join([*_postgres_match(lead, whole), *_filters(shape, _POSTGRES_ROLES)])
+    title_where = " AND ".join(
+        [*_postgres_match(["c.search_title"], "c.search_title"), *_filters(shape, None)]
     )
-    titles = (
-        "SELECT c.id, c.title, NULL, NULL, NULL, NULL, c.head_seq, c.branched,"
-        f" CAST({title_rank} AS float8), c.created_at FROM conversations AS c WHERE "
-        + " AND ".join(
-            [
-                *_postgres_match(["c.search_title"], "c.search_title"),
-                *_filters(shape, None),
-            ]
+    if not ranked:
+        messages = (
+            f"SELECT CAST(NULL AS bigint) AS doc, CAST(0.0 AS float8) AS rank, {_MESSAGE_KEYS}"
+            f" FROM messages AS m{join} WHERE {message_where} {_NEWEST}"
         )
-    )
-    union = messages if shape.roles else f"{messages} UNION ALL {titles}"
-    return f"SELECT * FROM ({union}) AS hits {_ORDER}"
+        titles = (
+            f"SELECT CAST(NULL AS bigint) AS doc, CAST(0.0 AS float8) AS rank, {_TITLE_KEYS}"
+            f" FROM conversations AS c WHERE {title_where} {_NEWEST}"
+        )
+    else:
+        # The newest `:cap` matches in scope are the candidates; only they are ranked.
+        messages = (
+            f"SELECT CAST(NULL AS bigint) AS doc,"
+            f" CAST(ts_rank_cd({weights}, vector, {query}, 1) AS float8) AS rank, created, cid, seq"
+            f" FROM (SELECT {_MESSAGE_KEYS}, m.search_vector AS vector FROM messages AS m{join}"
+            f" WHERE {message_where} {_CANDIDATES}) AS candidates"
+        )
+        title_vector = "setweight(convstore_search_words(title), 'A')"
+        titles = (
+            f"SELECT CAST(NULL AS bigint) AS doc,"
+            f" CAST(ts_rank_cd({weights}, {title_vector}, {query}, 1) AS float8) AS rank,"
+            f" created, cid, seq FROM (SELECT {_TITLE_KEYS}, c.title AS title"
+            f" FROM conversations AS c WHERE {title_where} {_CANDIDATES}) AS candidates"
+        )
+    arms = [messages] if shape.roles else [messages, titles]
+    union = " UNION ALL ".join(f"({arm})" for arm in arms)
+    return _page("postgresql", f"WITH keys AS (SELECT {_KEYS} FROM ({union}) AS hits {_ORDER})")

@@ -30,7 +30,6 @@ from sqlalchemy import (
     case,
     cast,
     delete,
-    exists,
     func,
     insert,
     literal,
@@ -215,17 +214,18 @@ def _message_count() -> Any:
 def list_page(*, tenant_scoped: bool, after_cursor: bool, tags: int) -> Select[Any]:
     """One page of conversations, newest first: one index range, whatever the page's depth.
 
-    ``tags``: how many metadata tags (``:tag0`` ...) a conversation must hold. With tags the
-    page is found among the first tag's rows (`conversation_tags`, where tenant and creation
-    are copied), the others checked by primary key, and only the page's conversations are
-    read; without, the conversations' own listing indexes are walked. The cursor is one row
-    comparison, ``(created_at, id) < (:after_created, :after_id)``, which both databases answer
-    as an index range (an ``OR`` of the two conditions they would filter row by row). Built
-    once per shape (the raw SQLite path compiles each statement object once).
+    ``tags``: how many metadata entries (``:tag0`` ...) a conversation must hold
+    (`convstore.store.metadata_tags`). One entry: the page is found among its tag's rows
+    (`conversation_tags`, where tenant and creation are copied). Two or more: among the
+    first two entries' pair tag (``:pair``), the others checked by primary key, merged with
+    the conversations too wide to hold pair tags (``:wide``), each entry checked. Only the
+    page's conversations are read. Without entries the conversations' own listing indexes
+    are walked. The cursor is one row comparison, ``(created_at, id) < (:after_created,
+    :after_id)``, which both databases answer as an index range (an ``OR`` of the two
+    conditions they would filter row by row). Built once per shape (the raw SQLite path
+    compiles each statement object once).
     """
     limit = bindparam("limit", type_=BigInteger)
-    created = bindparam("after_created", type_=conversations.c.created_at.type)
-    after = tuple_(created, bindparam("after_id"))
     columns = (*CONVERSATION_COLUMNS, _message_count())
     if not tags:
         conv = conversations.c
@@ -233,36 +233,64 @@ def list_page(*, tenant_scoped: bool, after_cursor: bool, tags: int) -> Select[A
         if tenant_scoped:
             stmt = stmt.where(conv.tenant == bindparam("for_tenant"))
         if after_cursor:
-            stmt = stmt.where(tuple_(conv.created_at, conv.id) < after)
+            stmt = stmt.where(tuple_(conv.created_at, conv.id) < _after())
         # Creation order never changes, so a cursor walk neither skips nor repeats anything
         # while other writers update conversations.
         return stmt.order_by(conv.created_at.desc(), conv.id.desc()).limit(limit)
-    first = conversation_tags.alias("t0")
-    found = select(first.c.conversation_id, first.c.created_at).where(
-        first.c.tag == bindparam("tag0")
-    )
-    for index in range(1, tags):
-        other = conversation_tags.alias(f"t{index}")
-        found = found.where(
-            exists()
-            .where(other.c.conversation_id == first.c.conversation_id)
-            .where(other.c.tag == bindparam(f"tag{index}"))
+    if tags == 1:
+        found = _tag_walk("tag0", [], tenant_scoped=tenant_scoped, after_cursor=after_cursor)
+    else:
+        paired = _tag_walk(
+            "pair", [f"tag{i}" for i in range(2, tags)], tenant_scoped, after_cursor
+        ).subquery("paired")
+        wide = _tag_walk(
+            "wide", [f"tag{i}" for i in range(tags)], tenant_scoped, after_cursor
+        ).subquery("wide")
+        either = union_all(select(*paired.c), select(*wide.c)).subquery("either")
+        found = (
+            select(*either.c)
+            .order_by(either.c.created_at.desc(), either.c.conversation_id.desc())
+            .limit(limit)
         )
-    if tenant_scoped:
-        found = found.where(first.c.tenant == bindparam("for_tenant"))
-    if after_cursor:
-        found = found.where(tuple_(first.c.created_at, first.c.conversation_id) < after)
     # The page is settled among the tags alone, before any conversation row is read: a
     # planner that joined first could scan the conversations to hash them.
-    page = (
-        found.order_by(first.c.created_at.desc(), first.c.conversation_id.desc())
-        .limit(limit)
-        .subquery("page")
-    )
+    page = found.subquery("page")
     return (
         select(*columns)
         .select_from(page.join(conversations, conversations.c.id == page.c.conversation_id))
         .order_by(page.c.created_at.desc(), page.c.conversation_id.desc())
+    )
+
+
+def _after() -> Any:
+    created = bindparam("after_created", type_=conversations.c.created_at.type)
+    return tuple_(created, bindparam("after_id"))
+
+
+def _tag_walk(
+    walked: str, checked: list[str], tenant_scoped: bool, after_cursor: bool
+) -> Select[Any]:
+    """The newest ``:limit`` conversations holding tag ``:walked`` and each of ``checked``.
+
+    ``:walked`` is an index range walked newest first; each of ``checked`` one probe of the
+    primary key (the index alone).
+    """
+    walk = conversation_tags.alias(f"w_{walked}")
+    found = select(walk.c.conversation_id, walk.c.created_at).where(walk.c.tag == bindparam(walked))
+    for name in checked:
+        other = conversation_tags.alias(f"c_{walked}_{name}")
+        found = found.where(
+            select(other.c.conversation_id)
+            .where(other.c.conversation_id == walk.c.conversation_id)
+            .where(other.c.tag == bindparam(name))
+            .exists()
+        )
+    if tenant_scoped:
+        found = found.where(walk.c.tenant == bindparam("for_tenant"))
+    if after_cursor:
+        found = found.where(tuple_(walk.c.created_at, walk.c.conversation_id) < _after())
+    return found.order_by(walk.c.created_at.desc(), walk.c.conversation_id.desc()).limit(
+        bindparam("limit", type_=BigInteger)
     )
 
 

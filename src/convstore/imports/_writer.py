@@ -15,6 +15,12 @@ Invariants:
   under the parents they had. The head moves to the export's active node only when
   something was written.
 - Every message passes the store's limits (`convstore.message_checks.check_messages`) first.
+- Times come from the export where it has them (the importers keep them as ``created_at`` in
+  the conversation's metadata and each message's ``provider_details``): a conversation this
+  import creates gets the export's creation time, so the list orders imported history as
+  the product did, and each message written gets its own. Nothing is dated after the import,
+  and ``updated_at`` is the import's time: retention (`convstore.store.prune`) counts from the
+  last write to this store.
 """
 
 from __future__ import annotations
@@ -22,9 +28,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
+from sqlalchemy import Update, bindparam, update
+
 from convstore.blobs import StoredBlob
+from convstore.db import schema
 from convstore.errors import BlobStorageError
 from convstore.limits import check_json_object, check_text
 from convstore.message_checks import check_messages
@@ -137,8 +147,15 @@ def _write(tx: Any, target: _Target, entries: list[_Entry], stored: Sequence[Mes
     tree, tenant, head_id, by_sha = target.tree, target.tenant, target.head_id, target.by_sha
     namespace, now = target.namespace, target.now
     cid = tree.id
+    began = _source_time(tree.metadata, now) or now
+    # A message the export gives no time (a placeholder node) takes the one it follows.
+    times: dict[str, datetime] = {}
+    for entry in entries:
+        assert entry.message.id is not None
+        own = _source_time(entry.message.provider_details, now)
+        times[entry.message.id] = own or times.get(entry.parent_id or "", began)
     # Proves the id is free or this tenant's (`ConversationNotFoundError` otherwise).
-    conversations.get_or_create(tx, cid, tenant, tree.title, tree.metadata, now)
+    conversations.get_or_create(tx, cid, tenant, tree.title, tree.metadata, began)
     held = [row[0] for row in reads.tree(tx, cid)]
     seqs = {m.id: m.seq for m in reads.messages_at(tx, cid, held) if m.id and m.seq}
     created = not held
@@ -175,10 +192,14 @@ def _write(tx: Any, target: _Target, entries: list[_Entry], stored: Sequence[Mes
             assert message.id is not None
             assert message.seq is not None
             seqs[message.id] = message.seq
+            when = times[message.id]
+            if when != now:
+                dated.append({"cid": cid, "at_seq": message.seq, "at": tx.codec.dump_time(when)})
         written += len(chain)
         files += sum(len(m.files) for m in chain)
         chain.clear()
 
+    dated: list[dict[str, Any]] = []
     present = 0
     for entry, message in zip(entries, stored, strict=True):
         assert message.id is not None
@@ -190,8 +211,34 @@ def _write(tx: Any, target: _Target, entries: list[_Entry], stored: Sequence[Mes
             chain_parent = entry.parent_id
         chain.append(message)
     flush()
+    if dated:
+        tx.execute_many(_date_message(), dated)
     head = seqs.get(head_id) if written and head_id is not None else None
     # Usually the last path written ends at the head already (see `in_tree_order`).
     if head is not None and header_lock.lock(tx, cid, tenant, None).head_seq != head:
         branches.switch_branch(tx, cid, tenant, head, None, now)
     return Written(created=created, messages=written, present=present, attachments=files)
+
+
+def _source_time(details: dict[str, Any] | None, now: datetime) -> datetime | None:
+    """The export's ``created_at`` in ``details`` (never later than ``now``), if it has one."""
+    value = (details or {}).get("created_at")
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return min(when, now) if when.tzinfo is not None else None
+
+
+@cache
+def _date_message() -> Update:
+    # Parameters named apart from the columns: SQLAlchemy reserves column names in the SET
+    # clause of an UPDATE for the values it sets.
+    m = schema.messages.c
+    return (
+        update(schema.messages)
+        .where(m.conversation_id == bindparam("cid"), m.seq == bindparam("at_seq"))
+        .values(created_at=bindparam("at"))
+    )

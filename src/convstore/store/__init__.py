@@ -28,11 +28,13 @@ Writes, each a function of one transaction:
 Reads, each a function of one read transaction:
 
 - ``reads``: loading a path (or a window of it), messages by seq or id, branches, blob lookups.
+- ``one_statement_load``: PostgreSQL's loads and windows in one statement (no transaction).
 - ``listing``: conversation summaries, pages and cursors (``list_conversations``).
 - ``native``: the native records of a path, without building messages (integrations).
 - ``search``: full-text search over messages and conversation titles.
 - ``paths``: walking the message tree by parent pointers, only as far as a question needs.
 - ``message_cache``: decoded messages kept per (conversation, seq): a reload decodes only news.
+- ``message_reads``: a load's message rows, decoded through the message cache.
 
 Blobs and the rest:
 

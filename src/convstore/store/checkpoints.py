@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from itertools import chain
-from typing import Any
+from typing import Any, Final
 
 from pydantic import JsonValue
 
@@ -44,6 +45,7 @@ from convstore.store.connection import StoreConnection
 
 __all__ = [
     "MESSAGES_VALUE_TYPE",
+    "TOUCH_EVERY",
     "ChannelValue",
     "CheckpointRecord",
     "Checkpoints",
@@ -54,6 +56,9 @@ __all__ = [
 ]
 
 _KEY_LENGTH = 255
+
+TOUCH_EVERY: Final = timedelta(minutes=1)
+"""How stale a thread's ``updated_at`` may be before a checkpoint write moves it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +198,7 @@ class Checkpoints:
 
         def put(tx: Tx, new_seqs: Sequence[int] = (), *, appended: bool = False) -> None:
             if not appended:  # an append checked the conversation and its tenant already
-                _require_thread(tx, stmts, conversation_id, tenant)
+                _touch_thread(tx, stmts, conversation_id, tenant)
             codec = tx.codec
             if messages is not None:
                 listed = message_list_value([*messages.kept, *new_seqs])
@@ -280,7 +285,7 @@ class Checkpoints:
             return
 
         def put(tx: Tx) -> None:
-            _require_thread(tx, stmts, conversation_id, tenant)
+            _touch_thread(tx, stmts, conversation_id, tenant)
             for replace in (False, True):
                 rows = [
                     {
@@ -392,9 +397,20 @@ def _visible(tx: Tx, stmts: CheckpointStatements, cid: str, tenant: str | None) 
     return bool(rows) and (tenant is None or rows[0][0] == tenant)
 
 
-def _require_thread(tx: Tx, stmts: CheckpointStatements, cid: str, tenant: str | None) -> None:
+def _touch_thread(tx: Tx, stmts: CheckpointStatements, cid: str, tenant: str | None) -> None:
+    """The thread must exist (for ``tenant``); a checkpoint write counts as activity."""
     if not _visible(tx, stmts, cid, tenant):
         raise ConversationNotFoundError(f"conversation {cid!r} not found")
+    # A thread that only checkpoints must not look idle to retention (`convstore.store.prune`
+    # judges by ``updated_at``). At most one header write per `TOUCH_EVERY`, so a busy graph
+    # does not rewrite the conversation row at every step; the revision stays (no message,
+    # title or state changed), and prune re-checks ``updated_at`` in its delete.
+    now = arguments.now()
+    codec = tx.codec
+    tx.execute(
+        stmts.touch_conversation,
+        {"cid": cid, "at": codec.dump_time(now), "stale": codec.dump_time(now - TOUCH_EVERY)},
+    )
 
 
 def _matches(metadata: Any, wanted: Mapping[str, Any]) -> bool:

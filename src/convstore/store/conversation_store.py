@@ -52,6 +52,7 @@ from convstore.store import (
     conversations,
     lean_append,
     native,
+    one_statement_load,
     reads,
 )
 from convstore.store.attachments import BlobContext
@@ -249,7 +250,17 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         check_seq(before_seq, "before_seq", minimum=0)
         check_seq(head_seq, "head_seq", minimum=0)
         cache = self._messages
-        return await self._backend.read(
+        backend = self._backend
+        if one_statement_load.eligible(backend, head_seq):
+            return await one_statement_load.load_in_one_statement(
+                backend,  # type: ignore[arg-type]  # eligible: a PostgresBackend
+                conversation_id,
+                tenant,
+                last,
+                before_seq,
+                cache,
+            )
+        return await backend.read(
             lambda tx: reads.load_conversation(
                 tx, conversation_id, tenant, last, before_seq, head_seq=head_seq, cache=cache
             )

@@ -68,6 +68,11 @@ class MessageCache:
         """Whether any message of this conversation instance is kept."""
         return instance in self._conversations
 
+    def holds_any(self, cid: str) -> bool:
+        """Whether messages of the instance of ``cid`` last seen are kept (worth asking for)."""
+        created = self._seen.get(cid)
+        return created is not None and (cid, created) in self._conversations
+
     def lookup(
         self, instance: Instance, seqs: Sequence[int]
     ) -> tuple[list[Message | None], list[int]]:

@@ -26,7 +26,7 @@ from convstore.db.mapping import (
     new_tool_call,
     outputs_of,
 )
-from convstore.db.tx import Row, Statement, Tx
+from convstore.db.tx import Row, Tx
 from convstore.errors import ConversationNotFoundError, MessageNotFoundError
 from convstore.model import (
     Branch,
@@ -40,11 +40,13 @@ from convstore.model import (
 )
 from convstore.store.lifecycle import path_lifecycles
 from convstore.store.message_cache import MessageCache
+from convstore.store.message_reads import MessageDecoder, TxMessages
 
 __all__ = [
     "attachment_namespaces",
     "blob_namespaces",
     "branches",
+    "calls_of",
     "conversation_tenant",
     "find_message",
     "load_conversation",
@@ -64,7 +66,7 @@ _TOOL: Final = Role.TOOL
 
 def messages_at(tx: Tx, cid: str, seqs: Iterable[int]) -> list[Message]:
     """The messages with these sequence numbers (those that exist), by ``seq``."""
-    return _Messages(tx, cid, None, None).at(seqs)
+    return TxMessages(tx, cid, None, None).at(seqs)
 
 
 def messages_by_seq(tx: Tx, cid: str, tenant: str | None, seqs: list[int]) -> list[Message]:
@@ -98,74 +100,6 @@ def tree(tx: Tx, cid: str) -> list[Row]:
     return tx.fetch(tx.statements.select_tree, {"cid": cid})
 
 
-class _Messages:
-    """Reads messages through the message cache: rows decoded once, then only their keys.
-
-    A conversation the cache holds nothing of is read as whole rows (nothing to gain from
-    asking for keys first); otherwise its (seq, created_at) keys come first and only the rows
-    the cache misses are fetched and decoded, in the same read transaction.
-    """
-
-    def __init__(self, tx: Tx, cid: str, created: Any, cache: MessageCache | None) -> None:
-        self.tx = tx
-        self.cid = cid
-        self.instance = (cid, created)
-        """The conversation instance (`convstore.store.message_cache`): id and creation time."""
-        self.cache = cache
-
-    def at(self, seqs: Iterable[int]) -> list[Message]:
-        """The messages with these sequence numbers (those that exist), by ``seq``."""
-        wanted = list(seqs)
-        if not wanted:
-            return []
-        params = {"cid": self.cid, "seqs": self.tx.codec.dump_json(wanted)}
-        st = self.tx.statements
-        return self.read(st.select_messages_in, st.select_message_keys_in, params)
-
-    def read(
-        self,
-        rows: Statement,
-        keys: Statement,
-        params: Mapping[str, Any],
-        *,
-        stream: bool = False,
-    ) -> list[Message]:
-        """Messages of ``rows`` (whose key form is ``keys``), in that statement's order."""
-        tx, cid, cache, instance = self.tx, self.cid, self.cache, self.instance
-        if cache is None or not cache.holds(instance):
-            fetched = tx.stream(rows, params) if stream else tx.fetch(rows, params)
-            messages = decode_messages(cid, fetched, tx.codec)
-            if cache is not None:
-                # Oldest first, so the newest are the last to be evicted (windows read newest
-                # first).
-                newest_first = len(messages) > 1 and _seq_of(messages[0]) > _seq_of(messages[-1])
-                cache.put(instance, messages[::-1] if newest_first else messages)
-            return messages
-        seqs = [row[0] for row in tx.fetch(keys, params)]
-        found, missing = cache.lookup(instance, seqs)
-        if not missing:
-            return found  # type: ignore[return-value]  # no None when nothing is missing
-        st = tx.statements
-        decoded = decode_messages(
-            cid,
-            tx.fetch(st.select_messages_in, {"cid": cid, "seqs": tx.codec.dump_json(missing)}),
-            tx.codec,
-        )
-        by_seq = {m.seq: m for m in decoded}
-        # One snapshot: every seq just read has its row.
-        messages = [m if m is not None else by_seq[s] for m, s in zip(found, seqs, strict=True)]
-        if len(messages) > cache.capacity:
-            # More than it can keep: keep the newest (the next window's), not the last decoded.
-            cache.put(instance, sorted(messages, key=_seq_of))
-        else:
-            cache.put(instance, decoded)
-        return messages
-
-
-def _seq_of(message: Message) -> int:
-    return message.seq or 0
-
-
 def load_conversation(
     tx: Tx,
     cid: str,
@@ -186,7 +120,7 @@ def load_conversation(
         raise ConversationNotFoundError(cid)
     header = rows[0]
     head, branched = header[8], bool(header[10])
-    reader = _Messages(tx, cid, header[5], cache)
+    reader = TxMessages(tx, cid, header[5], cache)
     if head_seq is not None and head_seq != head:
         return _load_other_path(tx, reader, header, head_seq, last, before_seq)
     whole = last is None and before_seq is None
@@ -208,20 +142,21 @@ def load_conversation(
         else:
             messages = reader.read(st.select_messages_before, st.select_message_keys_before, window)
         messages.reverse()
-    tool_calls = _calls_of(reader, messages, everything=whole)
+    tool_calls = calls_of(reader, messages, everything=whole)
     compactions = decode_compactions(tx.fetch(st.select_compactions, {"cid": cid}), codec)
     return decode_conversation(header, codec, messages, tool_calls, compactions)
 
 
-def _calls_of(reader: _Messages, messages: list[Message], *, everything: bool) -> list[ToolCall]:
+def calls_of(
+    reader: MessageDecoder, messages: list[Message], *, everything: bool
+) -> list[ToolCall]:
     """The calls made or answered in ``messages`` (a window of the active path).
 
     Their lifecycles are those stored for that path. Calls made in the window are built from
     their own parts; only their lifecycles are read (`LIFECYCLE_COLUMNS`). A call answered in
     the window but made before it is built from the message that made it.
     """
-    tx, cid = reader.tx, reader.cid
-    st, codec = tx.statements, tx.codec
+    codec = reader.codec
     # One pass: the calls the window makes, the calls its results answer, their outputs.
     made: list[tuple[int, ToolCallPart]] = []
     ids: dict[str, None] = {}
@@ -243,12 +178,10 @@ def _calls_of(reader: _Messages, messages: list[Message], *, everything: bool) -
     ids.update(answered)
     if not ids:
         return []
-    if everything:
-        rows = tx.fetch(st.select_call_states, {"cid": cid})
-    else:
-        stmt = st.select_call_states_reaching_back if reaching_back else st.select_call_states_in
-        params = {"cid": cid, "ids": codec.dump_json(list(ids)), "first": messages[0].seq}
-        rows = tx.fetch(stmt, params)
+    first = messages[0].seq
+    rows = reader.call_rows(
+        everything=everything, reaching_back=reaching_back, ids=list(ids), first=first
+    )
     if not rows:
         return []
     calls = []
@@ -257,7 +190,7 @@ def _calls_of(reader: _Messages, messages: list[Message], *, everything: bool) -
         # A call made in the window whose result lies after it (a before_seq page): its output.
         later = sorted({row[5] for row in rows if row[5] is not None and row[5] not in window})
         if later:
-            outputs.update(outputs_of(reader.at(later)))
+            outputs.update(outputs_of(reader.later(later)))
         # Calls answered here but made before the window (results follow calls on a path, so
         # the statement gave their name and arguments), in call order.
         if reaching_back:
@@ -280,7 +213,7 @@ def _built_calls(
     lifecycle_of: Callable[[str], LifecycleRow | None],
     outputs: Mapping[tuple[int, int], ToolOutput],
     load_time: Callable[[Any], datetime],
-    reader: _Messages | None = None,
+    reader: MessageDecoder | None = None,
 ) -> list[ToolCall]:
     """A `ToolCall` for each (message seq, call part) of ``made`` that ``lifecycle_of`` knows.
 
@@ -330,7 +263,7 @@ def _lifecycle_call(
 
 def _load_other_path(
     tx: Tx,
-    reader: _Messages,
+    reader: TxMessages,
     header: Row,
     head_seq: int,
     last: int | None,

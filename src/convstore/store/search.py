@@ -69,6 +69,9 @@ MAX_QUERY_LENGTH: Final = 100_000
 MIN_INDEXED: Final = 3
 """The trigram index finds terms of at least this many characters; shorter ones are checked."""
 SNIPPET_CHARS: Final = 160
+RANKED_CANDIDATES: Final = 1_000
+"""A query with long terms ranks at most this many messages, the newest that match in its
+scope, and at most this many titles (docs/search.md)."""
 
 _CJK: Final = re.compile("([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af])")
 """The characters PostgreSQL's ranking vector splits into words of their own (search_ddl)."""
@@ -289,12 +292,15 @@ def run_search(tx: Tx, dialect: str, request: _Request, fingerprint: str) -> Sea
         conversation=request.conversation_id is not None,
         roles=request.roles is not None,
         thinking=request.include_thinking,
+        long_excluded=mode is Mode.SHORT and bool(long_excluded) and dialect == "sqlite",
     )
     params: dict[str, Any] = {
         "tenant": request.tenant,
         "conversation_id": request.conversation_id,
         "limit": request.limit + 1,
         "offset": request.offset,
+        "window": request.offset + request.limit + 1,
+        "cap": RANKED_CANDIDATES,
     }
     if shape.dialect == "sqlite":
         params.update(_sqlite_params(request, longs, shorts, long_excluded, short_excluded))
@@ -338,6 +344,10 @@ def _sqlite_params(
             match += f" NOT {columns} : ({' OR '.join(_fts_phrase(t) for t in long_excluded)})"
         params["match"] = match
     else:
+        if long_excluded:
+            params["exclude"] = (
+                f"{columns} : ({' OR '.join(_fts_phrase(t) for t in long_excluded)})"
+            )
         first = shorts[0]
         # Stored JSON escapes quotes, backslashes and control characters: no prefilter then.
         variants = [""] if _JSON_ESCAPED.search(first) else _case_variants(first)
