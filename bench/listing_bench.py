@@ -19,19 +19,30 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
+import ctypes.util
+import re
+import sqlite3
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import func, select
+from sqlalchemy.dialects import postgresql as pg_dialect
+
 from bench.databases import database_url, each_database, emit
 from bench.gc_bench import gc_rate
+from bench.peers.runner import postgres_dsn
 from convstore import ConversationStore
-from convstore.db.tx import Tx
+from convstore.db import migrate, schema, sqlite_path
+from convstore.db.sqlite_tx import StatementCache
+from convstore.db.tx import PassthroughCodec, SqliteCodec, Tx
 from convstore.store import conversations
 from convstore.store.arguments import now
 from convstore.store.ids import new_id
+from convstore.store.listing import page_query
 from convstore.store.metadata_tags import tags_of
 
 TENANTS = 10
@@ -42,6 +53,16 @@ CALLS = 21
 def _metadata(i: int) -> dict[str, str]:
     return {"project": f"p{i % 100}", "user": f"u{i // 100 % 100}"}
 
+
+VARIANTS = (
+    ("first_page_ms", "first page"),
+    ("deep_page_ms", "page 90 % deep"),
+    ("tenant_first_page_ms", "tenant, first page"),
+    ("tenant_deep_page_ms", "tenant, page 90 % deep"),
+    ("filter_1_percent_ms", "`project` filter (1 %)"),
+    ("filter_1_in_10000_ms", "`project` + `user` filter (1 in 10,000)"),
+)
+VARIANT_KEYS = tuple(key for key, _ in VARIANTS)
 
 BULK = 1000
 """Conversations per transaction when creating them in bulk."""
@@ -87,16 +108,6 @@ async def _create_in_bulk(store: ConversationStore, start: int, stop: int) -> No
         await store.backend.write(insert)
 
 
-async def _median_ms(call: Any) -> float:
-    await call()
-    samples = []
-    for _ in range(CALLS):
-        began = time.perf_counter()
-        await call()
-        samples.append(time.perf_counter() - began)
-    return statistics.median(samples) * 1e3
-
-
 async def _cursor_at(store: ConversationStore, depth: int, **kwargs: Any) -> str | None:
     """The cursor of the conversation ``depth`` places down the list (walked by big pages)."""
     cursor, seen = None, 0
@@ -111,46 +122,177 @@ async def _cursor_at(store: ConversationStore, depth: int, **kwargs: Any) -> str
     return cursor
 
 
-async def _variants(store: ConversationStore, size: int) -> dict[str, float]:
+async def _variants(store: ConversationStore, size: int) -> dict[str, dict[str, Any]]:
+    """``list_conversations`` arguments of each variant (a page of 20), keyed as reported."""
     deep = await _cursor_at(store, size * 9 // 10)
     deep_tenant = await _cursor_at(store, size * 9 // 10 // TENANTS, tenant="t3")
-    rare = {"project": "p7", "user": "u3"}
     return {
-        "first_page_ms": await _median_ms(lambda: store.list_conversations(limit=20)),
-        "deep_page_ms": await _median_ms(lambda: store.list_conversations(limit=20, cursor=deep)),
-        "tenant_first_page_ms": await _median_ms(
-            lambda: store.list_conversations(tenant="t3", limit=20)
-        ),
-        "tenant_deep_page_ms": await _median_ms(
-            lambda: store.list_conversations(tenant="t3", limit=20, cursor=deep_tenant)
-        ),
-        "filter_1_percent_ms": await _median_ms(
-            lambda: store.list_conversations(limit=20, metadata={"project": "p7"})
-        ),
-        "filter_1_in_10000_ms": await _median_ms(
-            lambda: store.list_conversations(limit=20, metadata=rare)
-        ),
+        "first_page_ms": {},
+        "deep_page_ms": {"cursor": deep},
+        "tenant_first_page_ms": {"tenant": "t3"},
+        "tenant_deep_page_ms": {"tenant": "t3", "cursor": deep_tenant},
+        "filter_1_percent_ms": {"metadata": {"project": "p7"}},
+        "filter_1_in_10000_ms": {"metadata": {"project": "p7", "user": "u3"}},
     }
 
 
-async def run(database: str, sizes: list[int], directory: Path, bulk: bool) -> dict[str, Any]:
-    url = await database_url(database, directory)
-    result: dict[str, Any] = {"database": database, "sizes": {}, "bulk": bulk}
-    async with ConversationStore(url, blobs=str(directory / "blobs"), auto_migrate=True) as store:
-        made = 0
-        for size in sorted(sizes):
-            took = await _create(store, made, size, bulk=bulk)
-            print(f"{database}: {size:,} conversations ({size - made:,} made in {took:.0f} s)",
-                  file=sys.stderr, flush=True)  # fmt: skip
-            entry = {"create_s": took, "created": size - made}
-            made = size
-            entry.update(await _variants(store, size))
-            result["sizes"][str(size)] = entry
-    blobs = f"file://{directory / 'gc-blobs'}"
-    result["gc_blobs_s"] = await gc_rate(url, blobs + "-alone", 2000, beside_writer=False)
-    result["gc_blobs_s_beside_writer"] = await gc_rate(
-        url, blobs + "-beside", 2000, beside_writer=True
+async def _pages_read(database: str, store: ConversationStore, kwargs: dict[str, Any]) -> int:
+    """Database pages (SQLite) or buffers (PostgreSQL) one listing page reads, counted by the
+    database: a figure the machine's load does not move."""
+    codec = SqliteCodec() if database == "sqlite" else PassthroughCodec()
+    stmt, params = page_query(
+        codec, kwargs.get("tenant"), 20, kwargs.get("cursor"), kwargs.get("metadata")
     )
+    if database == "sqlite":
+        path = sqlite_path(store.url)
+        assert path is not None
+        return await asyncio.to_thread(sqlite_pages_read, path, stmt, params)
+    return await _postgres_buffers(store, stmt, params)
+
+
+def sqlite_pages_read(path: Path, stmt: Any, params: dict[str, Any]) -> int:
+    """Pages SQLite fetches (from its cache or the file) to run ``stmt`` once, on a fresh
+    connection: ``sqlite3_db_status`` cache hits plus misses, around a second run.
+
+    Python's ``sqlite3`` module does not expose the connection's ``sqlite3 *``; CPython keeps it
+    as the first field after the object header, which is where this reads it (a benchmark's
+    shortcut, checked against the library's version, never used by the store)."""
+    compiled = StatementCache().get(stmt)
+    args = compiled.bind(params)
+    lib = ctypes.CDLL(ctypes.util.find_library("sqlite3") or "libsqlite3.so.0")
+    lib.sqlite3_libversion.restype = ctypes.c_char_p
+    if lib.sqlite3_libversion().decode() != sqlite3.sqlite_version:
+        raise RuntimeError("the sqlite3 module is not linked with the system's libsqlite3")
+    lib.sqlite3_db_status.argtypes = [
+        ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+        ctypes.POINTER(ctypes.c_int), ctypes.c_int,
+    ]  # fmt: skip
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        handle = ctypes.c_void_p.from_address(id(conn) + object.__basicsize__).value
+        conn.execute(compiled.sql, args).fetchall()  # the schema, parsed once
+
+        def fetched() -> int:
+            total = 0
+            for op in (_CACHE_HIT, _CACHE_MISS):
+                current, high = ctypes.c_int(), ctypes.c_int()
+                lib.sqlite3_db_status(handle, op, ctypes.byref(current), ctypes.byref(high), 1)
+                total += current.value
+            return total
+
+        fetched()
+        conn.execute(compiled.sql, args).fetchall()
+        return fetched()
+    finally:
+        conn.close()
+
+
+_CACHE_HIT, _CACHE_MISS = 7, 8
+"""``SQLITE_DBSTATUS_CACHE_HIT`` / ``_MISS`` (sqlite3.h)."""
+
+
+async def _postgres_buffers(store: ConversationStore, stmt: Any, params: dict[str, Any]) -> int:
+    """Shared buffers (hit + read) of the statement, from ``EXPLAIN (ANALYZE, BUFFERS)``."""
+    compiled = stmt.compile(dialect=pg_dialect.asyncpg.dialect())
+    values = {**compiled.params, **params}
+    args = [values[name] for name in compiled.positiontup or ()]
+    engine = store.backend.engine  # type: ignore[attr-defined]
+    async with engine.connect() as conn:
+        raw = (await conn.get_raw_connection()).driver_connection
+        plan = [
+            r[0] for r in await raw.fetch(f"EXPLAIN (ANALYZE, BUFFERS) {compiled.string}", *args)
+        ]
+    for line in plan:  # the first Buffers line is the top node's, children included
+        found = re.search(r"Buffers: shared((?: \w+=\d+)+)", line)
+        if found and "Planning" not in line:
+            counts = dict(kv.split("=") for kv in found.group(1).split())
+            return int(counts.get("hit", 0)) + int(counts.get("read", 0))
+    return 0
+
+
+async def _sized_store(
+    database: str, size: int, directory: Path, keep: Path | None, bulk: bool
+) -> tuple[ConversationStore, dict[str, Any]]:
+    """An open store holding ``size`` conversations, created (or found in ``keep``)."""
+    if keep is not None and database == "sqlite":
+        keep.mkdir(parents=True, exist_ok=True)
+        url = f"sqlite+aiosqlite:///{keep / f'listing-{size}.db'}"
+    elif keep is not None:
+        url = await _kept_postgres_database(f"listing_{size}")
+    else:
+        url = await database_url(database, directory / str(size))
+    await migrate(url)
+    store = ConversationStore(url, blobs=str(directory / "blobs"))
+    await store.__aenter__()
+    held = await store.backend.read(
+        lambda tx: tx.fetch(select(func.count()).select_from(schema.conversations))[0][0]
+    )
+    if held not in (0, size):
+        raise SystemExit(f"{url} holds {held:,} conversations, not 0 or {size:,}")
+    took = await _create(store, held, size, bulk=bulk) if held < size else 0.0
+    print(f"{database}: {size:,} conversations"
+          + (f" ({size - held:,} made in {took:.0f} s)" if held < size else " (kept)"),
+          file=sys.stderr, flush=True)  # fmt: skip
+    return store, {"create_s": took, "created": size - held}
+
+
+async def _kept_postgres_database(name: str) -> str:
+    import asyncpg
+
+    dsn = postgres_dsn()
+    conn = await asyncpg.connect(f"{dsn}/postgres")
+    try:
+        if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
+            await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    return f"{dsn.replace('postgresql://', 'postgresql+asyncpg://')}/{name}"
+
+
+async def run(
+    database: str,
+    sizes: list[int],
+    directory: Path,
+    bulk: bool,
+    keep: Path | None = None,
+    gc: bool = True,
+) -> dict[str, Any]:
+    result: dict[str, Any] = {"database": database, "sizes": {}, "bulk": bulk}
+    stores: dict[int, ConversationStore] = {}
+    try:
+        variants: dict[int, dict[str, dict[str, Any]]] = {}
+        for size in sorted(sizes):
+            stores[size], result["sizes"][str(size)] = await _sized_store(
+                database, size, directory, keep, bulk
+            )
+            variants[size] = await _variants(stores[size], size)
+        # Interleaved: each round calls every variant at every size once, so the machine's
+        # load falls on all of them alike; the first round warms up.
+        samples: dict[tuple[int, str], list[float]] = {}
+        for round_ in range(CALLS + 1):
+            for key in VARIANT_KEYS:
+                for size, store in stores.items():
+                    began = time.perf_counter()
+                    await store.list_conversations(limit=20, **variants[size][key])
+                    if round_:
+                        samples.setdefault((size, key), []).append(time.perf_counter() - began)
+        for size, store in stores.items():
+            entry = result["sizes"][str(size)]
+            for key in VARIANT_KEYS:
+                entry[key] = statistics.median(samples[(size, key)]) * 1e3
+                entry[key.replace("_ms", "_pages")] = await _pages_read(
+                    database, store, variants[size][key]
+                )
+    finally:
+        for store in stores.values():
+            await store.__aexit__(None, None, None)
+    if gc:
+        url = await database_url(database, directory / "gc")
+        blobs = f"file://{directory / 'gc-blobs'}"
+        result["gc_blobs_s"] = await gc_rate(url, blobs + "-alone", 2000, beside_writer=False)
+        result["gc_blobs_s_beside_writer"] = await gc_rate(
+            url, blobs + "-beside", 2000, beside_writer=True
+        )
     return result
 
 
@@ -163,13 +305,20 @@ def main() -> None:
         action="store_true",
         help=f"create conversations {BULK} per transaction (the store's own insert code)",
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="keep the databases (SQLite files in this directory; PostgreSQL databases "
+        "listing_<size>) and reuse them on the next run",
+    )
+    parser.add_argument("--no-gc", action="store_true", help="skip the gc throughput")
     parser.add_argument("--tmpdir")
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     output = each_database(
         args.database,
-        lambda database, tmp: run(database, sizes, tmp, args.bulk),
+        lambda database, tmp: run(database, sizes, tmp, args.bulk, args.keep, not args.no_gc),
         prefix="bench-listing-",
         tmpdir=args.tmpdir,
     )
@@ -178,16 +327,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-
-
-VARIANTS = (
-    ("first_page_ms", "first page"),
-    ("deep_page_ms", "page 90 % deep"),
-    ("tenant_first_page_ms", "tenant, first page"),
-    ("tenant_deep_page_ms", "tenant, page 90 % deep"),
-    ("filter_1_percent_ms", "`project` filter (1 %)"),
-    ("filter_1_in_10000_ms", "`project` + `user` filter (1 in 10,000)"),
-)
 
 
 def markdown(output: dict[str, Any]) -> str:
@@ -216,8 +355,19 @@ def markdown(output: dict[str, Any]) -> str:
             verdict = "met" if ratio <= 3 else f"**missed** ({ratio:.2f}x > 3x)"
             if key == "filter_1_in_10000_ms" and values[-1] > 50:
                 verdict = f"**missed** ({values[-1]:.1f} ms > 50 ms)"
-            cells = " | ".join(f"{v:.2f}" for v in values)
+            pages = [result["sizes"][s].get(key.replace("_ms", "_pages")) for s in sizes]
+            cells = " | ".join(
+                f"{v:.2f}" + ("" if p is None else f" ({p})")
+                for v, p in zip(values, pages, strict=True)
+            )
             lines.append(f"| {label} | {cells} | {ratio:.2f}x | {verdict} |")
+        lines += [
+            "",
+            "(In brackets: the pages one listing page reads, counted by the database: SQLite's "
+            "cache hits and misses, PostgreSQL's shared buffers.)",
+        ]
+        if "gc_blobs_s" not in result:
+            continue
         alone, beside = result["gc_blobs_s"], result["gc_blobs_s_beside_writer"]
         lines += [
             "",

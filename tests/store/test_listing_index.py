@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from convstore import ConversationStore, Message
 from convstore.db.schema import conversation_tags, conversations
 from convstore.db.statements import list_page
-from convstore.store.metadata_tags import tags_of
+from convstore.store.metadata_tags import PAIRED_ENTRIES, WIDE, filter_tags, tags_of
 from tests.support.postgres import PostgresCluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,6 +69,62 @@ async def test_values_compare_as_json_values(store: ConversationStore) -> None:
     assert await _ids(store, tenant=t, metadata={"n": 1.0}) == [one.id]
     assert await _ids(store, tenant=t, metadata={"obj": {"b": [1, 2], "a": 1}}) == [one.id]
     assert await _ids(store, tenant=t, metadata={"obj": {"b": [2, 1], "a": 1}}) == []
+
+
+async def test_filters_of_several_entries_find_narrow_and_wide_conversations(
+    store: ConversationStore,
+) -> None:
+    # A pair of entries is one tag of its own (metadata_tags.PAIRED_ENTRIES entries at most);
+    # wider metadata holds none, and is found by checking every entry instead.
+    t = uuid.uuid4().hex
+    wide_extra = {f"x{i}": i for i in range(PAIRED_ENTRIES)}
+    made = []
+    for i in range(24):
+        meta: dict[str, Any] = {"project": f"p{i % 2}", "user": f"u{i % 3}", "n": i % 4}
+        if i % 5 == 0:
+            meta.update(wide_extra)  # more than PAIRED_ENTRIES entries
+        made.append(await store.create_conversation(title=str(i), tenant=t, metadata=meta))
+    newest_first = sorted(made, key=lambda c: (c.created_at, c.id), reverse=True)
+
+    def matching(**wanted: Any) -> list[str]:
+        return [
+            c.id for c in newest_first if all(c.metadata.get(k) == v for k, v in wanted.items())
+        ]
+
+    async def walked(limit: int, **kwargs: Any) -> list[str]:
+        seen, cursor = [], None
+        while True:
+            page = await store.list_conversations(limit=limit, cursor=cursor, **kwargs)
+            seen += [c.id for c in page]
+            if page.next_cursor is None:
+                return seen
+            cursor = page.next_cursor
+
+    for wanted in (
+        {"project": "p0", "user": "u0"},
+        {"user": "u0", "project": "p0"},  # either order
+        {"project": "p1", "user": "u2", "n": 3},
+        {"user": "u1", "x3": 3},  # only wide conversations hold x3
+        {"x1": 1, "x2": 2.0},  # numbers by value, in a pair too
+    ):
+        expected = matching(**wanted)
+        assert expected, wanted  # the case tests something
+        assert await _ids(store, tenant=t, metadata=wanted) == expected, wanted
+        assert await walked(2, tenant=t, metadata=wanted) == expected, wanted
+        found = [c for c in await walked(3, metadata=wanted) if c in expected]
+        assert found == expected, wanted
+    assert await _ids(store, tenant=t, metadata={"project": "p0", "user": "u9"}) == []
+
+    # Narrow to wide and back: the pairs follow the metadata.
+    first = made[1]
+    await store.update_conversation(
+        first.id, metadata={"project": "p0", "user": "u1", **wide_extra}
+    )
+    assert first.id in await _ids(store, tenant=t, metadata={"project": "p0", "user": "u1"})
+    assert first.id not in await _ids(store, tenant=t, metadata={"project": "p1", "user": "u1"})
+    await store.update_conversation(first.id, metadata={"project": "p1", "user": "u1"})
+    assert first.id in await _ids(store, tenant=t, metadata={"project": "p1", "user": "u1"})
+    assert first.id not in await _ids(store, tenant=t, metadata={"user": "u1", "x3": 3})
 
 
 async def test_filtered_paging_sees_each_match_once_while_others_write(
@@ -129,7 +185,11 @@ def _documented_plans() -> dict[tuple[str, str], str]:
 def _params(shape: dict[str, Any]) -> dict[str, Any]:
     params: dict[str, Any] = {"for_tenant": "t1", "limit": 21, "after_id": "zzz"}
     params["after_created"] = datetime(2026, 11, 26, tzinfo=UTC)
-    params.update({f"tag{i}": tags_of({f"k{i}": "v"})[0] for i in range(shape["tags"])})
+    wanted = {f"k{i}": "v" for i in range(shape["tags"])}
+    found = filter_tags(wanted)
+    params.update({f"tag{i}": tag for i, tag in enumerate(found.entries)})
+    if found.pair is not None:
+        params.update(pair=found.pair, wide=WIDE)
     return params
 
 

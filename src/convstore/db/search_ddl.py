@@ -26,6 +26,11 @@ content's text and file names; a file's name. Thinking text is its own column, s
 on request. Bytes are never indexed.
 
 Revision 0006 creates these objects; changing them needs a new revision, not an edit here.
+Revision 0010 replaces PostgreSQL's two text functions by PL/pgSQL ones of the same body and
+result (`POSTGRES_PLPGSQL`): a ``LANGUAGE sql`` function that cannot be inlined is planned again
+in every statement that calls it, and an append inserts its rows one statement each, so the
+generated columns planned them again for every message; PL/pgSQL keeps its plans for the
+session. No stored value changes.
 Revision 0008 adds ``ix_search_messages_created`` (`RECENCY_CREATE`, both databases): the
 newest messages first, so a query of terms shorter than three characters (every hit ranked
 equal, newest first) reads messages newest first and stops when its page is full.
@@ -40,6 +45,8 @@ from sqlalchemy import Connection
 __all__ = [
     "POSTGRES_CREATE",
     "POSTGRES_DROP",
+    "POSTGRES_PLPGSQL",
+    "POSTGRES_SQL",
     "RECENCY_CREATE",
     "RECENCY_DROP",
     "SQLITE_CREATE",
@@ -50,6 +57,8 @@ __all__ = [
     "drop_recency",
     "include_name",
     "restore_message_columns",
+    "use_plpgsql",
+    "use_sql",
 ]
 
 SEARCH_PREFIXES: Final = ("search_", "ix_search_")
@@ -246,6 +255,22 @@ RECENCY_CREATE: Final = "CREATE INDEX ix_search_messages_created ON messages (cr
 RECENCY_DROP: Final = "DROP INDEX ix_search_messages_created"
 
 
+def _replace(function: str, language: str) -> str:
+    """``function`` (one of 0006's text functions) as ``CREATE OR REPLACE`` in ``language``."""
+    head, body, _ = function.split("$$")
+    head = head.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION")
+    if language == "sql":
+        return f"{head}$${body}$$"
+    head = head.replace("LANGUAGE sql", "LANGUAGE plpgsql")
+    return f"{head}$$ BEGIN RETURN ({body.strip()}); END $$"
+
+
+POSTGRES_PLPGSQL: Final = tuple(_replace(f, "plpgsql") for f in _PG_FUNCTIONS[:2])
+"""Revision 0010: the body and thinking functions in PL/pgSQL (same results, plans kept)."""
+POSTGRES_SQL: Final = tuple(_replace(f, "sql") for f in _PG_FUNCTIONS[:2])
+"""Revision 0010's downgrade: 0006's SQL functions again."""
+
+
 def create(conn: Connection) -> None:
     """Create the index for ``conn``'s database and fill it from the rows already there."""
     for statement in SQLITE_CREATE if conn.dialect.name == "sqlite" else POSTGRES_CREATE:
@@ -256,6 +281,20 @@ def drop(conn: Connection) -> None:
     """Drop every search object `create` made."""
     for statement in SQLITE_DROP if conn.dialect.name == "sqlite" else POSTGRES_DROP:
         conn.exec_driver_sql(statement)
+
+
+def use_plpgsql(conn: Connection) -> None:
+    """Revision 0010 (PostgreSQL; nothing on SQLite)."""
+    if conn.dialect.name == "postgresql":
+        for statement in POSTGRES_PLPGSQL:
+            conn.exec_driver_sql(statement)
+
+
+def use_sql(conn: Connection) -> None:
+    """Revision 0010's downgrade (PostgreSQL; nothing on SQLite)."""
+    if conn.dialect.name == "postgresql":
+        for statement in POSTGRES_SQL:
+            conn.exec_driver_sql(statement)
 
 
 def create_recency(conn: Connection) -> None:

@@ -30,11 +30,13 @@ from sqlalchemy import (
     case,
     cast,
     delete,
-    exists,
     func,
     insert,
+    literal,
     literal_column,
+    null,
     select,
+    true,
     tuple_,
     union_all,
     update,
@@ -212,17 +214,18 @@ def _message_count() -> Any:
 def list_page(*, tenant_scoped: bool, after_cursor: bool, tags: int) -> Select[Any]:
     """One page of conversations, newest first: one index range, whatever the page's depth.
 
-    ``tags``: how many metadata tags (``:tag0`` ...) a conversation must hold. With tags the
-    page is found among the first tag's rows (`conversation_tags`, where tenant and creation
-    are copied), the others checked by primary key, and only the page's conversations are
-    read; without, the conversations' own listing indexes are walked. The cursor is one row
-    comparison, ``(created_at, id) < (:after_created, :after_id)``, which both databases answer
-    as an index range (an ``OR`` of the two conditions they would filter row by row). Built
-    once per shape (the raw SQLite path compiles each statement object once).
+    ``tags``: how many metadata entries (``:tag0`` ...) a conversation must hold
+    (`convstore.store.metadata_tags`). One entry: the page is found among its tag's rows
+    (`conversation_tags`, where tenant and creation are copied). Two or more: among the
+    first two entries' pair tag (``:pair``), the others checked by primary key, merged with
+    the conversations too wide to hold pair tags (``:wide``), each entry checked. Only the
+    page's conversations are read. Without entries the conversations' own listing indexes
+    are walked. The cursor is one row comparison, ``(created_at, id) < (:after_created,
+    :after_id)``, which both databases answer as an index range (an ``OR`` of the two
+    conditions they would filter row by row). Built once per shape (the raw SQLite path
+    compiles each statement object once).
     """
     limit = bindparam("limit", type_=BigInteger)
-    created = bindparam("after_created", type_=conversations.c.created_at.type)
-    after = tuple_(created, bindparam("after_id"))
     columns = (*CONVERSATION_COLUMNS, _message_count())
     if not tags:
         conv = conversations.c
@@ -230,36 +233,64 @@ def list_page(*, tenant_scoped: bool, after_cursor: bool, tags: int) -> Select[A
         if tenant_scoped:
             stmt = stmt.where(conv.tenant == bindparam("for_tenant"))
         if after_cursor:
-            stmt = stmt.where(tuple_(conv.created_at, conv.id) < after)
+            stmt = stmt.where(tuple_(conv.created_at, conv.id) < _after())
         # Creation order never changes, so a cursor walk neither skips nor repeats anything
         # while other writers update conversations.
         return stmt.order_by(conv.created_at.desc(), conv.id.desc()).limit(limit)
-    first = conversation_tags.alias("t0")
-    found = select(first.c.conversation_id, first.c.created_at).where(
-        first.c.tag == bindparam("tag0")
-    )
-    for index in range(1, tags):
-        other = conversation_tags.alias(f"t{index}")
-        found = found.where(
-            exists()
-            .where(other.c.conversation_id == first.c.conversation_id)
-            .where(other.c.tag == bindparam(f"tag{index}"))
+    if tags == 1:
+        found = _tag_walk("tag0", [], tenant_scoped=tenant_scoped, after_cursor=after_cursor)
+    else:
+        paired = _tag_walk(
+            "pair", [f"tag{i}" for i in range(2, tags)], tenant_scoped, after_cursor
+        ).subquery("paired")
+        wide = _tag_walk(
+            "wide", [f"tag{i}" for i in range(tags)], tenant_scoped, after_cursor
+        ).subquery("wide")
+        either = union_all(select(*paired.c), select(*wide.c)).subquery("either")
+        found = (
+            select(*either.c)
+            .order_by(either.c.created_at.desc(), either.c.conversation_id.desc())
+            .limit(limit)
         )
-    if tenant_scoped:
-        found = found.where(first.c.tenant == bindparam("for_tenant"))
-    if after_cursor:
-        found = found.where(tuple_(first.c.created_at, first.c.conversation_id) < after)
     # The page is settled among the tags alone, before any conversation row is read: a
     # planner that joined first could scan the conversations to hash them.
-    page = (
-        found.order_by(first.c.created_at.desc(), first.c.conversation_id.desc())
-        .limit(limit)
-        .subquery("page")
-    )
+    page = found.subquery("page")
     return (
         select(*columns)
         .select_from(page.join(conversations, conversations.c.id == page.c.conversation_id))
         .order_by(page.c.created_at.desc(), page.c.conversation_id.desc())
+    )
+
+
+def _after() -> Any:
+    created = bindparam("after_created", type_=conversations.c.created_at.type)
+    return tuple_(created, bindparam("after_id"))
+
+
+def _tag_walk(
+    walked: str, checked: list[str], tenant_scoped: bool, after_cursor: bool
+) -> Select[Any]:
+    """The newest ``:limit`` conversations holding tag ``:walked`` and each of ``checked``.
+
+    ``:walked`` is an index range walked newest first; each of ``checked`` one probe of the
+    primary key (the index alone).
+    """
+    walk = conversation_tags.alias(f"w_{walked}")
+    found = select(walk.c.conversation_id, walk.c.created_at).where(walk.c.tag == bindparam(walked))
+    for name in checked:
+        other = conversation_tags.alias(f"c_{walked}_{name}")
+        found = found.where(
+            select(other.c.conversation_id)
+            .where(other.c.conversation_id == walk.c.conversation_id)
+            .where(other.c.tag == bindparam(name))
+            .exists()
+        )
+    if tenant_scoped:
+        found = found.where(walk.c.tenant == bindparam("for_tenant"))
+    if after_cursor:
+        found = found.where(tuple_(walk.c.created_at, walk.c.conversation_id) < _after())
+    return found.order_by(walk.c.created_at.desc(), walk.c.conversation_id.desc()).limit(
+        bindparam("limit", type_=BigInteger)
     )
 
 
@@ -527,7 +558,6 @@ class Statements:
     select_blob_namespaces: Select[Any]
     """(sha256, namespace) of every blob one conversation references."""
     select_blob_referenced_in: Select[Any]
-    delete_unreferenced_attachment: Delete
     select_attachment_visible: Scoped[Select[Any]]
     """The namespace of a blob some conversation (of the tenant) references."""
     select_attachment_namespaces: Scoped[Select[Any]]
@@ -543,8 +573,19 @@ class Statements:
     select_setting: Select[Any]
     insert_setting_if_absent: Insert
     delete_setting: Delete
-    insert_tombstone: Insert
-    delete_tombstone: Delete
+    catalogue_attachments: Insert
+    """A placeholder catalogue row (size 0, ``created_at`` ``:stamp``) for each digest of
+    ``:digests`` that has none; existing rows are left as they are."""
+    mark_tombstones: Insert
+    """A mark (``deleted_at`` NULL, ``created_at`` ``:stamp``) in namespace ``:ns`` for each
+    digest of ``:digests``, which must have none (`delete_tombstones_in` first)."""
+    delete_tombstones_in: Delete
+    """The marks of the digests of ``:digests`` in namespace ``:ns``."""
+    finish_tombstones_in: Update
+    """Record when (``:deleted_at``, storage clock) the bytes of the digests of ``:digests`` in
+    namespace ``:ns`` were deleted."""
+    delete_unreferenced_attachments_in: Delete
+    """The catalogue rows of the digests of ``:digests`` that no part references any more."""
     finish_tombstone: Update
     """Record when (storage clock) a marked blob's bytes were deleted."""
     purge_tombstones: Delete
@@ -560,6 +601,7 @@ class Statements:
         seqs = _json_list(dialect_name, "seqs", integers=True)
         ids = _json_list(dialect_name, "ids")
         digests = _json_list(dialect_name, "digests")
+        digest_values = digests.subquery()
         seq_in = msg.seq.in_(seqs)
         return cls(
             insert_conversation=insert(conversations),
@@ -740,13 +782,6 @@ class Statements:
             .where(blob_refs.c.sha256 == bindparam("sha256"))
             .where(blob_refs.c.namespace == bindparam("namespace"))
             .limit(1),
-            delete_unreferenced_attachment=delete(attachments)
-            .where(attachments.c.sha256 == bindparam("sha256"))
-            .where(
-                ~select(blob_refs.c.sha256)
-                .where(blob_refs.c.sha256 == bindparam("sha256"))
-                .exists()
-            ),
             select_attachment_visible=_scoped(_attachment_visible),
             select_attachment_namespaces=_scoped(_attachment_namespaces),
             lock_attachment_shared=select(attachments.c.sha256)
@@ -763,12 +798,43 @@ class Statements:
             select_setting=select(settings.c.value).where(settings.c.key == bindparam("key")),
             insert_setting_if_absent=_upsert_ignore(dialect_name, settings),
             delete_setting=delete(settings).where(settings.c.key == bindparam("key")),
-            insert_tombstone=insert(blob_tombstones),
+            catalogue_attachments=_upsert_ignore(dialect_name, attachments).from_select(
+                list(attachments.c.keys()),
+                select(
+                    digest_values.c[0],
+                    literal(0, BigInteger),
+                    literal("application/octet-stream"),
+                    bindparam("stamp", type_=attachments.c.created_at.type),
+                )
+                # SQLite reads ``ON CONFLICT`` after a bare ``FROM`` as a join constraint.
+                .where(true())
+                .order_by(digest_values.c[0]),  # the order appends lock catalogue rows in
+            ),
+            mark_tombstones=insert(blob_tombstones).from_select(
+                list(blob_tombstones.c.keys()),
+                select(
+                    bindparam("ns", type_=blob_tombstones.c.namespace.type),
+                    digest_values.c[0],
+                    bindparam("stamp", type_=blob_tombstones.c.created_at.type),
+                    null(),
+                ),
+            ),
+            delete_tombstones_in=delete(blob_tombstones)
+            .where(blob_tombstones.c.namespace == bindparam("ns"))
+            .where(blob_tombstones.c.sha256.in_(digests)),
             # Parameters named apart from the columns: SQLAlchemy reserves column names in the
             # SET clause of an UPDATE for the values it sets.
-            delete_tombstone=delete(blob_tombstones)
+            finish_tombstones_in=update(blob_tombstones)
             .where(blob_tombstones.c.namespace == bindparam("ns"))
-            .where(blob_tombstones.c.sha256 == bindparam("digest")),
+            .where(blob_tombstones.c.sha256.in_(digests))
+            .values(deleted_at=bindparam("deleted_at")),
+            delete_unreferenced_attachments_in=delete(attachments)
+            .where(attachments.c.sha256.in_(digests))
+            .where(
+                ~select(blob_refs.c.sha256)
+                .where(blob_refs.c.sha256 == attachments.c.sha256)
+                .exists()
+            ),
             finish_tombstone=update(blob_tombstones)
             .where(blob_tombstones.c.namespace == bindparam("ns"))
             .where(blob_tombstones.c.sha256 == bindparam("digest"))

@@ -21,11 +21,12 @@ from datetime import datetime
 from typing import Any
 
 from pydantic_core import from_json, to_json
+from sqlalchemy import Select
 
 from convstore.db.statements import list_page
 from convstore.db.tx import Codec, Row, Tx
 from convstore.errors import ConversationNotFoundError, InvalidInputError
-from convstore.store.metadata_tags import tags_of
+from convstore.store.metadata_tags import WIDE, filter_tags
 
 __all__ = [
     "ConversationPage",
@@ -33,6 +34,7 @@ __all__ = [
     "encode_cursor",
     "get_conversation",
     "list_conversations",
+    "page_query",
 ]
 
 
@@ -95,15 +97,7 @@ def list_conversations(
     metadata filter included, so a read never holds its snapshot across pages.
     """
     codec = tx.codec
-    tags = tags_of(metadata)
-    params: dict[str, Any] = {"for_tenant": tenant, "limit": limit + 1}
-    params.update({f"tag{i}": t for i, t in enumerate(tags)})
-    if cursor is not None:
-        after_created, params["after_id"] = _decode_cursor(cursor)
-        params["after_created"] = codec.dump_time(after_created)
-    stmt = list_page(
-        tenant_scoped=tenant is not None, after_cursor=cursor is not None, tags=len(tags)
-    )
+    stmt, params = page_query(codec, tenant, limit, cursor, metadata)
     page = ConversationPage()
     for row in tx.fetch(stmt, params):
         page.append(_summary(row, codec))
@@ -111,6 +105,31 @@ def list_conversations(
         del page[limit:]
         page.next_cursor = page[-1].cursor if page else None
     return page
+
+
+def page_query(
+    codec: Codec,
+    tenant: str | None,
+    limit: int,
+    cursor: str | None,
+    metadata: Mapping[str, Any] | None,
+) -> tuple[Select[Any], dict[str, Any]]:
+    """The statement of one page and its parameters.
+
+    It asks for ``limit + 1`` rows: the last tells whether another page follows.
+    """
+    tags = filter_tags(metadata)
+    params: dict[str, Any] = {"for_tenant": tenant, "limit": limit + 1}
+    params.update({f"tag{i}": t for i, t in enumerate(tags.entries)})
+    if tags.pair is not None:
+        params.update(pair=tags.pair, wide=WIDE)
+    if cursor is not None:
+        after_created, params["after_id"] = _decode_cursor(cursor)
+        params["after_created"] = codec.dump_time(after_created)
+    stmt = list_page(
+        tenant_scoped=tenant is not None, after_cursor=cursor is not None, tags=len(tags.entries)
+    )
+    return stmt, params
 
 
 def _summary(row: Row, codec: Codec) -> ConversationSummary:

@@ -40,6 +40,8 @@ from convstore.store import appending, arguments, writes
 from convstore.store.archive_rows import ArchiveRows, read_archive, restore_rows
 from convstore.store.attachments import BlobContext, namespace_of
 from convstore.store.export import EXPORT_FORMAT, EXPORT_VERSION, MANIFEST
+from convstore.store.header_lock import lock
+from convstore.store.metadata_tags import replace_tags
 
 if TYPE_CHECKING:
     from convstore.store.connection import StoreConnection
@@ -206,7 +208,13 @@ async def _restore_one(
             )
             written = {b.sha256: b.written_at for b in stored if b.written_at is not None}
             writes.hold_blobs(tx, {b.sha256: blobs.namespace_name for b in stored}, written)
-            return restore_rows(tx, rows)
+            counts = restore_rows(tx, rows)
+            # Metadata tags derive from the metadata, by this version's rules: an archive
+            # written before pair tags existed lacks them, so they are rebuilt.
+            header = lock(tx, cid, None, None)
+            metadata = tx.codec.load_json(header.metadata)
+            replace_tags(tx, cid, header.tenant, header.created_at, metadata)
+            return counts
 
         try:
             counts = await store.backend.write(write)
