@@ -10,6 +10,7 @@ from fsspec.implementations.memory import MemoryFileSystem
 from s3fs import S3FileSystem
 
 from convstore.blobs import BlobStore
+from convstore.blobs._threaded import LocalBackend
 from convstore.errors import BlobStorageError
 from tests.blobs.conftest import MakeStore
 from tests.support.storage import BackendCase, MiB, RawStorage
@@ -66,14 +67,18 @@ def _break_reads(backend: BackendCase, monkeypatch: pytest.MonkeyPatch) -> None:
     async def refuse_async(*_args: object, **_kwargs: object) -> object:
         raise PermissionError("injected: access denied")
 
-    targets = {
-        "memory": (MemoryFileSystem, ["cat_file", "info", "ls"], refuse),
-        "local": (LocalFileSystem, ["cat_file", "info", "ls"], refuse),
-        "s3": (S3FileSystem, ["_cat_file", "_info", "_ls"], refuse_async),
+    targets: dict[str, list[tuple[type, list[str], object]]] = {
+        "memory": [(MemoryFileSystem, ["cat_file", "info", "ls"], refuse)],
+        # The local backend stats and lists through `os` itself (see `LocalBackend`).
+        "local": [
+            (LocalFileSystem, ["cat_file"], refuse),
+            (LocalBackend, ["_stat", "_scan"], refuse),
+        ],
+        "s3": [(S3FileSystem, ["_cat_file", "_info", "_ls"], refuse_async)],
     }
-    cls, names, replacement = targets[backend.name]
-    for name in names:
-        monkeypatch.setattr(cls, name, replacement)
+    for cls, names, replacement in targets[backend.name]:
+        for name in names:
+            monkeypatch.setattr(cls, name, replacement)
 
 
 async def test_read_failures_surface_as_blob_storage_errors(

@@ -6,12 +6,11 @@ import asyncio
 import io
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
-from fsspec.implementations.local import LocalFileSystem
 
 from convstore.blobs import BlobInfo, BlobStore
+from convstore.blobs._threaded import LocalBackend
 from convstore.errors import BlobStorageError
 from tests.support.storage import RawStorage
 
@@ -69,14 +68,14 @@ async def test_delete_stale_reports_what_it_deleted_when_one_deletion_fails(
     store = BlobStore(str(tmp_path / "blobs"))
     stored = [await store.put(f"garbage {n}".encode()) for n in range(40)]
     broken = stored[17].sha256
-    original = LocalFileSystem.rm_file
+    original = LocalBackend._delete_file
 
-    def rm_file(self: LocalFileSystem, path: str, **kwargs: Any) -> Any:
-        if str(path).endswith(broken):
-            raise PermissionError(13, "Permission denied", str(path))
-        return original(self, path, **kwargs)
+    def delete_file(self: LocalBackend, path: str) -> bool:
+        if path.endswith(broken):
+            raise PermissionError(13, "Permission denied", path)
+        return original(self, path)
 
-    monkeypatch.setattr(LocalFileSystem, "rm_file", rm_file)
+    monkeypatch.setattr(LocalBackend, "_delete_file", delete_file)
     later = datetime.now(UTC) + timedelta(hours=1)
 
     deletion = await store.delete_stale([s.sha256 for s in stored], modified_before=later)

@@ -14,16 +14,15 @@ import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fsspec.implementations.local import LocalFileSystem
 
 from convstore import ConversationStore, FilePart, Message
 from convstore.blobs import BlobStore
-from convstore.blobs._backend import ObjectStat
+from convstore.blobs._threaded import LocalBackend
 from convstore.store import reads
 from convstore.store.maintenance import collect_garbage, fsck
 
@@ -83,19 +82,19 @@ def _hold_before_unlinking(
     monkeypatch: pytest.MonkeyPatch, reached: asyncio.Event, release: threading.Event
 ) -> None:
     """Stop gc between re-reading a blob's age and deleting its file (in the worker thread)."""
-    original = LocalFileSystem.rm_file
+    original = LocalBackend._delete_file
     loop = asyncio.get_running_loop()
     used = False
 
-    def held(self: LocalFileSystem, path: str, **kwargs: Any) -> Any:
+    def held(self: LocalBackend, path: str) -> bool:
         nonlocal used
-        if "/sha256/" in str(path) and not used:  # a blob, not the storage clock's probe
+        if not used:
             used = True
             loop.call_soon_threadsafe(reached.set)
             release.wait(30)
-        return original(self, path, **kwargs)
+        return original(self, path)
 
-    monkeypatch.setattr(LocalFileSystem, "rm_file", held)
+    monkeypatch.setattr(LocalBackend, "_delete_file", held)
 
 
 def _signal_when_an_append_meets_a_mark(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
@@ -196,28 +195,15 @@ async def test_gc_waiting_for_the_write_lock_does_not_delete_a_newly_referenced_
 
 def _skew_storage_clock(monkeypatch: pytest.MonkeyPatch, offset: timedelta) -> None:
     """Make every modified time the storage reports ``offset`` off the hosts' clocks."""
-    from convstore.blobs import _backend
+    from convstore.blobs import _threaded
 
-    original = _backend.BlobBackend.info
+    original = _threaded.file_modified
 
-    async def skewed(self: Any, path: str) -> ObjectStat | None:
-        stat = await original(self, path)
-        if stat is None:
-            return None
-        return ObjectStat(path=stat.path, size=stat.size, modified=stat.modified + offset)
+    def skewed(status: os.stat_result) -> datetime:
+        return original(status) + offset
 
-    monkeypatch.setattr(_backend.BlobBackend, "info", skewed)
-    original_list = _backend.BlobBackend.listdir
-
-    async def skewed_list(self: Any, path: str) -> Any:
-        listing = await original_list(self, path)
-        files = [
-            ObjectStat(path=f.path, size=f.size, modified=f.modified + offset)
-            for f in listing.files
-        ]
-        return type(listing)(files=files, dirs=listing.dirs)
-
-    monkeypatch.setattr(_backend.BlobBackend, "listdir", skewed_list)
+    # The one source of a local file's time: stats, listings and the storage clock's probe.
+    monkeypatch.setattr(_threaded, "file_modified", skewed)
 
 
 @pytest.mark.parametrize("offset_hours", [-2, 2])

@@ -133,15 +133,18 @@ def translated(action: str, url: str) -> Iterator[None]:
         yield
     except ConvstoreError:
         raise
-    except TimedOut as exc:
-        raise BlobStorageError(
+    except Exception as exc:
+        raise storage_error(action, url, exc) from exc
+
+
+def storage_error(action: str, url: str, exc: Exception) -> BlobStorageError:
+    """The `BlobStorageError` `translated` raises, from ``exc``, for a backend's own error."""
+    if isinstance(exc, TimedOut):
+        return BlobStorageError(
             f"blob storage did not answer within {exc.seconds:g} s to {action} {url} "
             "(the blob store's timeout; raise it for slow storage)"
-        ) from exc
-    except Exception as exc:
-        raise BlobStorageError(
-            f"blob storage failed to {action} {url}: {type(exc).__name__}: {exc}"
-        ) from exc
+        )
+    return BlobStorageError(f"blob storage failed to {action} {url}: {type(exc).__name__}: {exc}")
 
 
 def modified_time(entry: Mapping[str, Any]) -> datetime:
@@ -224,6 +227,21 @@ class BlobBackend(ABC):
         del path  # The generic backend cannot touch; subclasses that can override this.
         return False
 
+    async def clock(self, probe: str, *, staging: str) -> datetime:
+        """The storage's own time now: the modified time of an object written at ``probe``.
+
+        The probe is removed again. Backends that can create and stat a file in one request
+        override this; a clock reading needs no durability.
+        """
+        await self.write(probe, b"", staging=staging)
+        try:
+            stat = await self.info(probe)
+        finally:
+            await self.remove(probe)
+        if stat is None:
+            raise BlobStorageError(f"the storage clock probe {self.url(probe)} vanished")
+        return stat.modified
+
     async def read(self, path: str) -> bytes:
         """The whole object; raises `AttachmentNotFoundError` if it is missing."""
         with translated("read", self.url(path)):
@@ -277,6 +295,14 @@ class BlobBackend(ABC):
                     if e.get("type") == "file"
                 ],
             )
+
+    async def listdirs(self, paths: Sequence[str]) -> list[Listing]:
+        """`listdir` of each of ``paths`` (in that order), all requested at once."""
+        listings = await asyncio.gather(*map(self.listdir, paths), return_exceptions=True)
+        failure = next((item for item in listings if isinstance(item, BaseException)), None)
+        if failure is not None:
+            raise failure
+        return [item for item in listings if isinstance(item, Listing)]
 
     async def remove(self, path: str) -> None:
         """Delete the object at ``path``; a missing object is fine."""

@@ -69,14 +69,28 @@ from convstore.errors import (
 
 DEFAULT_MAX_SIZE: Final = 20 * 1024 * 1024
 
-LISTING_AHEAD: Final = 16
-"""Shard listings `BlobStore.iter_blobs` keeps in flight."""
+LISTING_GROUP: Final = 16
+"""Shards `BlobStore.iter_blob_batches` lists together (one batch, requested at once)."""
+
+LISTING_AHEAD: Final = 2
+"""Groups of shard listings `BlobStore.iter_blob_batches` keeps in flight."""
 
 
 def _ignore_outcome(task: asyncio.Task[Any]) -> None:
     """Retrieve an abandoned listing's outcome, so that its failure is not logged as lost."""
     if not task.cancelled():
         task.exception()
+
+
+def _blob_infos(listings: list[Listing]) -> list[BlobInfo]:
+    """The blobs among the files of these shard listings, in digest order."""
+    infos = []
+    for listing in listings:
+        for stat in sorted(listing.files, key=lambda stat: stat.path):
+            sha256 = digest_at(stat.path)
+            if sha256 is not None:
+                infos.append(BlobInfo(sha256=sha256, size=stat.size, modified=stat.modified))
+    return infos
 
 
 class BlobStore:
@@ -157,15 +171,7 @@ class BlobStore:
         store whose clock is off by hours cannot make a fresh blob look old.
         """
         self._require_open()
-        probe = staging_path(self._root)
-        await self._backend.write(probe, b"", staging=staging_path(self._root))
-        try:
-            stat = await self._backend.info(probe)
-        finally:
-            await self._backend.remove(probe)
-        if stat is None:
-            raise BlobStorageError(f"the storage clock probe {probe} vanished")
-        return stat.modified
+        return await self._backend.clock(staging_path(self._root), staging=staging_path(self._root))
 
     def key(self, sha256: str) -> str:
         """The full URL of the object that holds the blob with that digest."""
@@ -297,22 +303,25 @@ class BlobStore:
 
     async def iter_blobs(self) -> AsyncIterator[BlobInfo]:
         """Every stored blob (never staging objects), shard by shard, in digest order."""
+        async for batch in self.iter_blob_batches():
+            for info in batch:
+                yield info
+
+    async def iter_blob_batches(self) -> AsyncIterator[list[BlobInfo]]:
+        """`iter_blobs` a group of `LISTING_GROUP` shards at a time (possibly empty lists)."""
         self._require_open()
-        shards = iter(sorted((await self._backend.listdir(blobs_dir(self._root))).dirs))
-        # Up to `LISTING_AHEAD` shard listings are in flight ahead of the one being yielded:
-        # one request at a time made a listing of 256 shards 256 round trips long.
-        ahead: deque[asyncio.Task[Listing]] = deque()
+        shards = sorted((await self._backend.listdir(blobs_dir(self._root))).dirs)
+        groups = iter([shards[i : i + LISTING_GROUP] for i in range(0, len(shards), LISTING_GROUP)])
+        # The next groups are listed while the caller works through one: one request at a
+        # time made a listing of 256 shards 256 round trips long.
+        ahead: deque[asyncio.Task[list[Listing]]] = deque()
         try:
             while True:
-                while len(ahead) < LISTING_AHEAD and (shard := next(shards, None)) is not None:
-                    ahead.append(asyncio.ensure_future(self._backend.listdir(shard)))
+                while len(ahead) < LISTING_AHEAD and (group := next(groups, None)) is not None:
+                    ahead.append(asyncio.ensure_future(self._backend.listdirs(group)))
                 if not ahead:
                     return
-                listing = await ahead.popleft()
-                for stat in sorted(listing.files, key=lambda stat: stat.path):
-                    sha256 = digest_at(stat.path)
-                    if sha256 is not None:
-                        yield BlobInfo(sha256=sha256, size=stat.size, modified=stat.modified)
+                yield _blob_infos(await ahead.popleft())
         finally:
             for task in ahead:  # the caller stopped early, or a listing failed
                 task.cancel()

@@ -88,7 +88,7 @@ def is_staging_path(path: str) -> bool:
 
 def digest_at(path: str) -> str | None:
     """The digest a listed object is stored under, or ``None`` if it is not a blob's path."""
-    shard_dir, name = posixpath.split(path.rstrip("/"))
-    if _DIGEST.fullmatch(name) and posixpath.basename(shard_dir) == name[:2]:
+    shard_dir, _, name = path.rstrip("/").rpartition("/")
+    if _DIGEST.fullmatch(name) and shard_dir.rpartition("/")[2] == name[:2]:
         return name
     return None

@@ -32,8 +32,11 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal,
     literal_column,
+    null,
     select,
+    true,
     tuple_,
     union_all,
     update,
@@ -555,7 +558,6 @@ class Statements:
     select_blob_namespaces: Select[Any]
     """(sha256, namespace) of every blob one conversation references."""
     select_blob_referenced_in: Select[Any]
-    delete_unreferenced_attachment: Delete
     select_attachment_visible: Scoped[Select[Any]]
     """The namespace of a blob some conversation (of the tenant) references."""
     select_attachment_namespaces: Scoped[Select[Any]]
@@ -571,8 +573,19 @@ class Statements:
     select_setting: Select[Any]
     insert_setting_if_absent: Insert
     delete_setting: Delete
-    insert_tombstone: Insert
-    delete_tombstone: Delete
+    catalogue_attachments: Insert
+    """A placeholder catalogue row (size 0, ``created_at`` ``:stamp``) for each digest of
+    ``:digests`` that has none; existing rows are left as they are."""
+    mark_tombstones: Insert
+    """A mark (``deleted_at`` NULL, ``created_at`` ``:stamp``) in namespace ``:ns`` for each
+    digest of ``:digests``, which must have none (`delete_tombstones_in` first)."""
+    delete_tombstones_in: Delete
+    """The marks of the digests of ``:digests`` in namespace ``:ns``."""
+    finish_tombstones_in: Update
+    """Record when (``:deleted_at``, storage clock) the bytes of the digests of ``:digests`` in
+    namespace ``:ns`` were deleted."""
+    delete_unreferenced_attachments_in: Delete
+    """The catalogue rows of the digests of ``:digests`` that no part references any more."""
     finish_tombstone: Update
     """Record when (storage clock) a marked blob's bytes were deleted."""
     purge_tombstones: Delete
@@ -588,6 +601,7 @@ class Statements:
         seqs = _json_list(dialect_name, "seqs", integers=True)
         ids = _json_list(dialect_name, "ids")
         digests = _json_list(dialect_name, "digests")
+        digest_values = digests.subquery()
         seq_in = msg.seq.in_(seqs)
         return cls(
             insert_conversation=insert(conversations),
@@ -768,13 +782,6 @@ class Statements:
             .where(blob_refs.c.sha256 == bindparam("sha256"))
             .where(blob_refs.c.namespace == bindparam("namespace"))
             .limit(1),
-            delete_unreferenced_attachment=delete(attachments)
-            .where(attachments.c.sha256 == bindparam("sha256"))
-            .where(
-                ~select(blob_refs.c.sha256)
-                .where(blob_refs.c.sha256 == bindparam("sha256"))
-                .exists()
-            ),
             select_attachment_visible=_scoped(_attachment_visible),
             select_attachment_namespaces=_scoped(_attachment_namespaces),
             lock_attachment_shared=select(attachments.c.sha256)
@@ -791,12 +798,43 @@ class Statements:
             select_setting=select(settings.c.value).where(settings.c.key == bindparam("key")),
             insert_setting_if_absent=_upsert_ignore(dialect_name, settings),
             delete_setting=delete(settings).where(settings.c.key == bindparam("key")),
-            insert_tombstone=insert(blob_tombstones),
+            catalogue_attachments=_upsert_ignore(dialect_name, attachments).from_select(
+                list(attachments.c.keys()),
+                select(
+                    digest_values.c[0],
+                    literal(0, BigInteger),
+                    literal("application/octet-stream"),
+                    bindparam("stamp", type_=attachments.c.created_at.type),
+                )
+                # SQLite reads ``ON CONFLICT`` after a bare ``FROM`` as a join constraint.
+                .where(true())
+                .order_by(digest_values.c[0]),  # the order appends lock catalogue rows in
+            ),
+            mark_tombstones=insert(blob_tombstones).from_select(
+                list(blob_tombstones.c.keys()),
+                select(
+                    bindparam("ns", type_=blob_tombstones.c.namespace.type),
+                    digest_values.c[0],
+                    bindparam("stamp", type_=blob_tombstones.c.created_at.type),
+                    null(),
+                ),
+            ),
+            delete_tombstones_in=delete(blob_tombstones)
+            .where(blob_tombstones.c.namespace == bindparam("ns"))
+            .where(blob_tombstones.c.sha256.in_(digests)),
             # Parameters named apart from the columns: SQLAlchemy reserves column names in the
             # SET clause of an UPDATE for the values it sets.
-            delete_tombstone=delete(blob_tombstones)
+            finish_tombstones_in=update(blob_tombstones)
             .where(blob_tombstones.c.namespace == bindparam("ns"))
-            .where(blob_tombstones.c.sha256 == bindparam("digest")),
+            .where(blob_tombstones.c.sha256.in_(digests))
+            .values(deleted_at=bindparam("deleted_at")),
+            delete_unreferenced_attachments_in=delete(attachments)
+            .where(attachments.c.sha256.in_(digests))
+            .where(
+                ~select(blob_refs.c.sha256)
+                .where(blob_refs.c.sha256 == attachments.c.sha256)
+                .exists()
+            ),
             finish_tombstone=update(blob_tombstones)
             .where(blob_tombstones.c.namespace == bindparam("ns"))
             .where(blob_tombstones.c.sha256 == bindparam("digest"))

@@ -132,24 +132,24 @@ async def collect_garbage(
     for namespace in await root.namespaces():
         blobs = root.namespace(namespace)
         batch: list[str] = []
-        async for info in blobs.iter_blobs():
-            examined += 1
-            if examined % 500 == 0:
-                progress("scanning blobs", examined, None)
-            if (namespace, info.sha256) in referenced:
-                continue
-            if (namespace, info.sha256) in settled:
-                if dry_run:
-                    deleted.append(_label(namespace, info.sha256))
-                continue
-            if info.modified >= cutoff:
-                young += 1
-                continue
-            batch.append(info.sha256)
-            if len(batch) >= GC_BATCH:
-                deleted += await _settle(store, namespace, batch, cutoff, dry_run)
-                progress("deleting blobs", len(deleted), None)
-                batch = []
+        async for listed in blobs.iter_blob_batches():
+            examined += len(listed)
+            progress("scanning blobs", examined, None)
+            for info in listed:
+                if (namespace, info.sha256) in referenced:
+                    continue
+                if (namespace, info.sha256) in settled:
+                    if dry_run:
+                        deleted.append(_label(namespace, info.sha256))
+                    continue
+                if info.modified >= cutoff:
+                    young += 1
+                    continue
+                batch.append(info.sha256)
+                if len(batch) >= GC_BATCH:
+                    deleted += await _settle(store, namespace, batch, cutoff, dry_run)
+                    progress("deleting blobs", len(deleted), None)
+                    batch = []
         if batch:
             deleted += await _settle(store, namespace, batch, cutoff, dry_run)
         staging += await blobs.sweep_staging(older_than=cutoff, dry_run=dry_run)
@@ -209,24 +209,21 @@ async def _collect(
     def mark(tx: Tx) -> list[str]:
         st = tx.statements
         stamp = tx.codec.dump_time(now)
-        # Hold each catalogue row (made if an append stored the bytes but never committed) so
-        # that appends referencing the blob wait for this mark, or this waits for them.
-        tx.insert_rows(
-            st.insert_attachment,
-            [(sha256, 0, "application/octet-stream", stamp) for sha256 in candidates],
-        )
-        # One statement each for the whole batch (two round trips, not two per candidate):
-        # every row is locked before any reference is looked for, so an append that committed
-        # a reference before the lock is seen, and one that has not yet will see the mark.
+        # One statement each for the whole batch, whatever its size. Hold each catalogue row
+        # (made if an append stored the bytes but never committed) so that appends referencing
+        # the blob wait for this mark, or this waits for them: every row is locked before any
+        # reference is looked for, so an append that committed a reference before the lock is
+        # seen, and one that has not yet will see the mark.
         digests = tx.codec.dump_json(candidates)
+        tx.execute(st.catalogue_attachments, {"digests": digests, "stamp": stamp})
         tx.fetch(st.lock_attachments_exclusive, {"digests": digests})
         params = {"namespace": namespace, "digests": digests}
         taken = {row[0] for row in tx.fetch(st.select_blobs_referenced_in, params)}
         marked = [sha256 for sha256 in candidates if sha256 not in taken]
-        gone = [{"ns": namespace, "digest": sha256} for sha256 in marked]
-        if gone:
-            tx.execute_many(st.delete_tombstone, gone)  # earlier, unfinished marks
-            tx.insert_rows(st.insert_tombstone, [(namespace, sha, stamp, None) for sha in marked])
+        if marked:
+            marks = {"ns": namespace, "digests": tx.codec.dump_json(marked)}
+            tx.execute(st.delete_tombstones_in, marks)  # earlier, unfinished marks
+            tx.execute(st.mark_tombstones, {**marks, "stamp": stamp})
         return marked
 
     marked = await store.backend.write(mark)
@@ -252,19 +249,18 @@ async def _collect(
 
         def unmark(tx: Tx) -> None:
             st = tx.statements
-            kept = [{"ns": namespace, "digest": sha} for sha in marked if sha not in deleted]
+            gone = set(deleted)
+            kept = [sha for sha in marked if sha not in gone]
             if kept:
-                tx.execute_many(st.delete_tombstone, kept)
+                params = {"ns": namespace, "digests": tx.codec.dump_json(kept)}
+                tx.execute(st.delete_tombstones_in, params)
             if deleted and finished_at is not None:
+                digests = tx.codec.dump_json(deleted)
                 stamp = tx.codec.dump_time(finished_at)
-                tx.execute_many(
-                    st.finish_tombstone,
-                    [{"ns": namespace, "digest": sha, "deleted_at": stamp} for sha in deleted],
-                )
+                params = {"ns": namespace, "digests": digests, "deleted_at": stamp}
+                tx.execute(st.finish_tombstones_in, params)
                 # The catalogue row goes with the last reference in any namespace.
-                tx.execute_many(
-                    st.delete_unreferenced_attachment, [{"sha256": sha} for sha in deleted]
-                )
+                tx.execute(st.delete_unreferenced_attachments_in, {"digests": digests})
 
         await store.backend.write(unmark)
     return deleted
