@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from bench.callgrind_bench import run_peer
-from bench.compare import postgres_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -118,6 +117,10 @@ def main() -> None:
     if args.inside_round_trips:
         print(json.dumps(asyncio.run(_round_trips(args.inside_round_trips))))
         return
+    # Imported here: the round-trip child may run an older convstore, which bench.compare's
+    # other imports need not support.
+    from bench.compare import postgres_cluster
+
     sections = [s for s in args.sections.split(",") if s]
     wants_pg = "pg" in sections and not os.environ.get("BENCH_POSTGRES_DSN")
     with postgres_cluster(wants_pg) as (pg_env, missing):
@@ -169,6 +172,14 @@ def _section(name: str, args: argparse.Namespace) -> dict[str, Any]:
             shown_counts = {k: counted.get(k) for k in keys} if "error" not in counted else counted
             print(f"{label:34} instructions  {shown_counts}")
         result[label] = row
+    if args.callgrind:
+        keys = ("full_load", "last_50") if name == "pg" else ("pop",)
+        base = result[peer].get("callgrind", {})
+        for label, measured in result.items():
+            counted = measured.get("callgrind", {})
+            ratios = {k: counted[k] / base[k] for k in keys if counted.get(k) and base.get(k)}
+            print(f"{label:34} instructions vs {peer}: "
+                  + ", ".join(f"{k} {r:.2f}x" for k, r in ratios.items()))  # fmt: skip
     return result
 
 
