@@ -11,8 +11,9 @@ callgrind's client requests (a tiny C helper compiled here with the system's
 ``valgrind/callgrind.h``): ``--appends`` more appends (30), one full load, ``--lasts`` last-50
 loads (10), each after one unmeasured call of the same kind; for adapters with a turn-loop
 ``request``, one request built from the whole history and one from the newest 50; for adapters
-with ``pop_last``, ``--lasts`` pops. Every thread counts (the driver threads of the async stores
-too). Results: instructions per call, from callgrind's dumps.
+with ``pop_last``, ``--lasts`` pops after a turn's worth of unmeasured ones. Every thread
+counts (the driver threads of the async stores too). Results: instructions per call, from
+callgrind's dumps.
 """
 
 from __future__ import annotations
@@ -95,7 +96,10 @@ async def _measure(peer_name: str, library: Path, turns: int, appends: int, last
                     helper.cg_off(name)
             pop_last = getattr(store, "pop_last", None)
             if pop_last is not None:  # a `bench.peers.runner.PoppingStore`
-                await _call(pop_last, conversation)
+                # A turn's worth unmeasured first: a pop runs other statements for each kind of
+                # message it removes (each prepared on its first use), not only for the first.
+                for _ in range(module.PEER.records_per_turn):
+                    await _call(pop_last, conversation)
                 helper.cg_on()
                 for _ in range(lasts):
                     await _call(pop_last, conversation)

@@ -15,7 +15,9 @@ assert their behaviour; this prints their timings):
   appending messages with files (a third shared between writers) and deleting half their
   conversations, for ``--gc-seconds``: appends, collections, blobs deleted, and the age of the
   oldest unreferenced blob after each collection (largest and median) against two grace
-  periods; afterwards every kept file is read back and ``fsck`` must find nothing missing.
+  periods; each collection must delete every blob that was garbage older than the grace period
+  when it began (the run stops with an error otherwise; how many were due is printed), and
+  afterwards every kept file is read back and ``fsck`` must find nothing missing.
 
 Prints numbers only; the targets (p99 ≤ 100 ms, WAL ≤ 64 MB, garbage ≤ two graces) are judged
 in the output, never asserted.
@@ -95,6 +97,7 @@ async def gc_beside(url: str, blobs: Path, seconds: float, grace: float, interva
         "conversations_deleted": seen.deleted_conversations,
         "collections": seen.collections,
         "blobs_deleted": seen.blobs_deleted,
+        "garbage_due_at_collection_start": seen.due,
         "oldest_garbage_max_s": worst,
         "oldest_garbage_median_s": statistics.median(seen.garbage_ages_s or [0.0]),
         "garbage_target_met": worst <= 2 * grace,

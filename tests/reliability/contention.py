@@ -8,9 +8,10 @@
   WAL's largest size are recorded.
 - `gc_beside_writers`: writers append messages with attachments (some bytes shared between
   writers, so appends race the collector on dedupe hits) and delete some of their
-  conversations (making garbage), while `collect_garbage` runs in a loop; afterwards every
-  attachment of every kept conversation must read back, and the oldest unreferenced blob's age
-  is recorded after every collection.
+  conversations (making garbage), while `collect_garbage` runs in a loop, each collection
+  checked to delete every blob that was garbage older than the grace period when it began
+  (`checked_collection`); afterwards every attachment of every kept conversation must read
+  back, and the oldest unreferenced blob's age is recorded after every collection.
 
 A run stops after ``appends`` appends of the writer(s) (tests) or after ``seconds`` (bench).
 Nothing here imports pytest.
@@ -22,7 +23,7 @@ import asyncio
 import hashlib
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from convstore import ConversationStore, FilePart, Message
@@ -31,6 +32,8 @@ from convstore.store.reads import referenced_blobs
 
 LISTERS = 4
 PROJECTS = 10
+Blob = tuple[str, str]
+"""(namespace, digest)."""
 """Conversations carry ``{"project": p<i % PROJECTS>, "run": <run>}``: each filter matches 10 %."""
 
 
@@ -154,6 +157,9 @@ class GcRun:
     garbage_ages_s: list[float] = field(default_factory=list)
     """After each collection: the age of the oldest unreferenced blob (0 if none)."""
     kept: list[str] = field(default_factory=list)
+    due: int = 0
+    """Blobs that were garbage older than the grace period when a collection began, summed
+    over the collections (each of them the collection had to delete)."""
 
 
 def _file(writer: int, n: int) -> bytes:
@@ -173,6 +179,49 @@ async def oldest_garbage_age(store: ConversationStore) -> float:
             if (namespace, info.sha256) not in referenced:
                 oldest = min(oldest, info.modified)
     return (now - oldest).total_seconds()
+
+
+async def due_garbage(store: ConversationStore, grace: timedelta) -> dict[Blob, datetime]:
+    """Every blob unreferenced now and older than ``grace`` (storage clock), with its time.
+
+    A collection that begins after this must delete each of them, unless an append takes one
+    meanwhile, which touches it (see `left_behind`).
+    """
+    referenced = await store.backend.read(referenced_blobs)
+    root = store.blob_store
+    cutoff = await root.storage_now() - grace
+    due = {}
+    for namespace in await root.namespaces():
+        async for info in root.namespace(namespace).iter_blobs():
+            if (namespace, info.sha256) not in referenced and info.modified < cutoff:
+                due[(namespace, info.sha256)] = info.modified
+    return due
+
+
+async def left_behind(store: ConversationStore, due: dict[Blob, datetime]) -> list[Blob]:
+    """Those of ``due`` still stored, untouched since, and still unreferenced."""
+    referenced = await store.backend.read(referenced_blobs)
+    root = store.blob_store
+    left = []
+    for (namespace, sha256), modified in due.items():
+        info = await root.namespace(namespace).info(sha256)
+        if info is not None and info.modified == modified and (namespace, sha256) not in referenced:
+            left.append((namespace, sha256))
+    return left
+
+
+async def checked_collection(store: ConversationStore, grace: timedelta) -> tuple[int, int]:
+    """One collection that must leave no blob that was garbage older than ``grace`` when it
+    began (`AssertionError` otherwise); how many it deleted, and how many were due."""
+    due = await due_garbage(store, grace)
+    report = await collect_garbage(store, grace=grace)
+    left = await left_behind(store, due)
+    if left:
+        raise AssertionError(
+            f"a collection left {len(left)} of the {len(due)} blobs that were garbage older "
+            f"than the grace period when it began, e.g. {left[0]}"
+        )
+    return len(report.deleted), len(due)
 
 
 async def gc_beside_writers(
@@ -205,9 +254,10 @@ async def gc_beside_writers(
 
     async def collect() -> None:
         while not clock.stopped:
-            report = await collect_garbage(store, grace=grace)
+            deleted, due = await checked_collection(store, grace)
             result.collections += 1
-            result.blobs_deleted += len(report.deleted)
+            result.blobs_deleted += deleted
+            result.due += due
             if measure_garbage:
                 result.garbage_ages_s.append(await oldest_garbage_age(store))
             await _sleep_unless(clock, interval)

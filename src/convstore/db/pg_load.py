@@ -86,7 +86,12 @@ _COMPACTION_VALUES: Final = {
     "n1": "k.id", "n2": "k.through_seq", "s1": "k.summary", "t1": "k.created_at",
 }  # fmt: skip
 
-_CONTENTS: Final = """
+_CALL_COLUMNS: Final = (
+    "t.id, t.seq, t.idx, t.status, t.result_kind, t.result_seq, t.result_idx, t.created_at,"
+    " t.completed_at, t.cancelled_at, t.name, t.provider_id, t.arguments"
+)
+
+_CONTENTS: Final = f"""
 WITH RECURSIVE h AS (
     SELECT * FROM conversations
     WHERE id = $1::varchar AND ($2::varchar IS NULL OR tenant = $2::varchar)
@@ -99,12 +104,12 @@ WITH RECURSIVE h AS (
     FROM walk p JOIN messages s ON s.conversation_id = $1::varchar AND s.seq = p.parent_seq
     WHERE p.taken < $3::bigint
 ), w AS (
-    (SELECT m.seq, m.role, m.parts FROM messages m
+    (SELECT m.seq, m.role, CASE WHEN NOT $5::boolean THEN m.parts END AS parts FROM messages m
      WHERE m.conversation_id = $1::varchar AND m.seq < $4::bigint
        AND EXISTS (SELECT 1 FROM h WHERE NOT h.branched AND h.head_seq IS NOT NULL)
      ORDER BY m.seq DESC LIMIT $3::bigint)
     UNION ALL
-    (SELECT m.seq, m.role, m.parts FROM messages m
+    (SELECT m.seq, m.role, CASE WHEN NOT $5::boolean THEN m.parts END AS parts FROM messages m
      WHERE m.conversation_id = $1::varchar
        AND m.seq IN (SELECT seq FROM walk WHERE seq < $4::bigint)
      ORDER BY m.seq DESC LIMIT $3::bigint)
@@ -115,18 +120,21 @@ WITH RECURSIVE h AS (
       AND ((w.role = 'assistant' AND p->>'kind' = 'tool_call')
            OR (w.role = 'tool' AND p->>'kind' = 'tool_result'))
 ), c AS (
-    SELECT t.* FROM tool_calls t
+    SELECT {_CALL_COLUMNS} FROM tool_calls t
     WHERE $5::boolean AND t.conversation_id = $1::varchar AND EXISTS (SELECT 1 FROM h)
     UNION ALL
-    SELECT t.* FROM tool_calls t
+    SELECT {_CALL_COLUMNS} FROM tool_calls t
     WHERE NOT $5::boolean AND t.conversation_id = $1::varchar AND t.id IN (SELECT id FROM ids)
 ), later AS (
     SELECT DISTINCT c.result_seq AS seq FROM c
     WHERE NOT $5::boolean AND c.result_seq IS NOT NULL
       AND c.result_seq NOT IN (SELECT seq FROM w)
 )
-"""
-"""The CTEs both statements share: header, window, calls, and the seqs of later results."""
+"""  # noqa: S608 (schema names, no values)
+"""The CTEs both statements share: header, window, calls, and the seqs of later results.
+
+The window carries its parts only where the calls are found from them (not for a whole load,
+which takes every call of the conversation)."""
 
 
 def _statement(*, rows: bool) -> str:

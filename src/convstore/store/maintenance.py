@@ -182,8 +182,11 @@ async def collect_blobs(
     return deleted
 
 
-GC_BATCH = 256
-"""Candidates marked, deleted and unmarked together: one write transaction each way."""
+GC_BATCH = 1024
+"""Candidates marked, deleted and unmarked together: one write transaction each way (of a
+handful of statements, whatever the size). An append that meets a mark waits for its batch's
+deletions, a fraction of a second; smaller batches made commits most of a collection's time
+(256: 1,400 to 2,400 blobs/s on PostgreSQL here, 1,024: 2,900 to 4,100)."""
 
 
 async def _settle(

@@ -15,7 +15,6 @@ Invariants:
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Final
 
 from pydantic_core import from_json
@@ -24,7 +23,7 @@ from typing_extensions import override
 from convstore.db import pg_load
 from convstore.db.mapping import decode_compactions, decode_conversation
 from convstore.db.postgres import PostgresBackend
-from convstore.db.tx import Codec, Row
+from convstore.db.tx import PassthroughCodec, Row
 from convstore.errors import ConversationNotFoundError
 from convstore.model import Conversation, Message
 from convstore.store.message_cache import MessageCache
@@ -34,25 +33,15 @@ from convstore.store.reads import calls_of
 __all__ = ["eligible", "load_in_one_statement"]
 
 
-class _DriverCodec(Codec):
-    """Values as asyncpg returns them: JSON as the server's text, times as UTC datetimes."""
+class _DriverCodec(PassthroughCodec):
+    """Values as the statement returns them: times as SQLAlchemy's, JSON as the server's text.
 
-    @override
-    def dump_json(self, value: Any) -> Any:
-        raise NotImplementedError  # a load binds no JSON
+    JSON is cast to text in the statement, so that only what the message cache misses is decoded.
+    """
 
     @override
     def load_json(self, raw: Any) -> Any:
         return None if raw is None else from_json(raw)
-
-    @override
-    def dump_time(self, value: datetime) -> Any:
-        raise NotImplementedError
-
-    @override
-    def load_time(self, raw: Any) -> datetime:
-        result: datetime = raw
-        return result
 
 
 _CODEC: Final = _DriverCodec()
