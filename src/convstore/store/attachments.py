@@ -218,7 +218,14 @@ async def read_attachment(ctx: BlobContext, part: FilePart, tenant: str | None) 
     try:
         return await ctx.blobs.namespace(namespaces[-1]).get(sha)
     except AttachmentNotFoundError as exc:
-        if tenant is None:
-            raise
-        # Worded as for another tenant's: a tenant learns nothing from the difference.
-        raise AttachmentNotFoundError.not_visible(sha) from exc
+        if tenant is not None:
+            # Worded as for another tenant's: a tenant learns nothing from the difference.
+            raise AttachmentNotFoundError.not_visible(sha) from exc
+        missing = exc
+    # A trusted caller holding a part whose reference is gone (a popped message) while other
+    # conversations reference the same bytes elsewhere: its own copy is in another namespace.
+    for namespace in await ctx.blobs.namespaces():
+        if namespace not in namespaces:
+            with contextlib.suppress(AttachmentNotFoundError):
+                return await ctx.blobs.namespace(namespace).get(sha)
+    raise missing
