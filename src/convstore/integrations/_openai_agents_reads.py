@@ -4,14 +4,13 @@ No ``agents`` import here: items are plain JSON dicts, as the SDK hands them to 
 
 Invariants:
 
-- `read_items` reads items straight from their native records (written by
+- `read_items` and `pop_newest` read items straight from their native records (written by
   `convstore.integrations._openai_agents_items.to_message`), putting the blob placeholders'
-  bytes back by content hash; `to_items` / `item_of` do the same from typed messages (`pop_newest`
-  from the message its pop removed), and give a message written through the store API
-  instead, without a record, the equivalent item.
+  bytes back by content hash; `to_items` / `item_of` do the same from typed messages, and give
+  a message written through the store API instead, without a record, the equivalent item.
 - A record written before placeholders (bytes cut out by JSON path, listed under ``"files"``)
   is read through its typed message, whose files hold the bytes.
-- Every item is read at one revision of the conversation; a pop returns what it removed.
+- Every item is read at one revision of the conversation; a pop removes only what it read.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from convstore.errors import ConversationNotFoundError, InvalidInputError
+from convstore.errors import ConversationNotFoundError, RevisionConflictError
 from convstore.integrations._native_record import restore_from
 from convstore.integrations._openai_agents_items import (
     BLOBS_KEY,
@@ -113,30 +112,35 @@ async def read_items(
 async def pop_newest(store: ConversationStore, session_id: str, tenant: str | None) -> Item | None:
     """Remove the newest item and return it; ``None`` when there is none.
 
-    One write: `ConversationStore.pop` removes the newest message and returns it, and its
-    native record is the item. Bytes an item keeps in blobs are read right after, by content
-    hash (the pop took the references away, so as a trusted read, in every namespace): they
-    stay in storage until a garbage collection proves them unreferenced and older than its
-    grace period, so only a collection finishing in between could have taken them (then
-    `AttachmentNotFoundError`).
+    The item is read before it is removed (once its row is gone, so are the references that
+    lead ``read_attachment`` to its bytes), and removed only if nothing was written since it
+    was read (``expected_revision``); a write in between means looking again.
     """
     while True:
         try:
-            popped = await store.pop(session_id, tenant=tenant)
+            newest = await store.load_native(
+                session_id, format=NATIVE_FORMAT, tenant=tenant, last=1
+            )
         except ConversationNotFoundError:
             return None
-        except InvalidInputError:
-            # The path is empty, or the session id is not one (which this read reports again).
-            try:
-                newest = await store.load_native(
-                    session_id, format=NATIVE_FORMAT, tenant=tenant, last=1
-                )
-            except ConversationNotFoundError:
+        if not newest:
+            return None
+        data = newest[-1][2]
+        item, revision = plain_item(data), newest.revision
+        if item is not None and _has_blobs(data):
+            items = [item]
+            await _with_bytes(store, items, [0])
+            item = items[0]
+        if item is None:  # bytes cut out by path, or no record: the typed path
+            head = await store.load(session_id, tenant=tenant, last=1)
+            if not head.messages:
                 return None
-            if not newest:
-                return None
-            continue  # an item was written in between: pop that one
-        return await item_of(store, popped)
+            item, revision = await item_of(store, head.messages[-1]), head.revision
+        try:
+            await store.pop(session_id, tenant=tenant, expected_revision=revision)
+        except RevisionConflictError:
+            continue
+        return item
 
 
 async def to_items(store: ConversationStore, messages: list[Message]) -> list[Item]:

@@ -23,10 +23,9 @@ Invariants:
 - The session refuses nothing a list would keep: a repeated call id (a replayed turn) is
   stored with its record and no second canonical call, and a second, different output for a
   call is kept as history while the call keeps its first result (``on_conflict="keep-first"``).
-- ``get_items`` reads the stored items themselves (`ConversationStore.load_native`: one JSON
-  column per message); only from the first message whose record is missing or had bytes cut
-  out does it take the typed path, which finds those files. ``pop_item`` is one
-  `ConversationStore.pop`, whose removed message carries the item's record.
+- ``get_items`` and ``pop_item`` read the stored items themselves (`ConversationStore.load_native`:
+  one JSON column per message); only from the first message whose record is missing or had
+  bytes cut out do they take the typed path, which finds those files.
 - Sessions opened with ``url=`` share one store per URL in the process (a blocking
   `convstore.sync.SyncConversationStore` on a background loop thread, leased from
   ``integrations._store_handle``), so they work from any event loop or thread the SDK runs them
