@@ -298,8 +298,12 @@ class PostgresBackend:
                     return await driver.fetchrow(sql, *arguments)
                 except asyncpg.PostgresError:
                     return None  # reported by the server: the statement changed nothing
-        except (sa_exc.SQLAlchemyError, OSError, asyncpg.InterfaceError) as exc:
-            raise translate(exc) from exc
+        except Exception as exc:
+            if _never_sent(exc):
+                return None  # nothing was sent: the general path retries on a fresh connection
+            if isinstance(exc, sa_exc.SQLAlchemyError | OSError | asyncpg.InterfaceError):
+                raise translate(exc) from exc
+            raise
 
     async def fetch_statement(self, sql: str, arguments: Sequence[Any]) -> list[Any]:
         """Run one read-only statement on the driver connection, outside any transaction.
@@ -317,11 +321,13 @@ class PostgresBackend:
             try:
                 async with self._driver(sql) as driver:
                     rows: list[Any] = await driver.fetch(sql, *arguments)
-            except (sa_exc.SQLAlchemyError, OSError, asyncpg.PostgresError,
-                    asyncpg.InterfaceError) as exc:  # fmt: skip
-                if attempt == 1 and is_disconnect(exc):
+            except Exception as exc:
+                if attempt == 1 and (is_disconnect(exc) or _never_sent(exc)):
                     continue  # a read is safe to run again on a fresh connection
-                raise translate(exc) from exc
+                known = (sa_exc.SQLAlchemyError, OSError, asyncpg.PostgresError)
+                if isinstance(exc, (*known, asyncpg.InterfaceError)):
+                    raise translate(exc) from exc
+                raise
             return rows
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -413,3 +419,16 @@ class PostgresBackend:
     def _trace(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
         for listener in list(self._listeners):
             listener(statement)
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """Whether asyncpg refused to start the statement on a connection the server had ended.
+
+    The server's "terminating connection" report can reach a pooled, idle connection before
+    its socket closes; the protocol is then still consuming that error, and the next statement
+    fails as it starts ("cannot switch to state ...; another operation ... is in progress"),
+    before anything is sent. `_driver` has invalidated the connection by then.
+    """
+    import asyncpg
+
+    return isinstance(exc, asyncpg.InternalClientError) and "cannot switch to state" in str(exc)
