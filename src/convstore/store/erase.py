@@ -36,7 +36,7 @@ from convstore.limits import check_text
 from convstore.progress import Progress, silent
 from convstore.store import released_blobs
 from convstore.store.archive_rows import TABLES
-from convstore.store.maintenance import collect_blobs
+from convstore.store.maintenance import collect_released
 
 if TYPE_CHECKING:
     from convstore.store.connection import StoreConnection
@@ -96,7 +96,7 @@ def _referenced() -> Select[Any]:
     )
 
 
-def _erase(tx: Tx, tenant: str) -> tuple[dict[str, int], list[tuple[str, str]]]:
+def _erase(tx: Tx, tenant: str) -> tuple[dict[str, int], list[released_blobs.Released]]:
     params = {"tenant": tenant}
     # PostgreSQL: appends in flight to these conversations commit first (their rows are then
     # erased and counted); later ones wait and find the conversations gone. SQLite has one
@@ -110,8 +110,8 @@ def _erase(tx: Tx, tenant: str) -> tuple[dict[str, int], list[tuple[str, str]]]:
         for ns, sha in blobs
         if not tx.fetch(st.select_blob_referenced_in, {"namespace": ns, "sha256": sha})
     ]
-    released_blobs.record(tx, released, datetime.now(UTC))
-    return {name: n for name, n in rows.items() if n}, released
+    records = released_blobs.record(tx, released, datetime.now(UTC))
+    return {name: n for name, n in rows.items() if n}, records
 
 
 async def erase_tenant(
@@ -123,13 +123,6 @@ async def erase_tenant(
     check_text(tenant, "tenant")
     rows, released = await store.backend.write(lambda tx: _erase(tx, tenant))
     progress("erasing tenant", 1, 1)
-    labels = [f"{ns}:{sha}" if ns else sha for ns, sha in released]
-    deleted = []
-    if now:
-        deleted = await collect_blobs(store, released, progress=progress)
-        settled = await store.backend.read(released_blobs.pending)
-        mine = set(released)
-        await store.backend.write(
-            lambda tx: released_blobs.forget(tx, [r for r in settled if r[:2] in mine])
-        )
+    labels = [f"{ns}:{sha}" if ns else sha for ns, sha, _ in released]
+    deleted = await collect_released(store, released, progress=progress) if now else []
     return EraseReport(tenant, rows, labels, deleted)

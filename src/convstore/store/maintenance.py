@@ -25,6 +25,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -48,6 +49,7 @@ __all__ = [
     "blob_url",
     "collect_blobs",
     "collect_garbage",
+    "collect_released",
     "fsck",
     "record_blob_location",
 ]
@@ -122,12 +124,11 @@ async def collect_garbage(
 
         await store.backend.write(purge)
     released = await store.backend.read(released_blobs.pending)
-    early = [(ns, sha) for ns, sha, _ in released if (ns, sha) not in referenced]
+    # Deleted here, or kept because an append took them: not candidates of the scan.
+    settled = {(ns, sha) for ns, sha, _ in released} - referenced
     deleted = []
     if not dry_run:
-        deleted = await collect_blobs(store, early, progress=progress)
-        await store.backend.write(lambda tx: released_blobs.forget(tx, released))
-    settled = set(early)  # deleted above, or kept because an append took them
+        deleted = await collect_released(store, released, referenced, progress=progress)
     examined, young, staging = 0, 0, 0
     for namespace in await root.namespaces():
         blobs = root.namespace(namespace)
@@ -179,6 +180,25 @@ async def collect_blobs(
             gone = await _collect(store, namespace, ordered[start : start + GC_BATCH], cutoff)
             deleted += [_label(namespace, sha256) for sha256 in gone]
             progress("deleting blobs", len(deleted), len(blobs))
+    return deleted
+
+
+async def collect_released(
+    store: StoreConnection,
+    released: Sequence[released_blobs.Released],
+    referenced: Set[tuple[str, str]] = frozenset(),
+    *,
+    progress: Progress = _silent,
+) -> list[str]:
+    """Delete the released blobs nothing in ``referenced`` holds, then forget the records.
+
+    The deletion is `collect_blobs` (no grace period, the marking protocol); the labels of
+    the blobs deleted.
+    """
+    unreferenced = [(ns, sha) for ns, sha, _ in released if (ns, sha) not in referenced]
+    deleted = await collect_blobs(store, unreferenced, progress=progress)
+    if released:
+        await store.backend.write(lambda tx: released_blobs.forget(tx, released))
     return deleted
 
 

@@ -59,13 +59,15 @@ def _select() -> Select[Any]:
     return select(c.namespace, c.sha256, c.released_at).order_by(c.namespace, c.sha256)
 
 
-def record(tx: Tx, blobs: Sequence[tuple[str, str]], now: datetime) -> None:
-    """Record these (namespace, digest) blobs as released at ``now`` (a record, never compared)."""
+def record(tx: Tx, blobs: Sequence[tuple[str, str]], now: datetime) -> list[Released]:
+    """Record these (namespace, digest) blobs as released at ``now``; the records written."""
     if not blobs:
-        return
+        return []
     tx.execute_many(_delete(), [{"ns": ns, "sha": sha} for ns, sha in blobs])
-    stamp = tx.codec.dump_time(now)
-    tx.insert_rows(_insert(), [(ns, sha, stamp) for ns, sha in blobs])
+    stamp = tx.codec.dump_time(now)  # a record of when, never compared with a clock
+    records = [(ns, sha, stamp) for ns, sha in blobs]
+    tx.insert_rows(_insert(), records)
+    return records
 
 
 def pending(tx: Tx) -> list[Released]:
