@@ -298,12 +298,12 @@ class PostgresBackend:
                     return await driver.fetchrow(sql, *arguments)
                 except asyncpg.PostgresError:
                     return None  # reported by the server: the statement changed nothing
-        except Exception as exc:
+        except asyncpg.InternalClientError as exc:
             if _never_sent(exc):
                 return None  # nothing was sent: the general path retries on a fresh connection
-            if isinstance(exc, sa_exc.SQLAlchemyError | OSError | asyncpg.InterfaceError):
-                raise translate(exc) from exc
             raise
+        except (sa_exc.SQLAlchemyError, OSError, asyncpg.InterfaceError) as exc:
+            raise translate(exc) from exc
 
     async def fetch_statement(self, sql: str, arguments: Sequence[Any]) -> list[Any]:
         """Run one read-only statement on the driver connection, outside any transaction.
@@ -321,13 +321,15 @@ class PostgresBackend:
             try:
                 async with self._driver(sql) as driver:
                     rows: list[Any] = await driver.fetch(sql, *arguments)
-            except Exception as exc:
-                if attempt == 1 and (is_disconnect(exc) or _never_sent(exc)):
-                    continue  # a read is safe to run again on a fresh connection
-                known = (sa_exc.SQLAlchemyError, OSError, asyncpg.PostgresError)
-                if isinstance(exc, (*known, asyncpg.InterfaceError)):
-                    raise translate(exc) from exc
+            except asyncpg.InternalClientError as exc:
+                if attempt == 1 and _never_sent(exc):
+                    continue  # nothing was sent: run it on a fresh connection
                 raise
+            except (sa_exc.SQLAlchemyError, OSError, asyncpg.PostgresError,
+                    asyncpg.InterfaceError) as exc:  # fmt: skip
+                if attempt == 1 and is_disconnect(exc):
+                    continue  # a read is safe to run again on a fresh connection
+                raise translate(exc) from exc
             return rows
         raise AssertionError("unreachable: the last attempt returns or raises")
 
