@@ -28,6 +28,7 @@ from convstore.db.mapping import (
 )
 from convstore.db.tx import Row, Tx
 from convstore.errors import ConversationNotFoundError, MessageNotFoundError
+from convstore.limits import MAX_SEQ
 from convstore.model import (
     Branch,
     Conversation,
@@ -276,7 +277,10 @@ def _load_other_path(
     here. The whole path is read: its lifecycles depend on all of it.
     """
     st, codec, cid = tx.statements, tx.codec, reader.cid
-    params = {"cid": cid, "head": head_seq, "before": head_seq + 1, "n": _NO_LIMIT}
+    # ``seq < before``: bounded so that a head of MAX_SEQ (no message has it) binds as a 64-bit
+    # integer and finds nothing, instead of overflowing the driver.
+    before = min(head_seq + 1, MAX_SEQ)
+    params = {"cid": cid, "head": head_seq, "before": before, "n": _NO_LIMIT}
     if header[10]:
         path = reader.read(st.select_path_window, st.select_path_window_keys, params)
     else:
