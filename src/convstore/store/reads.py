@@ -39,6 +39,7 @@ from convstore.model import (
     ToolOutput,
     ToolResultPart,
 )
+from convstore.model.tree import MessageTree, TreeNode
 from convstore.store.lifecycle import path_lifecycles
 from convstore.store.message_cache import MessageCache
 from convstore.store.message_reads import MessageDecoder, TxMessages
@@ -352,6 +353,21 @@ def branches(tx: Tx, cid: str, tenant: str | None) -> list[Branch]:
                 Branch(head_seq=seq, active=seq == head, created_at=tx.codec.load_time(created))
             )
     return found
+
+
+def message_tree(tx: Tx, cid: str, tenant: str | None) -> MessageTree:
+    """Every message's place in the tree, and the stored head."""
+    rows = tx.fetch(
+        tx.statements.select_conversation.pick(tenant), {"cid": cid, "for_tenant": tenant}
+    )
+    if not rows:
+        raise ConversationNotFoundError(cid)
+    load_time = tx.codec.load_time
+    nodes = tuple(
+        TreeNode(seq=seq, parent_seq=parent, role=Role(role), created_at=load_time(created))
+        for seq, parent, role, created in tree(tx, cid)
+    )
+    return MessageTree(nodes=nodes, head_seq=rows[0][8])
 
 
 def attachment_namespaces(tx: Tx, sha256: str, tenant: str | None) -> list[str]:
