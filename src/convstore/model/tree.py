@@ -1,7 +1,7 @@
 """`MessageTree`: the shape of a conversation's history, without the messages' contents.
 
-What a chat UI needs to draw branches as people know them (ChatGPT's "< 2/3 >" arrows): each message's
-parent, its siblings, the tips, and the newest tip below any message. Returned by
+What a chat UI needs to draw branches as people know them (ChatGPT's "< 2/3 >" arrows): each
+message's parent, its siblings, the tips, and the newest tip below any message. Returned by
 `ConversationStore.tree`.
 
 Invariants:
