@@ -311,6 +311,17 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
         help="require this token on every request (env CONVSTORE_TOKEN); open the page once "
         "with ?token=... or send 'Authorization: Bearer ...'",
     )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests whose Host header names NAME (repeatable; loopback names "
+        "and the --host address are always allowed)",
+    )
+    parser.add_argument(
+        "--quiet", action="store_true", help="no access log line per request on stderr"
+    )
 
 
 def _search_options(parser: argparse.ArgumentParser) -> None:
