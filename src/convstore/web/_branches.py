@@ -97,11 +97,12 @@ def tip_views(tree: MessageTree, shown_head: int | None) -> list[TipView]:
         heads.append(tree.head_seq)
     views = []
     for head in sorted(heads, reverse=True):
+        # Up from the tip to the shown path: the walk is as long as the branch, not the path.
         diverges_at = None
-        for seq in tree.path(head):
-            if seq not in on_path:
-                diverges_at = seq
-                break
+        at: int | None = head
+        while at is not None and at not in on_path:
+            diverges_at = at
+            at = tree.node(at).parent_seq
         views.append(
             TipView(
                 head_seq=head,

@@ -51,7 +51,7 @@ def _highlight(code: str, lang: str, _attrs: str) -> str:
 
 def _allowed_link(url: str) -> bool:
     lowered = url.strip().lower()
-    if lowered.startswith(_SCHEMES) or lowered.startswith("#"):
+    if lowered.startswith((*_SCHEMES, "#")):
         return True
     # The store's own attachments (this app's path; `_image` checks the root exactly).
     relative = lowered.startswith("/") and not lowered.startswith("//")

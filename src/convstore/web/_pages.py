@@ -31,17 +31,9 @@ from convstore.db.migrations import head_revision
 from convstore.errors import ConvstoreError, InvalidInputError, NotFoundError
 from convstore.model import Message, ToolCallStatus
 from convstore.store import ConversationStore, ConversationSummary, fsck
-from convstore.store.search import SearchHit
 from convstore.store.documents import conversation_document
-from convstore.store.search import snippet_segments
+from convstore.store.search import SearchHit, snippet_segments
 from convstore.web import _compat
-from convstore.web._params import (
-    conversation_path,
-    int_param,
-    metadata_filter,
-    quote_id,
-    text_param,
-)
 from convstore.web._branches import (
     HitGroup,
     ListRow,
@@ -52,6 +44,13 @@ from convstore.web._branches import (
 )
 from convstore.web._checkpoints import TIMELINE_LIMIT, timeline
 from convstore.web._markdown import render_markdown
+from convstore.web._params import (
+    conversation_path,
+    int_param,
+    metadata_filter,
+    quote_id,
+    text_param,
+)
 from convstore.web._views import (
     author,
     calls_by_id,
@@ -60,9 +59,10 @@ from convstore.web._views import (
     file_view,
     first_words,
     json_string,
-    relative_time,
     output_json,
     pretty_json,
+    preview_text,
+    relative_time,
     shorten_media,
     usage_json,
     usage_totals,
@@ -76,6 +76,8 @@ MESSAGES_PER_PAGE: Final = 100
 FOLLOW_SECONDS: Final = 3
 """How often a followed conversation page reloads itself (``?follow=1``)."""
 _TIP_PREVIEWS: Final = 50
+_LIST_WINDOW: Final = 8
+"""Newest messages read per listed conversation (the preview, and calls left waiting)."""
 _TITLE_FROM: Final = 6
 """An untitled conversation is named by the first user words among its first messages."""
 PREVIEW_LAST: Final = 50
@@ -107,6 +109,13 @@ def _short(text: str | None, limit: int = TITLE_CHARS) -> str | None:
     return f"{text[:limit]}… ({len(text):,} characters)"
 
 
+def _clip(text: str | None, limit: int) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis (no length note: a label)."""
+    if not text:
+        return ""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 class Pages:
     """The page handlers, bound to one store and tenant."""
 
@@ -131,6 +140,8 @@ class Pages:
             "tenant": self._tenant,
             "quote": quote_id,
             "short": _short,
+            "clip": _clip,
+            "preview_text": preview_text,
             "query": _query,
         }
         return self._templates.TemplateResponse(
@@ -184,12 +195,15 @@ class Pages:
     async def _row(self, summary: ConversationSummary, tenant: str | None) -> ListRow:
         """A listing row: the newest message of the active path, and a name when untitled."""
         try:
-            newest = await self._store.load(summary.id, tenant=tenant, last=1)
+            # A few messages: the calls of the last turn's assistant message come with them.
+            newest = await self._store.load(summary.id, tenant=tenant, last=_LIST_WINDOW)
             first: list[Message] = []
             if summary.title is None and newest.messages:
-                first = await self._store.get_messages(
-                    summary.id, list(range(1, _TITLE_FROM + 1)), tenant=tenant
+                # The active path's first messages (seqs count from 1 along it).
+                opening = await self._store.load(
+                    summary.id, tenant=tenant, last=_TITLE_FROM, before_seq=_TITLE_FROM + 1
                 )
+                first = opening.messages
         except NotFoundError:  # deleted between the listing and this read
             return ListRow(summary, None, None, 0)
         waiting = sum(

@@ -32,18 +32,19 @@ __all__ = [
     "INLINE_TYPES",
     "FileView",
     "author",
-    "duration",
-    "first_words",
-    "json_string",
-    "relative_time",
-    "usage_json",
-    "usage_totals",
     "calls_by_id",
     "compaction_marks",
+    "duration",
     "file_view",
+    "first_words",
+    "json_string",
     "output_json",
     "pretty_json",
+    "preview_text",
+    "relative_time",
     "shorten_media",
+    "usage_json",
+    "usage_totals",
 ]
 
 INLINE_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -135,7 +136,7 @@ def json_string(output: ToolOutput) -> str | None:
     if not isinstance(output, JsonOutput) or not isinstance(output.value, str):
         return None
     text = output.value.strip()
-    if not text[:1] in ("{", "[") or len(text) > _JSON_STRING_CHARS:
+    if text[:1] not in ("{", "[") or len(text) > _JSON_STRING_CHARS:
         return None
     try:
         return pretty_json(json.loads(text))
@@ -182,7 +183,7 @@ def duration(delta: timedelta) -> str:
     """A short human duration: ``850 ms``, ``4.2 s``, ``3 min``, ``2 h``, ``5 d``."""
     seconds = delta.total_seconds()
     if seconds < 0:
-        return "–"
+        return "-"
     if seconds < 1:
         return f"{seconds * 1000:.0f} ms"
     if seconds < 60:
@@ -210,3 +211,24 @@ def first_words(messages: Sequence[Message], limit: int = 80) -> str | None:
             if text:
                 return text if len(text) <= limit else text[: limit - 1] + "…"
     return None
+
+
+def preview_text(message: Message, limit: int = 140) -> str:
+    """One line saying what a message holds: its text, else its calls, results or files."""
+    text = " ".join(message.text[: limit * 4].split())
+    if not text:
+        said = []
+        for part in message.parts:
+            match part.kind:
+                case "tool_call":
+                    said.append(f"calls {part.name}")
+                case "tool_result":
+                    said.append(f"result for {part.call_id}")
+                case "file":
+                    said.append(f"[{part.media_type}]")
+                case "thinking":
+                    said.append("(thinking)")
+                case _:
+                    pass
+        text = ", ".join(said) or "(empty)"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
