@@ -2,7 +2,8 @@
 
 Opens the conversation page (newest 100 messages) and an older page (``?before=``) of
 conversations of 1,000 and 10,000 messages, and the listing page (50 conversations), through
-the ASGI app, interleaved, and prints the median wall time per request. Run: ``.venv/bin/python -m bench.web_bench``.
+the ASGI app, interleaved, and prints the median wall time per request.
+Run: ``.venv/bin/python -m bench.web_bench``.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ from sqlalchemy import Select, bindparam, select
 from convstore.blobs import BlobStore, StoredBlob
 from convstore.db import schema
 from convstore.db.tx import Tx
-from convstore.errors import MalformedExportError
+from convstore.errors import AttachmentNotFoundError, InvalidInputError, MalformedExportError
 from convstore.progress import Progress, silent
 from convstore.store import arguments
 from convstore.store.archive_checks import CheckedConversation, check_conversation
@@ -246,7 +246,14 @@ async def restore_archive(
                 max_attachment_size=store.blob_store.max_size,
             )
             del rows
-            await _restore_one(store, archive, checked, report)
+            try:
+                await _restore_one(store, archive, checked, report)
+            except MalformedExportError:
+                raise
+            except (InvalidInputError, AttachmentNotFoundError) as exc:
+                # What `write_tree` refuses (a header or message check, a blob the tenant
+                # cannot see) is this member's fault: say which.
+                raise MalformedExportError(str(exc), position=archive.at(member)) from exc
             progress("restoring conversations", done, len(archive.files))
     finally:
         await asyncio.to_thread(archive.close)
