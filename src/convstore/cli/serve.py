@@ -15,46 +15,12 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import os
 import sys
 
 from convstore.cli.commands import existing_store
 from convstore.errors import MissingDependencyError
 
-__all__ = ["add_arguments", "is_loopback", "serve"]
-
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``serve`` command's own options."""
-    parser.add_argument(
-        "--host",
-        default=DEFAULT_HOST,
-        help="address to listen on (default %(default)s; any other than loopback needs --token)",
-    )
-    parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help="port (default %(default)s; 0: any free)"
-    )
-    parser.add_argument("--tenant", help="show only this tenant's conversations and attachments")
-    parser.add_argument(
-        "--token",
-        default=os.environ.get("CONVSTORE_TOKEN") or None,
-        help="require this token on every request (env CONVSTORE_TOKEN); open the page once "
-        "with ?token=... or send 'Authorization: Bearer ...'",
-    )
-    parser.add_argument(
-        "--allowed-host",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="also answer requests whose Host header names NAME (repeatable; loopback names "
-        "and the --host address are always allowed)",
-    )
-    parser.add_argument(
-        "--quiet", action="store_true", help="no access log line per request on stderr"
-    )
+__all__ = ["allowed_hosts", "is_loopback", "serve"]
 
 
 def allowed_hosts(host: str, extra: list[str]) -> list[str]:
