@@ -5,7 +5,11 @@ Invariants:
 - Read-only: no handler calls a store method that writes.
 - Every store call passes the app's tenant, so a confined app sees nothing of another tenant's:
   their conversations are 404 exactly like missing ones.
-- Handlers parse query parameters strictly: a malformed number is a 400, never a guess.
+- Handlers parse query parameters strictly (`convstore.web._params`): a malformed number is a
+  400, never a guess.
+- Sizes are bounded: a page shows `MESSAGES_PER_PAGE` messages, a title at most `TITLE_CHARS`
+  characters, and the render preview a window of the newest `PREVIEW_LAST` messages unless
+  the whole is asked for (``last=all``).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -28,6 +32,13 @@ from convstore.store import ConversationStore, fsck
 from convstore.store.documents import conversation_document
 from convstore.store.search import snippet_segments
 from convstore.web import _compat
+from convstore.web._params import (
+    conversation_path,
+    int_param,
+    metadata_filter,
+    quote_id,
+    text_param,
+)
 from convstore.web._views import (
     calls_by_id,
     compaction_marks,
@@ -42,34 +53,15 @@ __all__ = ["Pages"]
 CONVERSATIONS_PER_PAGE: Final = 50
 MESSAGES_PER_PAGE: Final = 100
 """A long conversation opens with its newest messages; older ones come a page at a time."""
+PREVIEW_LAST: Final = 50
+"""The render preview's default window; ``?last=all`` renders the whole path."""
+TITLE_CHARS: Final = 200
+"""A title longer than this is shown cut (with its length), in lists and headings."""
 _COUNT_PAGE: Final = 1_000
 _COUNT_LIMIT: Final = 100_000
 """Health counts conversations up to this many, then says "at least"."""
 
 Handler = Callable[[Request, Exception], Awaitable[Response]]
-
-
-def _int_param(request: Request, name: str, *, minimum: int = 0) -> int | None:
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return None
-    if not raw.isdigit() or int(raw) < minimum:
-        raise InvalidInputError(f"{name} must be a whole number of at least {minimum}")
-    return int(raw)
-
-
-def _metadata_filter(request: Request) -> dict[str, Any] | None:
-    """``?meta=key=value`` (repeatable): equality on metadata; the value is JSON if it parses."""
-    wanted: dict[str, Any] = {}
-    for item in request.query_params.getlist("meta"):
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise InvalidInputError("meta filters are written key=value")
-        try:
-            wanted[key] = json.loads(raw)
-        except ValueError:
-            wanted[key] = raw
-    return wanted or None
 
 
 def _query(**params: Any) -> str:
@@ -81,6 +73,13 @@ def _query(**params: Any) -> str:
         if item is not None and item != ""
     ]
     return "?" + urlencode(kept) if kept else ""
+
+
+def _short(text: str | None, limit: int = TITLE_CHARS) -> str | None:
+    """``text`` cut to ``limit`` characters, saying how long it was (``None`` stays)."""
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
 
 
 class Pages:
@@ -100,7 +99,8 @@ class Pages:
         shared = {
             "root": root,
             "tenant": self._tenant,
-            "quote": lambda value: quote(str(value), safe=""),
+            "quote": quote_id,
+            "short": _short,
             "query": _query,
         }
         return self._templates.TemplateResponse(
@@ -116,10 +116,10 @@ class Pages:
     async def conversations(self, request: Request) -> Response:
         """Conversations newest first, a page at a time; ``?q=`` searches."""
         params = request.query_params
-        cursor = params.get("cursor") or None
-        q = (params.get("q") or "").strip()
-        tenant = self._tenant if self._tenant is not None else (params.get("tenant") or None)
-        metadata = _metadata_filter(request)
+        cursor = text_param(request, "cursor")
+        q = (text_param(request, "q") or "").strip()
+        tenant = self._tenant if self._tenant is not None else text_param(request, "tenant")
+        metadata = metadata_filter(request)
         context: dict[str, Any] = {
             "q": q,
             "filter_tenant": tenant,
@@ -143,11 +143,22 @@ class Pages:
 
     # -- one conversation -----------------------------------------------------------------------
 
-    async def conversation(self, request: Request) -> Response:
+    async def conversation_routes(self, request: Request) -> Response:
+        """``/conversations/<id>``, ``/render`` and ``.json``, told apart on the raw path."""
+        found = conversation_path(request.scope)
+        if found is None:
+            raise HTTPException(404)
+        cid, view = found
+        if view == "render":
+            return await self.render(request, cid)
+        if view == "json":
+            return await self.document(request, cid)
+        return await self.conversation(request, cid)
+
+    async def conversation(self, request: Request, cid: str) -> Response:
         """The active path (or ``?head=SEQ``'s), newest `MESSAGES_PER_PAGE` first."""
-        cid = request.path_params["cid"]
-        head = _int_param(request, "head", minimum=1)
-        before = _int_param(request, "before", minimum=1)
+        head = int_param(request, "head", minimum=1)
+        before = int_param(request, "before", minimum=1)
         # Two independent reads: side by side (the database serves several readers at once).
         tips, loaded = await asyncio.gather(
             self._store.branches(cid, tenant=self._tenant),
@@ -184,27 +195,35 @@ class Pages:
             },
         )
 
-    async def document(self, request: Request) -> Response:
-        """The ``convstore show --json`` document of the conversation."""
-        cid = request.path_params["cid"]
-        loaded = await self._store.load(cid, tenant=self._tenant)
+    async def document(self, request: Request, cid: str) -> Response:
+        """The ``convstore show --json`` document of the conversation (``?head=``: that path)."""
+        head = int_param(request, "head", minimum=1)
+        loaded = await self._store.load(cid, tenant=self._tenant, head_seq=head)
         return JSONResponse(conversation_document(loaded), headers={"cache-control": "no-store"})
 
-    async def render(self, request: Request) -> Response:
-        """The request the conversation renders to for a target, beside its diagnostics."""
-        cid = request.path_params["cid"]
-        target = request.query_params.get("target") or TARGETS[0]
-        model = request.query_params.get("model") or None
-        last = _int_param(request, "last")
+    async def render(self, request: Request, cid: str) -> Response:
+        """The request the conversation renders to for a target, beside its diagnostics.
+
+        ``?head=SEQ`` renders that branch's path; without ``?last=``, a window of the newest
+        `PREVIEW_LAST` messages (``last=all``: the whole path).
+        """
+        target = text_param(request, "target") or TARGETS[0]
+        model = text_param(request, "model")
+        head = int_param(request, "head", minimum=1)
+        whole = request.query_params.get("last") == "all"
+        last = None if whole else int_param(request, "last")
+        if last is None and not whole:
+            last = PREVIEW_LAST
         if target not in TARGETS:
             raise InvalidInputError(f"unknown render target; targets are: {', '.join(TARGETS)}")
-        header = await self._store.load(cid, tenant=self._tenant, last=0)
+        header = await self._store.load(cid, tenant=self._tenant, last=0, head_seq=head)
         rendered = await self._store.render(
             cid,
             target,
             model=model,
             tenant=self._tenant,
             last=last,
+            head_seq=head,
             # A preview shows what it can: a missing blob becomes a note, listed in diagnostics.
             missing_attachments="placeholder",
         )
@@ -217,6 +236,8 @@ class Pages:
                 "target": target,
                 "model": model or "",
                 "last": last,
+                "whole": whole,
+                "head_param": head,
                 "targets": TARGETS,
                 "payload_exact": json.dumps(
                     rendered.payload, ensure_ascii=False, separators=(",", ":")
