@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import zipfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -67,11 +68,12 @@ class RestoreLimits:
     naming the member; the conversations before it stay written.
     """
 
-    member_bytes: int = 64 * 1024 * 1024
+    member_bytes: int = 32 * 1024 * 1024
     """Largest conversation file (or manifest): it is parsed whole, so it bounds memory."""
-    json_items: int = 2_000_000
-    """Most ``{``, ``[`` and ``,`` characters in one such file (strings included): bounds the
-    objects a parse builds (an empty array costs 64 bytes for the 3 characters ``[],``)."""
+    json_items: int = 1_000_000
+    """Most JSON items in one such file (each ``{``, ``[`` and ``,`` outside strings): bounds the
+    objects a parse builds, which the size alone does not (``[],`` is 3 bytes, 64 in memory).
+    A conversation's rows hold 30 to 50 items per message."""
     total_bytes: int = 64 * 1024**3
     """Everything one restore reads, blobs included."""
 
@@ -188,7 +190,7 @@ class _Archive:
                     )
         data = b"".join(pieces)
         del pieces
-        items = data.count(b"{") + data.count(b"[") + data.count(b",")
+        items = _json_items(data)
         if items > self.limits.json_items:
             raise MalformedExportError(
                 f"holds {items:,} JSON items, more than the {self.limits.json_items:,} a restore "
@@ -211,6 +213,15 @@ class _Archive:
 
     def close(self) -> None:
         self.zip.close()
+
+
+_STRING: Final = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"')
+
+
+def _json_items(data: bytes) -> int:
+    """How many ``{``, ``[`` and ``,`` of ``data`` lie outside JSON strings."""
+    bare = _STRING.sub(b"", data)
+    return bare.count(b"{") + bare.count(b"[") + bare.count(b",")
 
 
 def _text(value: Any) -> str:
