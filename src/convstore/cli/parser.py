@@ -324,6 +324,30 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _mcp_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tenant", help="serve only this tenant's conversations")
+    parser.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio (default: an MCP client starts the command) or http (Streamable HTTP at /mcp)",
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="http: address to listen on (default %(default)s; any other than loopback needs "
+        "--token)",
+    )
+    parser.add_argument(
+        "--port", type=port, default=8766, help="http: port (default %(default)s; 0: any free)"
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("CONVSTORE_TOKEN") or None,
+        help="http: require 'Authorization: Bearer TOKEN' on every request (env CONVSTORE_TOKEN)",
+    )
+
+
 def _search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "query",
@@ -442,6 +466,13 @@ COMMANDS: Final[tuple[Command, ...]] = (
         "serve the read-only web inspector (convstore[web])",
         _serve_options,
         "convstore.cli.serve:serve",
+    ),
+    Command(
+        "mcp",
+        "serve past conversations to MCP clients (agents, desktop apps), read-only "
+        "(convstore[mcp])",
+        _mcp_options,
+        "convstore.cli.mcp_command:mcp_command",
     ),
     Command(
         "search",
