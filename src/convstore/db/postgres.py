@@ -164,6 +164,8 @@ class PostgresBackend:
         self._bind_names = _BindNames()
         self._engine: AsyncEngine | None = None
         self._listeners: list[Callable[[str], None]] = []
+        self.write_listeners: list[Callable[[], None]] = []
+        """Called (on the event loop) after each write commits (see `SqliteBackend`)."""
         self._orphans: set[asyncio.Future[Any]] = set()
         """Operations still running for callers that were cancelled (see `_to_the_end`)."""
 
