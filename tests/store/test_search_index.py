@@ -34,19 +34,26 @@ async def _rows(store: ConversationStore) -> list[tuple[str, int, str]]:
 async def _differences(store: ConversationStore) -> list[Any]:
     """Documents the caught-up index holds that a rebuilt one would not, and the reverse."""
     await store.search_index.catch_up()
-    indexed, rebuilt = await store.backend.read(
-        lambda tx: (tx.fetch(search_index.SQLITE_INDEXED), tx.fetch(search_index.SQLITE_REBUILT))  # type: ignore[arg-type]
-    )
-    await store.backend.write(lambda tx: tx.execute(search_index.INTEGRITY))  # type: ignore[arg-type]
-    return sorted(set(indexed) ^ set(rebuilt), key=repr)
+    if store.backend.dialect_name == "sqlite":
+        queries = [search_index.SQLITE_INDEXED, search_index.SQLITE_REBUILT]
+    else:
+        queries = [search_index.PG_INDEXED, search_index.PG_REBUILT,
+                   search_index.PG_TITLES_INDEXED, search_index.PG_TITLES_REBUILT]  # fmt: skip
+    found = await store.backend.read(lambda tx: [tx.fetch(q) for q in queries])  # type: ignore[arg-type]
+    if store.backend.dialect_name == "sqlite":
+        await store.backend.write(lambda tx: tx.execute(search_index.INTEGRITY))  # type: ignore[arg-type]
+    differences = []
+    for indexed, rebuilt in zip(found[::2], found[1::2], strict=True):
+        differences += sorted(set(indexed) ^ set(rebuilt), key=repr)
+    return differences
 
 
 async def _update_parts(store: ConversationStore, cid: str, seq: int, word: str) -> None:
     parts = f'[{{"kind":"text","text":"rewritten {word}"}}]'
-    sql = text(
-        "UPDATE messages SET parts = json(:parts) WHERE conversation_id = :cid AND seq = :seq"
-    )
-    await store.backend.write(lambda tx: tx.execute(sql, {"parts": parts, "cid": cid, "seq": seq}))  # type: ignore[arg-type]
+    cast = "json(:parts)" if store.backend.dialect_name == "sqlite" else "CAST(:parts AS json)"
+    sql = text(f"UPDATE messages SET parts = {cast} WHERE conversation_id = :cid AND seq = :seq")
+    params = {"parts": parts, "cid": cid, "seq": seq}
+    await store.backend.write(lambda tx: tx.execute(sql, params))  # type: ignore[arg-type]
 
 
 class _Run:
@@ -159,44 +166,51 @@ async def test_random_operations_leave_the_index_equal_to_a_rebuilt_one(
 
 async def test_an_append_indexes_nothing_until_a_search(store: ConversationStore) -> None:
     store.search_index.background = False
+    tenant = f"t-{uuid.uuid4().hex}"
     await store.search("anything")  # caught up
-    conv = await store.create_conversation()
-    await store.append(conv.id, [Message.user("a walrus on the ice"), Message.assistant("yes")])
-    pending = await store.backend.read(search_index.pending)
-    assert pending
-    assert [h.seq for h in await store.search("walrus")] == [1]
-    assert not await store.backend.read(search_index.pending)
+    conv = await store.create_conversation(tenant=tenant)
+    await store.append(
+        conv.id, [Message.user("a walrus on the ice"), Message.assistant("yes")], tenant=tenant
+    )
+    dialect = store.backend.dialect_name
+    assert await store.backend.read(lambda tx: search_index.pending(tx, dialect))
+    assert [h.seq for h in await store.search("walrus", tenant=tenant)] == [1]
+    assert not await store.backend.read(lambda tx: search_index.pending(tx, dialect))
 
 
 async def test_a_popped_message_is_not_found_before_any_catch_up(
     store: ConversationStore,
 ) -> None:
     # A query that skips the pending check (as the one after a catch-up does, racing later
-    # writes) still never returns a row deleted since it was indexed, even when its rowid
-    # now belongs to another message.
+    # writes) still never returns a row deleted since it was indexed, even when (SQLite) its
+    # rowid now belongs to another message; PostgreSQL's documents go with their rows.
     store.search_index.background = False
-    conv = await store.create_conversation()
-    await store.append(conv.id, [Message.user("walrus one"), Message.user("walrus two")])
-    assert sorted(h.seq for h in await store.search("walrus")) == [1, 2]  # type: ignore[type-var]
-    await store.pop(conv.id)
-    await store.append(conv.id, Message.user("narwhal three"))  # takes the popped row's rowid
+    tenant = f"t-{uuid.uuid4().hex}"
+    conv = await store.create_conversation(tenant=tenant)
+    await store.append(
+        conv.id, [Message.user("walrus one"), Message.user("walrus two")], tenant=tenant
+    )
+    assert sorted(h.seq for h in await store.search("walrus", tenant=tenant)) == [1, 2]  # type: ignore[type-var]
+    await store.pop(conv.id, tenant=tenant)
+    await store.append(conv.id, Message.user("narwhal three"), tenant=tenant)  # the popped rowid
 
     async def unchecked(query: str) -> list[int | None]:
         request, fingerprint = search.prepare(
-            query, tenant=None, conversation_id=None, roles=None, include_thinking=False,
+            query, tenant=tenant, conversation_id=None, roles=None, include_thinking=False,
             limit=20, cursor=None,
         )  # fmt: skip
         page = await store.backend.read(
-            lambda tx: search.run_search(tx, "sqlite", request, fingerprint, check_pending=False)
+            lambda tx: search.run_search(
+                tx, store.backend.dialect_name, request, fingerprint, check_pending=False
+            )
         )
         assert page is not None
         return [h.seq for h in page]
 
-    if store.backend.dialect_name == "sqlite":
-        assert await unchecked("walrus") == [1]
-        assert await unchecked("narwhal") == []  # not indexed yet
-    assert [h.seq for h in await store.search("walrus")] == [1]
-    assert [h.seq for h in await store.search("narwhal")] == [3]
+    assert await unchecked("walrus") == [1]
+    assert await unchecked("narwhal") == []  # not indexed yet
+    assert [h.seq for h in await store.search("walrus", tenant=tenant)] == [1]
+    assert [h.seq for h in await store.search("narwhal", tenant=tenant)] == [3]
     assert await _differences(store) == []
 
 

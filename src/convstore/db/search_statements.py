@@ -159,7 +159,6 @@ def _scoped(shape: Shape) -> bool:
 
 
 _SQLITE_ROLES: Final = "m.role IN (SELECT value FROM json_each(:roles))"
-_POSTGRES_ROLES: Final = "m.role = ANY(CAST(:roles AS text[]))"
 _MESSAGE_KEYS: Final = "m.created_at AS created, m.conversation_id AS cid, m.seq AS seq"
 _TITLE_KEYS: Final = "c.created_at AS created, c.id AS cid, CAST(NULL AS integer) AS seq"
 
@@ -179,15 +178,20 @@ def _sqlite_rank(column: str, weight: float) -> str:
     """BM25's term saturation and length norm for ``column``, from the document alone.
 
     No statistic of other documents enters a rank (FTS5's ``bm25()`` reads every document of
-    every tenant that has a term): each long term's count in the lower-cased column (``lower``
-    folds ASCII), saturated (k1 = 1.2) and normalised by the column's length against a fixed
-    500 characters (b = 0.75).
+    every tenant that has a term): each long term's count in the lower-cased column, saturated
+    (k1 = 1.2) and normalised by the column's length against a fixed 500 characters
+    (b = 0.75). SQLite's ``lower`` folds ASCII only, so ``:terms`` holds each term as the list
+    of its spellings by the case of its other letters (``convstore.store.search``), counted
+    together.
     """
+    count = (
+        "(SELECT total((length(d.value) - length(replace(d.value, v.value, '')))"
+        " / length(v.value)) FROM json_each(t.value) AS v)"
+    )
     return (
         f"{weight} * (SELECT total(n * 2.2 / (n + 1.2 * (0.25 + 0.75 * len / 500.0))) FROM ("
-        "SELECT (length(d.value) - length(replace(d.value, t.value, ''))) / length(t.value) AS n,"
-        f" length(d.value) AS len FROM json_each(json_array(lower({column}))) AS d,"
-        " json_each(:terms) AS t))"
+        f"SELECT {count} AS n, length(d.value) AS len"
+        f" FROM json_each(json_array(lower({column}))) AS d, json_each(:terms) AS t))"
     )
 
 
@@ -289,43 +293,65 @@ def _postgres_match(lead: list[str], whole: str) -> list[str]:
     ]
 
 
+def _postgres_filters(shape: Shape, alias: str, roles: bool) -> list[str]:
+    """The scope of a query on the index's own columns (``search_docs``, ``search_titles``)."""
+    where = []
+    if shape.tenant:
+        # With the text condition, one lookup of the (tenant, text) GIN index.
+        where.append(f"{alias}.tenant = :tenant")
+    if shape.conversation:
+        where.append(f"{alias}.conversation_id = :conversation_id")
+    if roles and shape.roles:
+        where.append(f"{alias}.role = ANY(CAST(:roles AS text[]))")
+    return where
+
+
+_PG_MESSAGE_KEYS: Final = "d.created_at AS created, d.conversation_id AS cid, d.seq AS seq"
+_PG_TITLE_KEYS: Final = (
+    "t.created_at AS created, t.conversation_id AS cid, CAST(NULL AS integer) AS seq"
+)
+
+
 def _postgres(shape: Shape) -> str:
     query = "websearch_to_tsquery('simple'::regconfig, :ranked)"
     weights = "CAST(:weights AS float4[])"
     if shape.thinking:
-        lead = ["m.search_text", "m.search_thinking"]
-        whole = "(coalesce(m.search_text, '') || E'\\n' || coalesce(m.search_thinking, ''))"
+        lead = ["d.body", "d.thinking"]
+        whole = "(coalesce(d.body, '') || E'\\n' || coalesce(d.thinking, ''))"
     else:
-        lead, whole = ["m.search_text"], "m.search_text"
+        lead, whole = ["d.body"], "d.body"
     ranked = shape.mode is not Mode.SHORT
-    join = " JOIN conversations AS c ON c.id = m.conversation_id" if _scoped(shape) else ""
-    message_where = " AND ".join([*_postgres_match(lead, whole), *_filters(shape, _POSTGRES_ROLES)])
+    message_where = " AND ".join(
+        [*_postgres_match(lead, whole), *_postgres_filters(shape, "d", roles=True)]
+    )
     title_where = " AND ".join(
-        [*_postgres_match(["c.search_title"], "c.search_title"), *_filters(shape, None)]
+        [*_postgres_match(["t.title"], "t.title"), *_postgres_filters(shape, "t", roles=False)]
     )
     if not ranked:
         messages = (
-            f"SELECT CAST(NULL AS bigint) AS doc, CAST(0.0 AS float8) AS rank, {_MESSAGE_KEYS}"
-            f" FROM messages AS m{join} WHERE {message_where} {_NEWEST}"
+            f"SELECT CAST(NULL AS bigint) AS doc, CAST(0.0 AS float8) AS rank, {_PG_MESSAGE_KEYS}"
+            f" FROM search_docs AS d WHERE {message_where} {_NEWEST}"
         )
         titles = (
-            f"SELECT CAST(NULL AS bigint) AS doc, CAST(0.0 AS float8) AS rank, {_TITLE_KEYS}"
-            f" FROM conversations AS c WHERE {title_where} {_NEWEST}"
+            f"SELECT CAST(NULL AS bigint) AS doc, CAST(0.0 AS float8) AS rank, {_PG_TITLE_KEYS}"
+            f" FROM search_titles AS t WHERE {title_where} {_NEWEST}"
         )
     else:
         # The newest `:cap` matches in scope are the candidates; only they are ranked.
         messages = (
             f"SELECT CAST(NULL AS bigint) AS doc,"
             f" CAST(ts_rank_cd({weights}, vector, {query}, 1) AS float8) AS rank, created, cid, seq"
-            f" FROM (SELECT {_MESSAGE_KEYS}, m.search_vector AS vector FROM messages AS m{join}"
+            f" FROM (SELECT {_PG_MESSAGE_KEYS}, d.vector AS vector FROM search_docs AS d"
             f" WHERE {message_where} {_CANDIDATES}) AS candidates"
         )
-        title_vector = "setweight(convstore_search_words(title), 'A')"
+        title_vector = "setweight(convstore_search_words(c.title), 'A')"
         titles = (
             f"SELECT CAST(NULL AS bigint) AS doc,"
             f" CAST(ts_rank_cd({weights}, {title_vector}, {query}, 1) AS float8) AS rank,"
-            f" created, cid, seq FROM (SELECT {_TITLE_KEYS}, c.title AS title"
-            f" FROM conversations AS c WHERE {title_where} {_CANDIDATES}) AS candidates"
+            " candidates.created, candidates.cid, candidates.seq"
+            f" FROM (SELECT {_PG_TITLE_KEYS} FROM search_titles AS t"
+            f" WHERE {title_where} {_CANDIDATES}) AS candidates"
+            " JOIN conversations AS c ON c.id = candidates.cid"
         )
     arms = [messages] if shape.roles else [messages, titles]
     union = " UNION ALL ".join(f"({arm})" for arm in arms)

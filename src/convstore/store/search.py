@@ -176,6 +176,23 @@ def _case_variants(term: str) -> list[str]:
     return variants
 
 
+def _rank_spellings(term: str) -> list[str]:
+    """``term`` as SQLite's ``lower`` leaves each of its spellings by case (ASCII folded).
+
+    Only letters outside ASCII keep their case there, so their case variants are counted;
+    past three such letters, the all-lower and all-upper forms only.
+    """
+    cased = [i for i, c in enumerate(term) if not c.isascii() and c.lower() != c.upper()]
+    if len(cased) > 3:
+        forms = {term.lower(), term.upper()}
+    else:
+        forms = {term.lower()}
+        for i in cased:
+            forms |= {f[:i] + term[i].upper() + f[i + 1 :] for f in forms}
+    folded = {"".join(c.lower() if c.isascii() else c for c in f) for f in forms}
+    return sorted(f for f in folded if f)
+
+
 def _websearch(terms: Iterable[str]) -> str:
     """A ``websearch_to_tsquery`` text of quoted phrases, CJK split as the vectors are."""
     phrases = []
@@ -281,8 +298,9 @@ def run_search(
 ) -> SearchPage | None:
     """One page of hits for ``request``, read in ``tx``.
 
-    ``None`` when the deferred index (SQLite) lacks rows this snapshot holds and
-    ``check_pending``: the caller catches up and asks again (`convstore.store.search_index`).
+    ``None`` when the deferred index lacks rows this snapshot holds and ``check_pending``:
+    the caller catches up and asks again (`convstore.store.search_index`).
+    the caller catches up and asks again (`convstore.store.search_index`).
     """
     page = SearchPage()
     query = request.query
@@ -293,9 +311,9 @@ def run_search(
     ):
         return page
     scope = (0, 0)
+    if check_pending and search_index.pending(tx, dialect):
+        return None
     if dialect == "sqlite":
-        if check_pending and search_index.pending(tx):
-            return None
         found = search_index.tenant_range(tx, request.tenant)
         if found is None:  # a tenant that never had a conversation
             return page
@@ -324,7 +342,8 @@ def run_search(
     }
     if shape.dialect == "sqlite":
         params.update(_sqlite_params(request, longs, shorts, long_excluded, short_excluded))
-        params.update(low=scope[0], high=scope[1], terms=json.dumps(longs))
+        terms = json.dumps([_rank_spellings(t) for t in longs])
+        params.update(low=scope[0], high=scope[1], terms=terms)
     else:
         ordered = [*longs, *shorts]
         params.update(

@@ -95,7 +95,7 @@ class SearchIndex:
 
     def __init__(self, backend: Backend) -> None:
         self._backend = backend
-        self._deferred = backend.dialect_name == "sqlite"
+        self._sqlite = backend.dialect_name == "sqlite"
         self._path = backend.database_path if isinstance(backend, SqliteBackend) else None
         self._conn: aiosqlite.Connection | None = None
         self._cache = StatementCache()
@@ -105,8 +105,9 @@ class SearchIndex:
         self._closed = False
         self.background = True
         """Whether idle-time catch-ups run (tests switch them off to see pending work)."""
-        if self._deferred:
-            backend.write_listeners.append(self._wrote)
+        self._own: set[asyncio.Task[object] | None] = set()
+        """Tasks running a catch-up through the backend's writer: not writes to follow."""
+        backend.write_listeners.append(self._wrote)
 
     def start(self) -> None:
         """The store opened (again): background catch-ups may run."""
@@ -116,14 +117,12 @@ class SearchIndex:
 
     async def catch_up(self) -> int:
         """Index everything committed so far; the number of new rows indexed."""
-        if not self._deferred:
-            return 0
         async with self._lock:
-            return await self._write(search_index.catch_up)
+            return await self._write(self._catch_up)
 
     async def rebuild(self) -> int:
         """Index every row from scratch (after anything that renumbers rowids)."""
-        if not self._deferred:
+        if not self._sqlite:
             return 0
         async with self._lock:
             return await self._write(lambda tx: search_index.catch_up(tx, rebuild=True))
@@ -134,10 +133,10 @@ class SearchIndex:
         Catch up, forget the tenant's slot, merge every segment into one (none keeps a deleted
         document's entries) and empty the WAL.
         """
-        if not self._deferred:
-            return
+        if not self._sqlite:
+            return  # PostgreSQL: the documents went with the rows (a foreign-key cascade)
         async with self._lock:
-            await self._write(search_index.catch_up)
+            await self._write(self._catch_up)
             await self._write(lambda tx: tx.execute(search_index.FORGET_TENANT, {"tenant": tenant}))  # type: ignore[arg-type]
             await self._write(lambda tx: tx.execute(search_index.OPTIMIZE))  # type: ignore[arg-type]
             if self._path is not None:
@@ -175,15 +174,25 @@ class SearchIndex:
             return result
         raise AssertionError("unreachable: the last attempt returns or raises")
 
+    def _catch_up(self, tx: Tx) -> int:
+        return search_index.catch_up(tx) if self._sqlite else search_index.pg_catch_up(tx)
+
     async def _write(self, fn: Callable[[Tx], T]) -> T:
-        if self._path is None:  # in memory: one connection for everything
-            return await self._backend.write(fn)
+        if self._path is None:  # in memory, or PostgreSQL: the backend's own writes
+            task = asyncio.current_task()
+            self._own.add(task)
+            try:
+                return await self._backend.write(fn)
+            finally:
+                self._own.discard(task)
         return await self._raw(_in_write, fn, self._cache)
 
     # -- background -------------------------------------------------------------------------
 
     def _wrote(self) -> None:
         """A write listener: remember when, and make sure the idle watcher runs."""
+        if asyncio.current_task() in self._own:
+            return
         loop = asyncio.get_running_loop()
         self._last_write = loop.time()
         if self.background and not self._closed and (self._task is None or self._task.done()):
@@ -200,7 +209,7 @@ class SearchIndex:
             seen = self._last_write
             try:
                 async with self._lock:
-                    await self._write(search_index.catch_up)
+                    await self._write(self._catch_up)
                     if self._path is not None:
                         for _ in range(MERGE_STEPS):
                             if self._last_write != seen or not await self._raw(
