@@ -16,7 +16,7 @@ from alembic import command
 from sqlalchemy import Connection
 
 from convstore import ConversationStore, Message
-from convstore.db import migrate, search_index
+from convstore.db import migrate, search_index, search_index_postgres
 from convstore.db.migrations import alembic_config, downgrade_connection
 from tests.db.test_migrations import _drift, _run
 from tests.db.test_upgrade_0005 import _rows
@@ -44,8 +44,8 @@ def _index(conn: Connection) -> Any:
         pairs = [(search_index.SQLITE_INDEXED, search_index.SQLITE_REBUILT)]
     else:
         pairs = [
-            (search_index.PG_INDEXED, search_index.PG_REBUILT),
-            (search_index.PG_TITLES_INDEXED, search_index.PG_TITLES_REBUILT),
+            (search_index_postgres.INDEXED, search_index_postgres.REBUILT),
+            (search_index_postgres.TITLES_INDEXED, search_index_postgres.TITLES_REBUILT),
         ]
     out = []
     for indexed, rebuilt in pairs:

@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import text
 
 from convstore import ConversationStore, Message, ThinkingPart, ToolCallPart
-from convstore.db import search_index
+from convstore.db import search_index, search_index_postgres
 from convstore.store import search
 
 _TOKEN = re.compile(r"tok\d+x")
@@ -37,8 +37,8 @@ async def _differences(store: ConversationStore) -> list[Any]:
     if store.backend.dialect_name == "sqlite":
         queries = [search_index.SQLITE_INDEXED, search_index.SQLITE_REBUILT]
     else:
-        queries = [search_index.PG_INDEXED, search_index.PG_REBUILT,
-                   search_index.PG_TITLES_INDEXED, search_index.PG_TITLES_REBUILT]  # fmt: skip
+        pg = search_index_postgres
+        queries = [pg.INDEXED, pg.REBUILT, pg.TITLES_INDEXED, pg.TITLES_REBUILT]
     found = await store.backend.read(lambda tx: [tx.fetch(q) for q in queries])  # type: ignore[arg-type]
     if store.backend.dialect_name == "sqlite":
         await store.backend.write(lambda tx: tx.execute(search_index.INTEGRITY))  # type: ignore[arg-type]
