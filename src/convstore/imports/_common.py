@@ -120,15 +120,18 @@ def asset_part(
     filename: str | None,
     unmapped: Counter[str],
 ) -> FilePart:
-    """The export's file for ``asset_id`` as bytes, or else ``reference`` kept as a uri.
+    """The export's file for ``asset_id`` (streamed when written), or else ``reference`` as a uri.
 
     ``media_type`` labels the reference; stored bytes are labelled by what they are.
     """
     name = source.find_asset(asset_id)
-    data = source.read_asset(name) if name is not None else None
-    if name is not None and data is not None:
-        return inline_part(data, None, filename or name.rsplit("/", 1)[-1])
-    unmapped["file not in export (kept as a reference)"] += 1
+    part = source.asset(name, filename) if name is not None else None
+    if part is not None:
+        return part
+    if name is not None:
+        unmapped["file over the attachment size limit (kept as a reference)"] += 1
+    else:
+        unmapped["file not in export (kept as a reference)"] += 1
     return FilePart.model_validate(
         {"uri": reference, "media_type": media_type, "filename": filename}
     )
