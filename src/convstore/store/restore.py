@@ -7,15 +7,20 @@ Invariants:
 - Each conversation is written from its archive rows in one transaction: ids, every branch,
   the head, seqs, revision, timestamps, state, lifecycles and checkpoints come back as they
   were, so ``show --json`` of a restored conversation equals the exported document.
+- An archive is input from a stranger. Its rows are held to what ``append`` would write
+  (`convstore.store.archive_checks`) and written through the store's one tree write
+  (`convstore.store.tree_writes.write_tree`): every row belongs to the conversation being
+  restored, in the restoring tenant; every blob reference is bytes the archive itself holds
+  (stored into the tenant's namespace, hash-checked against their name) or a blob the tenant
+  can already see. A refusal is a `MalformedExportError` naming the member and the field.
 - A conversation whose id the database already holds is left as it is and counted as
   present: restoring the same export twice adds nothing.
-- Blob bytes are stored (hash-checked against their name) before the rows that reference
-  them, in the namespace the importing store gives the conversation's tenant, and held
-  against garbage collection in the rows' transaction exactly as an append holds them.
 - ``tenant=`` moves every restored conversation to that tenant; otherwise each keeps its own.
-- The manifest and every conversation file are checked before that conversation is written:
-  a damaged archive raises `MalformedExportError` naming the member, and nothing of the
-  damaged conversation is written (those before it are).
+- Memory is bounded whatever the archive holds (`RestoreLimits`): members are read with
+  their size counted as they are read (never trusting the zip's or the manifest's word), a
+  conversation file or the manifest at most ``member_bytes``, everything at most
+  ``total_bytes``; blobs are streamed into the blob store chunk by chunk. The conversations
+  before a refused one are written, nothing of the refused one is.
 """
 
 from __future__ import annotations
@@ -23,32 +28,52 @@ from __future__ import annotations
 import asyncio
 import json
 import zipfile
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
 from sqlalchemy import Select, bindparam, select
 
 from convstore.blobs import BlobStore, StoredBlob
 from convstore.db import schema
 from convstore.db.tx import Tx
-from convstore.errors import BlobStorageError, MalformedExportError
+from convstore.errors import MalformedExportError
 from convstore.progress import Progress, silent
-from convstore.store import appending, arguments, writes
-from convstore.store.archive_rows import ArchiveRows, read_archive, restore_rows
-from convstore.store.attachments import BlobContext, namespace_of
+from convstore.store import arguments
+from convstore.store.archive_checks import CheckedConversation, check_conversation
+from convstore.store.archive_rows import read_archive, restore_rows
+from convstore.store.attachments import BlobContext
 from convstore.store.export import EXPORT_FORMAT, EXPORT_VERSION, MANIFEST
-from convstore.store.header_lock import lock
 from convstore.store.metadata_tags import replace_tags
+from convstore.store.tree_writes import TreeBlobs, TreeHeader, reference_blobs, write_tree
 
 if TYPE_CHECKING:
     from convstore.store.connection import StoreConnection
 
-__all__ = ["RestoreReport", "restore_archive"]
+__all__ = ["RestoreLimits", "RestoreReport", "restore_archive"]
 
-_COLLECTED_RETRIES: Final = 3
+_CHUNK: Final = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreLimits:
+    """How much of an archive one restore reads (docs/reliability.md; pass your own to raise them).
+
+    Sizes are uncompressed bytes, counted while they are read: neither the zip's directory nor
+    the manifest is believed. Over a limit, the restore stops with `MalformedExportError`
+    naming the member; the conversations before it stay written.
+    """
+
+    member_bytes: int = 64 * 1024 * 1024
+    """Largest conversation file (or manifest): it is parsed whole, so it bounds memory."""
+    json_items: int = 2_000_000
+    """Most ``{``, ``[`` and ``,`` characters in one such file (strings included): bounds the
+    objects a parse builds (an empty array costs 64 bytes for the 3 characters ``[],``)."""
+    total_bytes: int = 64 * 1024**3
+    """Everything one restore reads, blobs included."""
 
 
 @dataclass(slots=True)
@@ -78,69 +103,126 @@ class _Blob:
 class _Archive:
     """The zip and its manifest; every method blocks (run in a worker thread)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, limits: RestoreLimits) -> None:
+        self.path = path
+        self.limits = limits
+        self.read_so_far = 0
         try:
             self.zip = zipfile.ZipFile(path)
-        except (OSError, zipfile.BadZipFile) as exc:
+        except (OSError, zipfile.BadZipFile, ValueError) as exc:
             raise MalformedExportError(f"not a readable zip: {exc}", position=str(path)) from exc
-        self.path = path
+        try:
+            self._read_manifest()
+        except BaseException:
+            self.zip.close()
+            raise
+
+    def _read_manifest(self) -> None:
         manifest = self.json(MANIFEST)
         if not isinstance(manifest, dict) or manifest.get("format") != EXPORT_FORMAT:
-            raise MalformedExportError(f"not a {EXPORT_FORMAT} manifest", position=self._at())
+            raise MalformedExportError(f"not a {EXPORT_FORMAT} manifest", position=self.at())
         if manifest.get("version") != EXPORT_VERSION:
             raise MalformedExportError(
                 f"{EXPORT_FORMAT} version {manifest.get('version')!r} is not supported",
-                position=self._at(),
+                position=self.at(),
             )
         try:
-            self.files: list[str] = [str(c["file"]) for c in manifest["conversations"]]
+            self.files: list[str] = [_text(c["file"]) for c in manifest["conversations"]]
             self.blobs = {
-                str(b["sha256"]): _Blob(
-                    int(b["size"]), str(b["media_type"]), b.get("created_at"), str(b["file"])
+                _text(b["sha256"]): _Blob(
+                    _size(b["size"]),
+                    _text(b["media_type"]),
+                    b.get("created_at") if isinstance(b.get("created_at"), str) else None,
+                    _text(b["file"]),
                 )
                 for b in manifest["blobs"]
             }
         except (KeyError, TypeError, ValueError) as exc:
             raise MalformedExportError(
                 f"the manifest's conversations or blobs are malformed: {exc!r}",
-                position=self._at(),
+                position=self.at(),
             ) from exc
 
-    def _at(self, member: str = MANIFEST) -> str:
+    def at(self, member: str = MANIFEST) -> str:
         return f"{self.path}, {member}"
 
-    def json(self, member: str) -> Any:
+    def open(self, member: str) -> IO[bytes]:
         try:
-            return json.loads(self.zip.read(member))
+            return self.zip.open(member)
         except KeyError as exc:
             raise MalformedExportError(
-                "missing from the archive", position=self._at(member)
+                "missing from the archive", position=self.at(member)
             ) from exc
-        except (OSError, zipfile.BadZipFile, ValueError) as exc:
-            raise MalformedExportError(f"unreadable: {exc}", position=self._at(member)) from exc
+        except (OSError, zipfile.BadZipFile, ValueError, NotImplementedError) as exc:
+            raise MalformedExportError(f"unreadable: {exc}", position=self.at(member)) from exc
 
-    def conversation(self, member: str) -> tuple[ArchiveRows, Any]:
+    def chunk(self, stream: IO[bytes], member: str, size: int) -> bytes:
+        """Up to ``size`` bytes of ``member``, counted against the whole restore's limit."""
+        try:
+            data = stream.read(size)
+        except (OSError, zipfile.BadZipFile, ValueError, EOFError) as exc:
+            raise MalformedExportError(f"unreadable: {exc}", position=self.at(member)) from exc
+        self.read_so_far += len(data)
+        if self.read_so_far > self.limits.total_bytes:
+            raise MalformedExportError(
+                f"the archive holds more than the {self.limits.total_bytes:,} bytes one restore "
+                "reads (RestoreLimits.total_bytes)",
+                position=self.at(member),
+            )
+        return data
+
+    def json(self, member: str) -> Any:
+        """A JSON member, read within `RestoreLimits.member_bytes` and parsed."""
+        limit = self.limits.member_bytes
+        pieces: list[bytes] = []
+        read = 0
+        with self.open(member) as stream:
+            while chunk := self.chunk(stream, member, min(_CHUNK, limit + 1 - read)):
+                pieces.append(chunk)
+                read += len(chunk)
+                if read > limit:
+                    raise MalformedExportError(
+                        f"larger than the {limit:,} bytes a restore reads of one file "
+                        "(RestoreLimits.member_bytes)",
+                        position=self.at(member),
+                    )
+        data = b"".join(pieces)
+        del pieces
+        items = data.count(b"{") + data.count(b"[") + data.count(b",")
+        if items > self.limits.json_items:
+            raise MalformedExportError(
+                f"holds {items:,} JSON items, more than the {self.limits.json_items:,} a restore "
+                "parses in one file (RestoreLimits.json_items)",
+                position=self.at(member),
+            )
+        try:
+            text = data.decode("utf-8")
+            del data
+            return json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise MalformedExportError(
+                f"unreadable: {str(exc)[:200]}", position=self.at(member)
+            ) from exc
+
+    def conversation(self, member: str) -> Any:
         document = self.json(member)
         archive = document.get("archive") if isinstance(document, dict) else None
-        return read_archive(archive, self._at(member)), document
-
-    def blob(self, sha256: str) -> bytes:
-        described = self.blobs.get(sha256)
-        if described is None:
-            raise MalformedExportError(f"blob {sha256} is not listed", position=self._at())
-        try:
-            return self.zip.read(described.file)
-        except KeyError as exc:
-            raise MalformedExportError(
-                "missing from the archive", position=self._at(described.file)
-            ) from exc
-        except (OSError, zipfile.BadZipFile) as exc:
-            raise MalformedExportError(
-                f"unreadable: {exc}", position=self._at(described.file)
-            ) from exc
+        return read_archive(archive, self.at(member))
 
     def close(self) -> None:
         self.zip.close()
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{value!r} is not a string")
+    return value
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{value!r} is not a size")
+    return value
 
 
 async def restore_archive(
@@ -149,91 +231,81 @@ async def restore_archive(
     *,
     tenant: str | None = None,
     progress: Progress = silent,
+    limits: RestoreLimits | None = None,
 ) -> RestoreReport:
     """Restore the export at ``path`` into ``store``; what was written."""
-    archive = await asyncio.to_thread(_Archive, path)
+    archive = await asyncio.to_thread(_Archive, path, limits or RestoreLimits())
     report = RestoreReport()
     try:
         for done, member in enumerate(archive.files, 1):
-            rows, _ = await asyncio.to_thread(archive.conversation, member)
-            await _restore_one(store, archive, rows, tenant, report, member)
+            rows = await asyncio.to_thread(archive.conversation, member)
+            checked = check_conversation(
+                rows,
+                tenant=tenant,
+                where=archive.at(member),
+                max_attachment_size=store.blob_store.max_size,
+            )
+            del rows
+            await _restore_one(store, archive, checked, report)
             progress("restoring conversations", done, len(archive.files))
     finally:
         await asyncio.to_thread(archive.close)
     return report
 
 
-def _retarget(rows: ArchiveRows, tenant: str | None, namespace: str) -> None:
-    """Move the rows to ``tenant`` (when given) and their blob references to ``namespace``."""
-    for name, table_rows in rows.items():
-        table = schema.metadata.tables[name]
-        for row in table_rows:
-            if tenant is not None and "tenant" in table.c:
-                row["tenant"] = tenant
-            if table is schema.blob_refs:
-                row["namespace"] = namespace
-
-
 async def _restore_one(
-    store: StoreConnection,
-    archive: _Archive,
-    rows: ArchiveRows,
-    tenant: str | None,
-    report: RestoreReport,
-    member: str,
+    store: StoreConnection, archive: _Archive, checked: CheckedConversation, report: RestoreReport
 ) -> None:
-    header = rows[schema.conversations.name][0]
-    cid = header.get("id")
-    if not isinstance(cid, str):
-        raise MalformedExportError(
-            "the conversation has no id", position=f"{archive.path}, {member}"
-        )
-    owner = tenant if tenant is not None else header.get("tenant")
-    blobs = store.blob_store.namespace(namespace_of(store.dedupe, owner))
-    _retarget(rows, tenant, blobs.namespace_name)
-    digests = sorted({str(r.get("sha256")) for r in rows.get(schema.blob_refs.name, [])})
+    cid = checked.cid
     if await store.backend.read(lambda tx: _held(tx, cid)):
         report.present += 1
         return
-    for _ in range(_COLLECTED_RETRIES):
-        stored = [await _put(archive, blobs, sha) for sha in digests]
+    # Bytes the archive holds are stored from it (and must hash to their name); a reference to
+    # any other blob must be one the tenant can already see (`reference_blobs`).
+    own = sorted({sha for _, sha in checked.references if sha in archive.blobs})
 
-        def write(tx: Tx, stored: list[StoredBlob] = stored) -> dict[str, int] | None:
-            if _held(tx, cid):
-                return None
-            st = tx.statements
-            tx.insert_rows(
-                st.insert_attachment,
-                [(b.sha256, b.size, b.media_type, _stamp(tx, archive, b.sha256)) for b in stored],
-            )
-            written = {b.sha256: b.written_at for b in stored if b.written_at is not None}
-            writes.hold_blobs(tx, {b.sha256: blobs.namespace_name for b in stored}, written)
-            counts = restore_rows(tx, rows)
-            # Metadata tags derive from the metadata, by this version's rules: an archive
-            # written before pair tags existed lacks them, so they are rebuilt.
-            header = lock(tx, cid, None, None)
-            metadata = tx.codec.load_json(header.metadata)
-            replace_tags(tx, cid, header.tenant, header.created_at, metadata)
-            return counts
+    async def put_own(into: BlobStore) -> list[StoredBlob]:
+        return [await _put(archive, into, sha) for sha in own]
 
-        try:
-            counts = await store.backend.write(write)
-        except writes.BlobBeingCollectedError as collected:
-            await appending.wait_for_collection(BlobContext.of(store), collected.blobs)
-            continue
-        if counts is None:
-            report.present += 1
-        else:
-            report.restored += 1
-            report.digests.update(b.sha256 for b in stored)
-            report.blobs = len(report.digests)
-            for name, n in counts.items():
-                report.rows[name] = report.rows.get(name, 0) + n
-        return
-    raise BlobStorageError(
-        f"an attachment of conversation {cid!r} was being garbage-collected and could not be "
-        "stored again; nothing of it was written: retry the import"
+    def write(tx: Tx, _messages: Any, blobs: TreeBlobs) -> dict[str, int] | None:
+        if _held(tx, cid):
+            return None
+        # Catalogue rows first with the archive's times (an existing row is kept as it is).
+        tx.insert_rows(
+            tx.statements.insert_attachment,
+            [
+                (b.sha256, b.size, b.media_type, _stamp(tx, archive, b.sha256))
+                for b in blobs.stored.values()
+            ],
+        )
+        counts = restore_rows(tx, checked.rows)
+        namespaces = reference_blobs(tx, cid, checked.tenant, checked.messages, blobs)
+        references = [
+            {"conversation_id": cid, "seq": seq, "sha256": sha, "namespace": namespaces[sha]}
+            for seq, sha in checked.references
+        ]
+        if references:
+            restore_rows(tx, {schema.blob_refs.name: references})
+            counts[schema.blob_refs.name] = len(references)
+        # Metadata tags derive from the metadata, by this version's rules.
+        replace_tags(tx, cid, checked.tenant, _created(tx, checked), checked.metadata)
+        return counts
+
+    counts = await write_tree(
+        BlobContext.of(store),
+        TreeHeader(cid, checked.tenant, checked.title, checked.metadata),
+        checked.messages,
+        write,
+        blobs=put_own,
     )
+    if counts is None:
+        report.present += 1
+        return
+    report.restored += 1
+    report.digests.update(sha for _, sha in checked.references)
+    report.blobs = len(report.digests)
+    for name, n in counts.items():
+        report.rows[name] = report.rows.get(name, 0) + n
 
 
 @cache
@@ -246,20 +318,50 @@ def _held(tx: Tx, cid: str) -> bool:
     return bool(tx.fetch(_exists(), {"cid": cid}))
 
 
-async def _put(archive: _Archive, blobs: BlobStore, sha256: str) -> StoredBlob:
-    data = await asyncio.to_thread(archive.blob, sha256)
+def _created(tx: Tx, checked: CheckedConversation) -> Any:
+    (header,) = checked.rows[schema.conversations.name]
+    return tx.codec.dump_time(datetime.fromisoformat(header["created_at"]))
+
+
+async def _put(archive: _Archive, into: BlobStore, sha256: str) -> StoredBlob:
     described = archive.blobs[sha256]
-    stored = await blobs.put(data, media_type=described.media_type)
+    member = described.file
+    stored = await into.put_stream(
+        _member_chunks(archive, member, described.size), media_type=described.media_type
+    )
     if stored.sha256 != sha256:
         raise MalformedExportError(
-            f"the bytes hash to {stored.sha256}, not to their name",
-            position=f"{archive.path}, {described.file}",
+            f"the bytes hash to {stored.sha256}, not to their name", position=archive.at(member)
         )
     return stored
 
 
+async def _member_chunks(archive: _Archive, member: str, size: int) -> AsyncIterator[bytes]:
+    """The bytes of a blob member, refused as soon as they run past the manifest's ``size``."""
+    stream = await asyncio.to_thread(archive.open, member)
+    read = 0
+    try:
+        while chunk := await asyncio.to_thread(
+            archive.chunk, stream, member, min(_CHUNK, size + 1 - read)
+        ):
+            read += len(chunk)
+            if read > size:
+                raise MalformedExportError(
+                    f"holds more than the {size:,} bytes the manifest says",
+                    position=archive.at(member),
+                )
+            yield chunk
+    finally:
+        await asyncio.to_thread(stream.close)
+    if read != size:
+        raise MalformedExportError(
+            f"holds {read:,} bytes, not the {size:,} the manifest says", position=archive.at(member)
+        )
+
+
 def _stamp(tx: Tx, archive: _Archive, sha256: str) -> Any:
-    created = archive.blobs[sha256].created_at
+    described = archive.blobs.get(sha256)
+    created = described.created_at if described is not None else None
     try:
         when = datetime.fromisoformat(created) if created else None
     except ValueError:

@@ -61,6 +61,7 @@ __all__ = [
     "append_messages",
     "cancel_pending",
     "check_message_ids",
+    "check_references",
     "compact",
     "complete_call",
     "delete_conversation",
@@ -109,7 +110,7 @@ def _append(tx: Tx, plan: AppendPlan, *, completion: bool) -> AppendResult:
     if parent != header.head_seq:
         _start_branch(tx, header, parent, plan.now)
     check_message_ids(tx, cid, plan.messages)
-    namespaces = _check_references(tx, plan)
+    namespaces = check_references(tx, plan)
     first_seq = header.last_seq + 1
     on_path = _path_test(tx, header, parent)
     batch = Batch(
@@ -216,7 +217,7 @@ class BlobBeingCollectedError(Exception):
         self.blobs = blobs
 
 
-def _check_references(tx: Tx, plan: AppendPlan) -> dict[str, str]:
+def check_references(tx: Tx, plan: AppendPlan) -> dict[str, str]:
     """The namespace of every blob the batch references; refuses blobs it may not reference.
 
     Refuses a reference to a blob this batch did not store and the caller cannot see.
