@@ -23,6 +23,7 @@ __all__ = [
     "data_url_part",
     "details",
     "iso_time",
+    "list_of",
     "make_message",
     "object_of",
     "placeholder",
@@ -70,6 +71,11 @@ def details(**values: Any) -> dict[str, Any] | None:
 
 def text_of(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def list_of(value: Any) -> list[Any]:
+    """``value`` if it is a JSON array, else an empty one (an export's field of the wrong type)."""
+    return value if isinstance(value, list) else []
 
 
 def object_of(value: Any) -> dict[str, Any]:

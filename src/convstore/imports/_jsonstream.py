@@ -12,12 +12,12 @@ Invariants:
   is passed, however much of it there is.
 - An element is first decoded from at most one chunk of text (its decoded objects then take
   a bounded amount of memory, whatever they are). An element longer than that is retried on
-  a window twice as long each time (amortised linear time, never quadratic), and before each
-  retry the window's estimated decoded size (`estimate`, which counts every character as at
-  least a byte) is held to ``max_size``: past it the element is refused with `ExportLimitError`
-  before anything of it is decoded, and no more than ``max_size`` characters of it are ever
-  read. The window may hold up to as much again of the text after the element, so an element
-  is accepted at least up to half the limit and never decoded past the whole of it.
+  a window twice as long each time (amortised linear time, never quadratic). Beyond the first
+  chunk only the part of the window whose estimated decoded size (`estimate`: every character
+  at least a byte, plus a fixed cost per object, array, string and element) is within
+  ``max_size`` is decoded; an element that does not end inside it is refused with
+  `ExportLimitError` (to within `_STEP` characters) before anything of it is decoded, and no
+  more than ``max_size`` characters of it are ever read.
 - A decoding error far from the end of the window is the file's fault and is reported at once;
   one at the end of the window only means "read more". At the end of the file every error is
   final. Either way the error names the file, the character offset and the element's index.
@@ -30,18 +30,20 @@ import codecs
 import json
 import re
 from collections.abc import Callable, Iterator
-from typing import IO, Any, Final
+from typing import Any, Final, Protocol
 
 from convstore.errors import ExportLimitError, MalformedExportError
 
 from ._limits import DEFAULT_LIMITS
 
-__all__ = ["array_items", "estimate"]
+__all__ = ["Readable", "array_items", "estimate"]
 
 _CHUNK: Final = 1 << 20
 _NEAR_END: Final = 16
 """An error this close to the window's end may be an element cut by the window
 (``\\uXXXX`` escapes are the longest token a boundary can split: 6 characters)."""
+_STEP: Final = 1 << 16
+"""The granularity of the limit: an element within it by less than this much may be refused."""
 _NOT_SPACE: Final = re.compile(r"[^ \t\n\r]")
 _NOT_ASCII: Final = re.compile(r"[^\x00-\x7f]")
 _DECODER: Final = json.JSONDecoder()
@@ -56,10 +58,14 @@ _STRING_COST: Final = 32  # per quote character: two per string
 _ELEMENT_COST: Final = 40  # per comma
 
 
-def estimate(text: str, start: int = 0, end: int | None = None) -> int:
-    """An upper bound on the bytes ``text[start:end]`` takes once decoded (counted in C)."""
+def estimate(text: str, start: int = 0, end: int | None = None, *, width: int = 0) -> int:
+    """An upper bound on the bytes ``text[start:end]`` takes once decoded (counted in C).
+
+    ``width``: bytes per character (default: 1 if the range is ASCII, else 4).
+    """
     end = len(text) if end is None else min(end, len(text))
-    width = 1 if _NOT_ASCII.search(text, start, end) is None else 4
+    if not width:
+        width = 1 if _NOT_ASCII.search(text, start, end) is None else 4
     return (
         (end - start) * width
         + _OBJECT_COST * text.count("{", start, end)
@@ -69,10 +75,16 @@ def estimate(text: str, start: int = 0, end: int | None = None) -> int:
     )
 
 
+class Readable(Protocol):
+    """A binary stream (a file, a zip member, a counted reader)."""
+
+    def read(self, size: int, /) -> bytes: ...
+
+
 class _Buffer:
     """Decoded text of a binary stream, read forward in chunks; ``base`` is ``text[0]``'s offset."""
 
-    def __init__(self, raw: IO[bytes], name: str, chunk: int) -> None:
+    def __init__(self, raw: Readable, name: str, chunk: int) -> None:
         self._raw = raw
         self._chunk = chunk
         self._name = name
@@ -133,7 +145,7 @@ class _Buffer:
 
 
 def array_items(
-    raw: IO[bytes], name: str, *, chunk: int = _CHUNK, max_size: int | None = None
+    raw: Readable, name: str, *, chunk: int = _CHUNK, max_size: int | None = None
 ) -> Iterator[tuple[int, int, Any]]:
     """``(index, character offset, value)`` of each element of the array ``raw`` holds.
 
@@ -153,10 +165,10 @@ def array_items(
     if pos >= len(buf.text):
         raise fail("the file is empty", pos, None)
     if buf.text[pos] == "{":
-        value, end = _decode(buf, pos, 0, fail, chunk, limit)
-        if buf.skip_space(end) < len(buf.text):
-            raise fail("unexpected data after the conversation", buf.skip_space(end), None)
-        yield 0, buf.base + pos, value
+        held = [_decode(buf, pos, 0, fail, chunk, limit)]
+        if buf.skip_space(held[0][1]) < len(buf.text):
+            raise fail("unexpected data after the conversation", buf.skip_space(held[0][1]), None)
+        yield 0, buf.base + pos, held.pop()[0]
         return
     if buf.text[pos] != "[":
         raise fail("expected a JSON array of conversations", pos, None)
@@ -174,8 +186,14 @@ def array_items(
                 buf.drop(pos)
                 pos = 0
             start = buf.base + pos
-            value, end = _decode(buf, pos, index, fail, chunk, limit)
-            yield index, start, value
+            held = [_decode(buf, pos, index, fail, chunk, limit)]
+            end = held[0][1]
+            if end >= chunk:
+                # A large element's text is not kept while the element is being used.
+                buf.drop(end)
+                end = 0
+            # Handed over, not kept: this frame holds nothing of the element while suspended.
+            yield index, start, held.pop()[0]
             index += 1
             pos = buf.skip_space(end)
             if pos >= len(buf.text):
@@ -206,15 +224,23 @@ def _decode(
         text = buf.text
         # Decode in place when the buffer holds little beyond the window; else a copy of the
         # window, so no more than the window can ever be decoded.
-        sliced = len(text) - pos > window + chunk
-        piece, at = (text[pos : pos + window], 0) if sliced else (text, pos)
-        last = not sliced and buf.eof
-        if window > chunk and estimate(piece, at) > limit:
-            raise _too_large(fail, pos, index, limit)
+        stop = pos + window if len(text) - pos > window + chunk else len(text)
+        capped = False
+        if window > chunk:
+            fits = _fit(text, pos, stop, limit)
+            if fits == 0:
+                raise _too_large(fail, pos, index, limit)
+            # Only what the limit allows is decoded: an element cut there is too large.
+            capped = fits < stop - pos
+            stop = pos + fits
+        piece, at = (text, pos) if stop == len(text) else (text[pos:stop], 0)
+        last = stop == len(text) and buf.eof
         try:
             value, end = _DECODER.raw_decode(piece, at)
         except json.JSONDecodeError as exc:
             cut = exc.pos >= len(piece) - _NEAR_END or exc.msg.startswith("Unterminated")
+            if cut and capped:
+                raise _too_large(fail, pos, index, limit) from exc
             if cut and not last:
                 window = _grow(window, limit, fail, pos, index)
                 continue
@@ -224,9 +250,29 @@ def _decode(
             raise fail("nested too deeply to decode", pos, index) from exc
         if end == len(piece) and not last:
             # A value ending exactly at the window's end may go on (a number cut short).
+            if capped:
+                raise _too_large(fail, pos, index, limit)
             window = _grow(window, limit, fail, pos, index)
             continue
         return value, end - at + pos
+
+
+def _fit(text: str, start: int, stop: int, limit: int) -> int:
+    """How much of ``text[start:stop]`` (whole `_STEP` blocks, or all of it) stays within ``limit``.
+
+    Each character costs its width in the whole range (4 bytes if any is not ASCII: a decoded
+    string is as wide as its widest character, and so is the text itself).
+    """
+    width = 1 if _NOT_ASCII.search(text, start, stop) is None else 4
+    total = length = 0
+    while start + length < stop:
+        upto = min(length + _STEP, stop - start)
+        cost = estimate(text, start + length, start + upto, width=width)
+        if total + cost > limit:
+            break
+        total += cost
+        length = upto
+    return length
 
 
 def _grow(

@@ -7,7 +7,7 @@ length) is trusted: bytes are counted as they are read, and reading stops with
 =====================  ===========  ==========================================================
 limit                  default      what it bounds
 =====================  ===========  ==========================================================
-``conversation_size``  96 MiB       the estimated memory of one decoded conversation (see
+``conversation_size``  32 MiB       the estimated memory of one decoded conversation (see
                                     `convstore.imports._jsonstream`): its JSON text, plus a
                                     fixed cost per object, array, string and element
 ``member_bytes``       16 GiB       the bytes read from one file of the export (decompressed)
@@ -39,7 +39,7 @@ _GIB: Final = 1 << 30
 class ImportLimits:
     """What one import may read; pass ``import_file(..., limits=ImportLimits(...))`` to change."""
 
-    conversation_size: int = 96 * _MIB
+    conversation_size: int = 32 * _MIB
     """Estimated bytes of memory one decoded conversation may take (its text counted once per
     character, four times when it is not ASCII, plus a fixed cost per JSON object, array,
     string and element)."""

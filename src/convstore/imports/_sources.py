@@ -32,6 +32,7 @@ Invariants (an export is a stranger's file; see also `convstore.imports._limits`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 import os
 import re
@@ -103,10 +104,8 @@ class _Counted:
         return self._read
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(*_READ_ERRORS):
             self._raw.close()
-        except _READ_ERRORS:
-            pass
 
     def __enter__(self) -> _Counted:
         return self
