@@ -38,7 +38,7 @@ LG_STAMP := $(LG_VENV)/.installed-langgraph
 LG_TEST_PACKAGES := langgraph langgraph-checkpoint-sqlite langgraph-checkpoint-conformance
 
 .PHONY: demo test envs lint typecheck pytest pytest-agents bench lock clean test-pydantic-ai \
-	test-google-adk bench-frameworks test-langgraph bench-langgraph screenshots serve
+	test-google-adk bench-frameworks test-langgraph bench-langgraph screenshots serve test-fast checks frameworks
 
 $(BASE_STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -63,10 +63,21 @@ screenshots: $(STAMP)
 	CONVSTORE_SCREENSHOTS=docs/images $(BIN)/pytest tests/web/test_browser.py -q
 
 # Every environment first, built side by side (separate venvs, one shared pip cache: pip writes
-# its cache atomically), then the checks one after another: on a clean clone the installs are
-# a large part of the run and mostly wait on unpacking and the disk.
+# its cache atomically), then the checks side by side too: the main suite spread over the cores
+# by pytest-xdist (each worker has its own databases and, when it needs one, its own PostgreSQL
+# cluster), beside the static checks and the framework environments. --output-sync keeps each
+# target's output together.
 test: envs
-	$(MAKE) lint typecheck pytest pytest-agents test-pydantic-ai test-google-adk test-langgraph
+	$(MAKE) --output-sync=target -j3 checks pytest frameworks
+
+# The inner loop: the main suite without PostgreSQL, S3, browsers or framework environments.
+test-fast: $(STAMP)
+	$(BIN)/pytest $(XDIST) -m "not postgres and not s3" --ignore=tests/web/test_browser.py
+
+checks: lint typecheck
+
+# The framework environments one after another (each is small; they run beside the main suite).
+frameworks: pytest-agents test-pydantic-ai test-google-adk test-langgraph
 
 envs:
 	$(MAKE) -j4 $(STAMP) $(AI_SDK_STAMP) $(AGENTS_STAMP) $(PAI_STAMP) $(ADK_STAMP) $(LG_STAMP)
@@ -87,9 +98,13 @@ PARTITIONED_SUITES := tests/store tests/reliability/test_concurrency.py -k "not 
 	and not postgres-s3 and not postgres-local and not state_machine \
 	and not cache_on_and_off"
 
+# pytest-xdist workers: one per core by default (`make test PYTEST_WORKERS=1` runs in-process).
+PYTEST_WORKERS ?= auto
+XDIST := -n $(PYTEST_WORKERS)
+
 pytest: $(STAMP) $(AI_SDK_STAMP)
-	$(BIN)/pytest
-	CONVSTORE_TEST_PG_PARTITIONS=4 $(BIN)/pytest -m postgres $(PARTITIONED_SUITES)
+	$(BIN)/pytest $(XDIST)
+	CONVSTORE_TEST_PG_PARTITIONS=4 $(BIN)/pytest $(XDIST) -m postgres $(PARTITIONED_SUITES)
 
 $(AI_SDK_STAMP): $(AI_SDK_NODE)/package.json $(AI_SDK_NODE)/package-lock.json
 	npm ci --prefix $(AI_SDK_NODE) --no-audit --no-fund --loglevel=error
@@ -97,20 +112,25 @@ $(AI_SDK_STAMP): $(AI_SDK_NODE)/package.json $(AI_SDK_NODE)/package-lock.json
 
 $(AGENTS_STAMP): pyproject.toml $(AGENTS_PINS)
 	test -x $(AGENTS_VENV)/bin/python || $(PYTHON) -m venv $(AGENTS_VENV)
-	$(AGENTS_VENV)/bin/python -m $(PIP_INSTALL) -c $(AGENTS_PINS) -e ".[openai-agents]" \
+	$(AGENTS_VENV)/bin/python -m $(PIP_INSTALL) -c $(AGENTS_PINS) -e ".[openai-agents,mcp]" \
 		pytest pytest-asyncio pytest-timeout
 	touch $@
 
 # --noconftest: the suite-wide conftest needs the dev extra (moto, boto3), not installed here.
 pytest-agents: $(AGENTS_STAMP)
 	$(AGENTS_VENV)/bin/pytest --noconftest tests/integrations/test_openai_agents.py \
-		tests/integrations/test_openai_agents_contract.py tests/integrations/test_openai_agents_docs.py
+		tests/integrations/test_openai_agents_contract.py tests/integrations/test_openai_agents_docs.py \
+		tests/mcp_server/test_openai_agents_client.py
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(AGENTS_VENV)/bin/pytest --noconftest \
 		tests/integrations/test_docs_blocks.py -k openai_agents
 
+# pydantic-ai's MCP client (its mcp extra) for tests/mcp_server/test_pydantic_ai_client.py.
+PAI_TEST_PACKAGES := "pydantic-ai-slim[mcp]"
+
 $(PAI_STAMP): pyproject.toml constraints-pydantic-ai.txt
 	test -x $(PAI_VENV)/bin/python || $(PYTHON) -m venv $(PAI_VENV)
-	$(PAI_VENV)/bin/python -m $(PIP_INSTALL) -c constraints-pydantic-ai.txt -e ".[dev,pydantic-ai]"
+	$(PAI_VENV)/bin/python -m $(PIP_INSTALL) -c constraints-pydantic-ai.txt -e ".[dev,pydantic-ai]" \
+		$(PAI_TEST_PACKAGES)
 	touch $@
 
 test-pydantic-ai: $(PAI_STAMP)

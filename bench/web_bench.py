@@ -1,8 +1,9 @@
 """The inspector on long conversations: opening one costs the newest page, not the history.
 
 Opens the conversation page (newest 100 messages) and an older page (``?before=``) of
-conversations of 1,000 and 10,000 messages through the ASGI app, interleaved, and prints the
-median wall time per request. Run: ``.venv/bin/python -m bench.web_bench``.
+conversations of 1,000 and 10,000 messages, and the listing page (50 conversations), through
+the ASGI app, interleaved, and prints the median wall time per request.
+Run: ``.venv/bin/python -m bench.web_bench``.
 """
 
 from __future__ import annotations
@@ -38,8 +39,14 @@ async def main() -> None:
                     ]
                     await store.append(conversation.id, batch)
                 ids[size] = conversation.id
+            # A listing page of 50 conversations (each a few messages, one ending in a call).
+            for i in range(48):
+                small = await store.create_conversation(title=None if i % 3 else f"chat {i}")
+                await store.append(
+                    small.id, [Message.user(f"hello {i}"), Message.assistant(f"hi {i}")]
+                )
             transport = httpx.ASGITransport(app=create_app(store))
-            async with httpx.AsyncClient(transport=transport, base_url="http://bench") as http:
+            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
                 timings: dict[tuple[int, str], list[float]] = {}
                 for _ in range(ROUNDS):
                     for size, cid in ids.items():
@@ -54,6 +61,10 @@ async def main() -> None:
                             )
                             assert response.status_code == 200
                             assert response.text.count("data-seq=") == 100
+                    began = time.perf_counter()
+                    response = await http.get("/")
+                    timings.setdefault((50, "list page"), []).append(time.perf_counter() - began)
+                    assert response.status_code == 200
     print(f"{'messages':>9}  {'page':<11} {'median ms':>10}  (of {ROUNDS}, interleaved)")
     for (size, label), values in timings.items():
         print(f"{size:>9,}  {label:<11} {statistics.median(values) * 1000:>10.1f}")

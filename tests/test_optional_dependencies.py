@@ -80,6 +80,8 @@ def test_the_cli_prints_one_line_naming_the_extra() -> None:
         ("convstore.integrations.openai_agents", "agents", "openai-agents"),
         ("convstore.integrations.pydantic_ai", "pydantic_ai", "pydantic-ai"),
         ("convstore.integrations.google_adk", "google.adk", "google-adk"),
+        ("convstore.mcp", "mcp", "mcp"),
+        ("convstore.mcp", "mcp_types", "mcp"),
     ],
 )
 def test_importing_an_integration_without_its_framework_names_the_extra(

@@ -94,6 +94,10 @@ def current() -> str:
         if name == "__version__":
             continue
         lines.extend(_describe(name, getattr(convstore, name)))
+    # The optional extras' entry points (CONTRACT.md), each needing its extra installed.
+    from convstore.mcp import create_server
+
+    lines.append(f"function convstore.mcp.create_server{_signature(create_server)}")
     lines.append("class convstore.sync.SyncConversationStore")
     lines.extend(_members(SyncConversationStore))
     lines.extend(_cli(build_parser(), "convstore"))

@@ -6,11 +6,18 @@ renderer that turns any stored history into a request each LLM provider accepts.
 
 Everything public is re-exported here; modules whose names start with an underscore, and
 everything not listed in ``__all__``, may change without notice.
+
+The names load their modules on first use (module ``__getattr__``): ``import convstore`` costs
+only the error classes, so the command line and applications that need a part of the library
+do not pay for the rest (SQLAlchemy, pydantic models, providers). Type checkers read the
+imports under ``TYPE_CHECKING`` below; ``_LAZY`` must name the same modules
+(``tests/test_public_api.py`` checks both against ``__all__``).
 """
 
-from convstore._search_tool import SEARCH_TOOL_PARAMETERS, SearchToolHit, search_tool
-from convstore.capabilities import TARGETS, Capabilities, capabilities_for
-from convstore.db import DEFAULT_URL, migrate
+from __future__ import annotations
+
+import importlib
+
 from convstore.errors import (
     AsyncOnlyError,
     AttachmentCorruptedError,
@@ -41,49 +48,117 @@ from convstore.errors import (
     ToolCallNotFoundError,
     UnsupportedFormatError,
 )
-from convstore.model import (
-    AttachmentRef,
-    Branch,
-    Compaction,
-    ContentOutput,
-    Conversation,
-    ErrorOutput,
-    FilePart,
-    JsonOutput,
-    Message,
-    NativeRecord,
-    OrphanResult,
-    Part,
-    ResultKind,
-    Role,
-    TextPart,
-    ThinkingPart,
-    ToolCall,
-    ToolCallPart,
-    ToolCallStatus,
-    ToolDefinition,
-    ToolOutput,
-    ToolResultPart,
-    Usage,
-    dump_messages,
-    load_messages,
-)
-from convstore.parsing import parse, parse_response, parse_tools
-from convstore.rendering import Rendered, render
-from convstore.store import (
-    AppendResult,
-    ConversationPage,
-    ConversationStore,
-    ConversationSummary,
-    FsckReport,
-    GarbageReport,
-    NativeEntry,
-    NativePath,
-    SearchHit,
-    SearchPage,
-    collect_garbage,
-    fsck,
-)
+
+# Not `typing.TYPE_CHECKING`: importing typing costs a command line's startup more than the
+# rest of this module; type checkers treat any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from convstore._search_tool import SEARCH_TOOL_PARAMETERS, SearchToolHit, search_tool
+    from convstore.capabilities import TARGETS, Capabilities, capabilities_for
+    from convstore.db import DEFAULT_URL, migrate
+    from convstore.model import (
+        AttachmentRef,
+        Branch,
+        Compaction,
+        ContentOutput,
+        Conversation,
+        ErrorOutput,
+        FilePart,
+        JsonOutput,
+        Message,
+        MessageTree,
+        NativeRecord,
+        OrphanResult,
+        Part,
+        ResultKind,
+        Role,
+        TextPart,
+        ThinkingPart,
+        ToolCall,
+        ToolCallPart,
+        ToolCallStatus,
+        ToolDefinition,
+        ToolOutput,
+        ToolResultPart,
+        TreeNode,
+        Usage,
+        dump_messages,
+        load_messages,
+    )
+    from convstore.parsing import parse, parse_response, parse_tools
+    from convstore.rendering import Rendered, render
+    from convstore.store import (
+        AppendResult,
+        ConversationPage,
+        ConversationStore,
+        ConversationSummary,
+        FsckReport,
+        GarbageReport,
+        NativeEntry,
+        NativePath,
+        SearchHit,
+        SearchPage,
+        collect_garbage,
+        fsck,
+    )
+
+_LAZY: dict[str, str] = {
+    "SEARCH_TOOL_PARAMETERS": "convstore._search_tool",
+    "SearchToolHit": "convstore._search_tool",
+    "search_tool": "convstore._search_tool",
+    "TARGETS": "convstore.capabilities",
+    "Capabilities": "convstore.capabilities",
+    "capabilities_for": "convstore.capabilities",
+    "DEFAULT_URL": "convstore.db",
+    "migrate": "convstore.db",
+    "AttachmentRef": "convstore.model",
+    "Branch": "convstore.model",
+    "Compaction": "convstore.model",
+    "ContentOutput": "convstore.model",
+    "Conversation": "convstore.model",
+    "ErrorOutput": "convstore.model",
+    "FilePart": "convstore.model",
+    "JsonOutput": "convstore.model",
+    "Message": "convstore.model",
+    "MessageTree": "convstore.model",
+    "NativeRecord": "convstore.model",
+    "OrphanResult": "convstore.model",
+    "Part": "convstore.model",
+    "ResultKind": "convstore.model",
+    "Role": "convstore.model",
+    "TextPart": "convstore.model",
+    "ThinkingPart": "convstore.model",
+    "ToolCall": "convstore.model",
+    "ToolCallPart": "convstore.model",
+    "ToolCallStatus": "convstore.model",
+    "ToolDefinition": "convstore.model",
+    "ToolOutput": "convstore.model",
+    "ToolResultPart": "convstore.model",
+    "TreeNode": "convstore.model",
+    "Usage": "convstore.model",
+    "dump_messages": "convstore.model",
+    "load_messages": "convstore.model",
+    "parse": "convstore.parsing",
+    "parse_response": "convstore.parsing",
+    "parse_tools": "convstore.parsing",
+    "Rendered": "convstore.rendering",
+    "render": "convstore.rendering",
+    "AppendResult": "convstore.store",
+    "ConversationPage": "convstore.store",
+    "ConversationStore": "convstore.store",
+    "ConversationSummary": "convstore.store",
+    "FsckReport": "convstore.store",
+    "GarbageReport": "convstore.store",
+    "NativeEntry": "convstore.store",
+    "NativePath": "convstore.store",
+    "SearchHit": "convstore.store",
+    "SearchPage": "convstore.store",
+    "collect_garbage": "convstore.store",
+    "fsck": "convstore.store",
+}
+"""Each lazily loaded public name and the module that defines it."""
 
 __version__ = "0.1.0"
 
@@ -126,6 +201,7 @@ __all__ = [
     "MediaTypeMismatchError",
     "Message",
     "MessageNotFoundError",
+    "MessageTree",
     "MissingDependencyError",
     "NativeEntry",
     "NativePath",
@@ -153,6 +229,7 @@ __all__ = [
     "ToolDefinition",
     "ToolOutput",
     "ToolResultPart",
+    "TreeNode",
     "UnsupportedFormatError",
     "Usage",
     "__version__",
@@ -168,3 +245,16 @@ __all__ = [
     "render",
     "search_tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'convstore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -243,24 +243,55 @@ def check_json_object(value: Mapping[str, Any], what: str) -> None:
 
     Keys and strings as `check_text`; numbers finite; integers within 64 bits; nesting at most
     `MAX_JSON_DEPTH`. Raises `InvalidInputError` naming the offending path.
+
+    Memory: only non-empty containers wait on the stack, each with a link to its parent
+    instead of its path, which is spelled out only to name a refusal (a restored document may
+    hold a million values; their paths would cost more than the values).
     """
-    stack: list[tuple[Any, str, int]] = [(value, what, 1)]
+    stack: list[tuple[Any, _Path, int]] = [(value, what, 1)]
     while stack:
         node, path, depth = stack.pop()
-        if isinstance(node, dict | list) and depth > MAX_JSON_DEPTH:
-            raise InvalidInputError(f"{path} nests deeper than {MAX_JSON_DEPTH} levels")
+        if depth > MAX_JSON_DEPTH:
+            raise InvalidInputError(f"{_spelled(path)} nests deeper than {MAX_JSON_DEPTH} levels")
+        children: Any
         if isinstance(node, dict):
-            for key, child in node.items():
+            for key in node:
                 if not isinstance(key, str):
-                    raise InvalidInputError(f"{path} has a key that is not a string: {key!r}")
-                check_text(key, f"{path} key {key[:40]!r}")
-                stack.append((child, f"{path}.{key}", depth + 1))
-        elif isinstance(node, list):
-            stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(node))
-        elif isinstance(node, str):
-            check_text(node, path)
-        elif problem := number_problem(node):
-            raise InvalidInputError(f"{path}: {problem}")
+                    raise InvalidInputError(
+                        f"{_spelled(path)} has a key that is not a string: {key!r}"
+                    )
+                if "\x00" in key or has_lone_surrogate(key):
+                    check_text(key, f"{_spelled(path)} key {key[:40]!r}")
+            children = node.items()
+        else:
+            children = enumerate(node)
+        for step, child in children:
+            if type(child) is str:
+                if "\x00" in child or (not child.isascii() and has_lone_surrogate(child)):
+                    check_text(child, _spelled((path, step)))
+            elif isinstance(child, dict | list):
+                if child:
+                    stack.append((child, (path, step), depth + 1))
+                elif depth >= MAX_JSON_DEPTH:
+                    raise InvalidInputError(
+                        f"{_spelled((path, step))} nests deeper than {MAX_JSON_DEPTH} levels"
+                    )
+            elif isinstance(child, str):
+                check_text(child, _spelled((path, step)))
+            elif problem := number_problem(child):
+                raise InvalidInputError(f"{_spelled((path, step))}: {problem}")
+
+
+_Path = str | tuple[Any, str | int]
+"""A JSON path: the name of the root, or (the parent's path, a key or an index)."""
+
+
+def _spelled(path: _Path) -> str:
+    steps: list[str] = []
+    while isinstance(path, tuple):
+        path, step = path
+        steps.append(f"[{step}]" if isinstance(step, int) else f".{step}")
+    return path + "".join(reversed(steps))
 
 
 def number_problem(value: Any) -> str | None:

@@ -264,6 +264,7 @@ class SyncConversationStore:
     truncate = _blocking(AsyncConversationStore.truncate)
     fork = _blocking(AsyncConversationStore.fork)
     branches = _blocking(AsyncConversationStore.branches)
+    tree = _blocking(AsyncConversationStore.tree)
     switch_branch = _blocking(AsyncConversationStore.switch_branch)
     complete_tool_call = _blocking(AsyncConversationStore.complete_tool_call)
     cancel_tool_calls = _blocking(AsyncConversationStore.cancel_tool_calls)

@@ -11,7 +11,7 @@ import pytest
 
 from convstore import ConversationStore, FilePart, Message
 from convstore.cli import main
-from convstore.cli.data import parse_period
+from convstore.cli.parser import parse_period
 from tests.support.images import noise_png
 
 PNG = noise_png(3, 32, 32)

@@ -379,3 +379,37 @@ async def test_pop_item_pops_the_newest_item_of_a_long_session(session: Convstor
     for expected in reversed(items[-5:]):
         assert await session.pop_item() == expected
     assert await session.get_items(limit=3) == items[-8:-5]
+
+
+async def test_each_session_call_is_one_thread_hop(db: Path) -> None:
+    # On a shared store: each call hands its statements to the connection's thread once, as
+    # SQLiteSession makes one to_thread hop (tests/db/test_sqlite_hops.py for the store).
+    # pop_item is two: the item is read (with its bytes) at a revision, then popped at it, so
+    # that the references that find the bytes are still there when they are read.
+    from convstore.db.sqlite import SqliteBackend
+
+    async with ConversationStore(f"sqlite+aiosqlite:///{db}") as store:
+        backend = store.backend
+        assert isinstance(backend, SqliteBackend)
+        session = ConvstoreSession("hops", store=store)
+        numbers = iter(range(100))
+
+        def turn() -> list[dict[str, Any]]:
+            # ITEMS without inline bytes, its call ids new each turn (a repeat is the rare case)
+            text = json.dumps([item for item in ITEMS if "image_url" not in json.dumps(item)])
+            return json.loads(text.replace('"call_', f'"call_{next(numbers)}_'))
+
+        await session.add_items(turn())  # creates the conversation
+        calls = {
+            "add_items": (lambda: session.add_items(turn()), 1),
+            "get_items()": (session.get_items, 1),
+            "get_items(limit=5)": (lambda: session.get_items(limit=5), 1),
+            "pop_item": (session.pop_item, 2),
+        }
+        hops = {}
+        for name, (call, _) in calls.items():
+            await call()  # warm-up: reader connections open, statements prepared
+            before = backend.hops
+            await call()
+            hops[name] = backend.hops - before
+        assert hops == {name: expected for name, (_, expected) in calls.items()}

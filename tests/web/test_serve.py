@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from convstore.cli import main
-from convstore.cli.serve import is_loopback
+from convstore.cli.serve import allowed_hosts, is_loopback
 from tests.test_optional_dependencies import _run
 
 
@@ -47,7 +47,7 @@ def test_serve_opens_only_an_existing_database(
     assert "DatabaseNotFoundError" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("blocked", ["starlette", "jinja2", "uvicorn"])
+@pytest.mark.parametrize("blocked", ["starlette", "jinja2", "uvicorn", "markdown_it", "pygments"])
 def test_without_the_web_extra_serve_names_it(blocked: str, tmp_path: Path) -> None:
     database = tmp_path / "convstore.db"
     result = _run(
@@ -69,3 +69,29 @@ def test_without_the_web_extra_serve_names_it(blocked: str, tmp_path: Path) -> N
     assert "MissingDependencyError" in result.stderr
     assert f"needs {blocked}" in result.stderr
     assert "pip install 'convstore[web]'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("host", "extra", "expected"),
+    [
+        ("127.0.0.1", [], {"localhost", "127.0.0.1", "::1"}),
+        ("0.0.0.0", ["Inspector.Example"], {"localhost", "127.0.0.1", "::1", "inspector.example"}),
+        ("::", [], {"localhost", "127.0.0.1", "::1"}),
+        ("192.168.1.10", [], {"localhost", "127.0.0.1", "::1", "192.168.1.10"}),
+        ("box.lan", ["a", "b"], {"localhost", "127.0.0.1", "::1", "box.lan", "a", "b"}),
+    ],
+)
+def test_allowed_hosts_are_loopback_the_bound_host_and_the_added_ones(
+    host: str, extra: list[str], expected: set[str]
+) -> None:
+    assert set(allowed_hosts(host, extra)) == expected
+
+
+def test_allowed_host_is_a_repeatable_option() -> None:
+    from convstore.cli.main import build_parser
+
+    args = build_parser().parse_args(
+        ["serve", "--allowed-host", "a.example", "--allowed-host", "b.example", "--quiet"]
+    )
+    assert args.allowed_host == ["a.example", "b.example"]
+    assert args.quiet is True

@@ -6,60 +6,12 @@ Each prints what it did on stdout and its progress on stderr (`convstore.progres
 from __future__ import annotations
 
 import argparse
-import re
-from datetime import timedelta
 
 from convstore.cli.commands import existing_store
 from convstore.errors import InvalidInputError
 from convstore.progress import ProgressReporter
 
-__all__ = ["add_arguments", "erase", "export", "parse_period", "prune"]
-
-_PERIOD = re.compile(r"(\d+)([smhdw])")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-
-def parse_period(text: str) -> timedelta:
-    """``30d``, ``12h``, ``90m``, ``2w``, ``45s`` (or their sums, ``1d12h``) as a timedelta."""
-    parts = _PERIOD.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a period: a number and a unit (s, m, h, d, w), e.g. 30d"
-        )
-    return sum((timedelta(**{_UNITS[u]: int(n)}) for n, u in parts), timedelta())
-
-
-def add_arguments(
-    export_parser: argparse.ArgumentParser,
-    erase_parser: argparse.ArgumentParser,
-    prune_parser: argparse.ArgumentParser,
-) -> None:
-    """The options of the three commands."""
-    export_parser.add_argument("out", metavar="OUT.zip", help="the zip to write")
-    export_parser.add_argument("--tenant", help="only this tenant's conversations")
-    export_parser.add_argument(
-        "--conversation",
-        action="append",
-        metavar="ID",
-        help="only this conversation (repeat for more)",
-    )
-    erase_parser.add_argument("--tenant", required=True, help="the tenant to erase")
-    erase_parser.add_argument(
-        "--now",
-        action="store_true",
-        help="delete the blobs only this tenant referenced now, not at the next gc",
-    )
-    prune_parser.add_argument(
-        "--older-than",
-        required=True,
-        type=parse_period,
-        metavar="PERIOD",
-        help="delete conversations not written for this long (30d, 12h, 2w, ...)",
-    )
-    prune_parser.add_argument("--tenant", help="only this tenant's conversations")
-    prune_parser.add_argument(
-        "--dry-run", action="store_true", help="count what would be deleted, delete nothing"
-    )
+__all__ = ["erase", "export", "prune"]
 
 
 async def export(args: argparse.Namespace) -> int:

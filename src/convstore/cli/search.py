@@ -16,22 +16,7 @@ from typing import Any
 from convstore.cli.commands import existing_store
 from convstore.store.search import MARK_END, MARK_START, SearchHit
 
-__all__ = ["add_arguments", "search"]
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``search`` command's own options."""
-    parser.add_argument(
-        "query", help='words, "phrases" and -excluded terms (each found as a substring)'
-    )
-    parser.add_argument("--tenant", help="only this tenant's conversations")
-    parser.add_argument("--conversation", metavar="ID", help="only this conversation")
-    parser.add_argument("--limit", type=int, default=20, help="how many hits (default 20)")
-    parser.add_argument("--cursor", help="the next page (printed under a full page)")
-    parser.add_argument(
-        "--thinking", action="store_true", help="search the models' thinking text too"
-    )
-    parser.add_argument("--json", action="store_true", help="print the hits as JSON")
+__all__ = ["hit_document", "hit_line", "search"]
 
 
 def hit_document(hit: SearchHit) -> dict[str, Any]:

@@ -5,6 +5,9 @@ Invariants:
 - It binds to 127.0.0.1 unless ``--host`` says otherwise, and refuses any host outside the
   loopback range without a token (``--token`` or ``CONVSTORE_TOKEN``): a store full of other
   people's conversations is never served to a network unauthenticated.
+- Requests must name an allowed host: this machine's loopback names, the ``--host`` it binds
+  (when that is a name or a single address), and every ``--allowed-host``; anything else is
+  421 (a page that rebinds its own name to this machine reads nothing).
 - It opens only an existing database, and never writes to it.
 """
 
@@ -12,35 +15,27 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import os
 import sys
 
 from convstore.cli.commands import existing_store
 from convstore.errors import MissingDependencyError
 
-__all__ = ["add_arguments", "is_loopback", "serve"]
-
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
+__all__ = ["allowed_hosts", "is_loopback", "serve"]
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``serve`` command's own options."""
-    parser.add_argument(
-        "--host",
-        default=DEFAULT_HOST,
-        help="address to listen on (default %(default)s; any other than loopback needs --token)",
-    )
-    parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help="port (default %(default)s; 0: any free)"
-    )
-    parser.add_argument("--tenant", help="show only this tenant's conversations and attachments")
-    parser.add_argument(
-        "--token",
-        default=os.environ.get("CONVSTORE_TOKEN") or None,
-        help="require this token on every request (env CONVSTORE_TOKEN); open the page once "
-        "with ?token=... or send 'Authorization: Bearer ...'",
-    )
+def allowed_hosts(host: str, extra: list[str]) -> list[str]:
+    """The Host names to answer: loopback names, the bound host unless a wildcard, ``extra``."""
+    from convstore.web._guard import DEFAULT_HOSTS
+
+    names = [*DEFAULT_HOSTS, *(name.strip().lower() for name in extra if name.strip())]
+    bound = host.strip("[]").lower()
+    try:
+        wildcard = ipaddress.ip_address(bound).is_unspecified
+    except ValueError:
+        wildcard = False
+    if bound and not wildcard:
+        names.append(bound)
+    return names
 
 
 def is_loopback(host: str) -> bool:
@@ -68,12 +63,13 @@ async def serve(args: argparse.Namespace) -> int:
     except ImportError as exc:  # uvicorn, or the extra's others (a MissingDependencyError)
         raise MissingDependencyError("convstore serve", exc.name or "uvicorn", "web") from exc
     async with existing_store(args) as store:
-        app = create_app(store, tenant=args.tenant, token=args.token)
+        hosts = allowed_hosts(args.host, args.allowed_host)
+        app = create_app(store, tenant=args.tenant, token=args.token, allowed_hosts=hosts)
         note = " (token required: open it once with ?token=...)" if args.token else ""
 
         def announce(host: str, port: int) -> None:
             shown = f"[{host}]" if ":" in host else host
             print(f"convstore inspector: http://{shown}:{port}/{note}", flush=True)
 
-        await run(app, host=args.host, port=args.port, announce=announce)
+        await run(app, host=args.host, port=args.port, announce=announce, access_log=not args.quiet)
     return 0

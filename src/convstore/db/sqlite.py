@@ -30,6 +30,9 @@ Invariants:
   compared in the benchmarks are), ``NORMAL`` on request; foreign keys enforced.
 - An in-memory database (``sqlite+aiosqlite://``) has a single connection for everything.
 - Migrations run on the writer connection in its thread, inside one transaction.
+- One hop per call: every statement of a read or write (and the WAL bound after a write) runs
+  in one hand-off to the connection's thread. `hops` counts hand-offs (a test holds each store
+  operation to one; a context switch and a wait that no instruction count shows).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
@@ -113,6 +116,8 @@ class SqliteBackend:
         self._writes_done = asyncio.Event()
         """Clear while a write runs (from its caller's task or the flusher): new ones queue."""
         self._writes_done.set()
+        self.hops = 0
+        """Hand-offs of work to a connection's thread so far (opening connections included)."""
 
     @property
     def database_path(self) -> Path | None:
@@ -142,7 +147,7 @@ class SqliteBackend:
         writer = self._require_writer()
         for attempt in range(1, _MAX_ATTEMPTS + 1):
             try:
-                await run_in_connection_thread(writer, prepare_schema, self._auto_migrate)
+                await self._hop(writer, prepare_schema, self._auto_migrate)
             except (sqlite3.Error, sa_exc.SQLAlchemyError) as exc:
                 if attempt < _MAX_ATTEMPTS and is_transient(exc):
                     await backoff(attempt)
@@ -168,11 +173,12 @@ class SqliteBackend:
         trace = self._trace if self._listeners else None
         for attempt in range(1, _MAX_ATTEMPTS + 1):
             try:
+                self.hops += 1  # aiosqlite opens the connection in its thread
                 conn = await daemon_connection(target)
             except sqlite3.Error as exc:
                 raise translate(exc) from exc
             try:
-                await run_in_connection_thread(conn, configure, pragmas, trace)
+                await self._hop(conn, configure, pragmas, trace)
             except BaseException as exc:
                 await close_quietly(conn)
                 if not isinstance(exc, sqlite3.Error):
@@ -191,9 +197,15 @@ class SqliteBackend:
             raise ClosedError("the store is not open: use `async with ConversationStore(...)`")
         return self._writer
 
+    def _hop(self, conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> Awaitable[T]:
+        """``fn(raw, *args)`` in ``conn``'s thread: one hand-off, counted."""
+        self.hops += 1
+        awaitable: Awaitable[T] = run_in_connection_thread(conn, fn, *args)
+        return awaitable
+
     async def _call(self, conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> T:
         try:
-            result: T = await run_in_connection_thread(conn, fn, *args)
+            result: T = await self._hop(conn, fn, *args)
         except (sqlite3.Error, sa_exc.SQLAlchemyError) as exc:
             # SQLAlchemy errors come from schema checks and migrations (Alembic runs on a
             # SQLAlchemy connection over this driver connection): a lock held past the busy
@@ -265,7 +277,7 @@ class SqliteBackend:
         failure: Exception | None = None
         for attempt in range(1, _MAX_ATTEMPTS + 1):
             try:
-                outcomes = await run_in_connection_thread(
+                outcomes = await self._hop(
                     writer, in_group_bounded, fns, self.statements, self._cache, self._wal
                 )
             except sqlite3.Error as exc:
@@ -369,7 +381,7 @@ class SqliteBackend:
     async def trace_all(self) -> None:
         """Start reporting statements on the connections already open."""
         for conn in [*self._readers, *([self._writer] if self._writer else [])]:
-            await run_in_connection_thread(conn, install_trace, self._trace)
+            await self._hop(conn, install_trace, self._trace)
 
     def _trace(self, sql: str) -> None:
         for listener in list(self._listeners):

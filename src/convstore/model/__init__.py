@@ -20,6 +20,7 @@ from convstore.model.parts import Part, ThinkingPart, ToolCallPart, ToolResultPa
 from convstore.model.records import NativeRecord, Usage
 from convstore.model.serialization import FORMAT_VERSION, dump_messages, load_messages
 from convstore.model.tool_definitions import TOOL_DEFINITIONS, ToolDefinition
+from convstore.model.tree import MessageTree, TreeNode
 
 __all__ = [
     "FORMAT_VERSION",
@@ -33,6 +34,7 @@ __all__ = [
     "FilePart",
     "JsonOutput",
     "Message",
+    "MessageTree",
     "NativeRecord",
     "OrphanResult",
     "Part",
@@ -46,6 +48,7 @@ __all__ = [
     "ToolDefinition",
     "ToolOutput",
     "ToolResultPart",
+    "TreeNode",
     "Usage",
     "dump_messages",
     "load_messages",

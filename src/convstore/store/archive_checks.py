@@ -112,31 +112,28 @@ def check_conversation(
 
 def _check(rows: ArchiveRows, tenant: str | None, max_size: int | None) -> CheckedConversation:
     (header,) = rows[schema.conversations.name]
-    for table in TABLES:
-        for index, row in enumerate(rows.get(table.name, [])):
-            _check_columns(table, index, row)
-        _check_unique(table, rows.get(table.name, []))
+    _check_columns(schema.conversations, 0, header)
     cid = header["id"]
-    if not isinstance(cid, str) or len(cid) > MAX_CONVERSATION_ID_LENGTH:
-        raise _Fault("conversations.id must be a conversation id")
+    if not isinstance(cid, str) or not 1 <= len(cid) <= MAX_CONVERSATION_ID_LENGTH:
+        raise _Fault("conversations[0].id must be a conversation id")
     owner = tenant if tenant is not None else header.get("tenant")
-    out: ArchiveRows = {}
+    out: ArchiveRows = {schema.conversations.name: [{**header, "tenant": owner}]}
     for table in TABLES:
-        if table.name in _DERIVED or table.name not in rows:
+        if table is schema.conversations:
             continue
         kept = []
-        for index, row in enumerate(rows[table.name]):
-            if table is schema.conversations:
-                kept.append({**row, "tenant": owner})
-                continue
+        for index, row in enumerate(rows.get(table.name, [])):
             named = row.get("conversation_id", cid)
             if named != cid:
                 raise _Fault(
                     f"{table.name}[{index}].conversation_id names conversation {named!r}, not "
                     f"the archive's own ({cid!r})"
                 )
+            _check_columns(table, index, row)
             kept.append({**row, "conversation_id": cid})
-        out[table.name] = kept
+        _check_unique(table, kept)
+        if kept and table.name not in _DERIVED:
+            out[table.name] = kept
     messages = _messages(out.get(schema.messages.name, []), max_size)
     by_seq = {m.seq: m for m in messages}
     _check_tree(header, messages)
@@ -273,6 +270,8 @@ def _messages(rows: list[dict[str, Any]], max_size: int | None) -> list[Message]
             message = Message.model_validate(fields)
         except ValidationError as exc:
             raise _Fault(f"{at}: {describe_validation_error(exc)}") from exc
+        except ConvstoreError as exc:
+            raise _Fault(f"{at}: {exc}") from exc
         try:
             check_messages([message], max_attachment_size=max_size)
         except ConvstoreError as exc:

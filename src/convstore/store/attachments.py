@@ -11,7 +11,9 @@ Invariants:
 - Bytes live in the namespace of the conversation's tenant (or the shared one, with global
   deduplication or no tenant): `namespace_of`.
 - Reads are hash-verified. A tenant asking for bytes no conversation of its own references is
-  told "not found", worded the same whether or not anyone stored them.
+  told "not found", worded the same whether or not anyone stored them. A render fetches only
+  bytes its conversation references (by its ``blob_refs`` rows, in their namespace), and its
+  errors name the digest, never a storage path.
 - Everything here works from a `BlobContext` (backend, blob store, dedupe mode), never the store.
 """
 
@@ -185,12 +187,22 @@ async def fetch_attachments(
     )
 
     async def fetch(sha: str) -> bytes | None:
+        namespace = namespaces.get(sha)
         async with limit:
             try:
-                return await blobs.namespace(namespaces.get(sha, "")).get(sha)
-            except (AttachmentNotFoundError, AttachmentCorruptedError):
+                if namespace is None:
+                    # A part the conversation holds no reference for (a row written past the
+                    # store's checks): its digest is no capability to read another's bytes.
+                    raise AttachmentNotFoundError.not_visible(sha)
+                return await blobs.namespace(namespace).get(sha)
+            except AttachmentNotFoundError as exc:
                 if missing == "error":
-                    raise
+                    # Named by digest alone: a storage path says where someone keeps bytes.
+                    raise AttachmentNotFoundError.not_visible(sha) from exc
+                return None
+            except AttachmentCorruptedError as exc:
+                if missing == "error":
+                    raise AttachmentCorruptedError(f"sha256:{sha}", exc.actual) from exc
                 return None
 
     ordered = sorted(hashes)

@@ -1,6 +1,6 @@
 """`ConversationStore`'s methods that change a history other than by appending to it.
 
-Undo (`pop`, `truncate`), `fork`, `branches`, `switch_branch`, `cancel_tool_calls` and
+Undo (`pop`, `truncate`), `fork`, `branches`, `tree`, `switch_branch`, `cancel_tool_calls` and
 `compact`. Each checks its arguments, opens one transaction and calls one function of
 `convstore.store.branches`, `convstore.store.writes` or `convstore.store.reads`, as every
 public method of the store does.
@@ -14,6 +14,7 @@ from typing import Any
 from convstore.db.tx import Tx
 from convstore.limits import check_seq, check_text
 from convstore.model import Branch, Compaction, Conversation, Message
+from convstore.model.tree import MessageTree
 from convstore.store import arguments, branches, conversations, reads, writes
 from convstore.store.connection import StoreConnection
 
@@ -88,6 +89,15 @@ class HistoryMethods(StoreConnection):
         """The tips of the conversation's message tree, by ``head_seq``; the active one marked."""
         self._check_ref(conversation_id, tenant)
         return await self._backend.read(lambda tx: reads.branches(tx, conversation_id, tenant))
+
+    async def tree(self, conversation_id: str, *, tenant: str | None = None) -> MessageTree:
+        """The shape of the conversation's history: each message's parent, and the head.
+
+        What a UI needs for sibling arrows and branch lists (`MessageTree.siblings`,
+        `MessageTree.newest_tip`) in one read of four small columns, no message decoded.
+        """
+        self._check_ref(conversation_id, tenant)
+        return await self._backend.read(lambda tx: reads.message_tree(tx, conversation_id, tenant))
 
     async def switch_branch(
         self,

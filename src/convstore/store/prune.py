@@ -127,7 +127,12 @@ async def prune(
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise InvalidInputError("batch must be a positive int")
     check_text(tenant, "tenant")
-    cutoff = arguments.now() - older_than
+    try:
+        cutoff = arguments.now() - older_than
+    except OverflowError as exc:
+        raise InvalidInputError(
+            f"older_than reaches back before the year 1 ({older_than.days:,} days)"
+        ) from exc
     after: tuple[Any, str] | None = None
     deleted = kept = examined = 0
     while True:

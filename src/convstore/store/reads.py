@@ -28,6 +28,7 @@ from convstore.db.mapping import (
 )
 from convstore.db.tx import Row, Tx
 from convstore.errors import ConversationNotFoundError, MessageNotFoundError
+from convstore.limits import MAX_SEQ
 from convstore.model import (
     Branch,
     Conversation,
@@ -38,6 +39,7 @@ from convstore.model import (
     ToolOutput,
     ToolResultPart,
 )
+from convstore.model.tree import MessageTree, TreeNode
 from convstore.store.lifecycle import path_lifecycles
 from convstore.store.message_cache import MessageCache
 from convstore.store.message_reads import MessageDecoder, TxMessages
@@ -276,7 +278,10 @@ def _load_other_path(
     here. The whole path is read: its lifecycles depend on all of it.
     """
     st, codec, cid = tx.statements, tx.codec, reader.cid
-    params = {"cid": cid, "head": head_seq, "before": head_seq + 1, "n": _NO_LIMIT}
+    # ``seq < before``: bounded so that a head of MAX_SEQ (no message has it) binds as a 64-bit
+    # integer and finds nothing, instead of overflowing the driver.
+    before = min(head_seq + 1, MAX_SEQ)
+    params = {"cid": cid, "head": head_seq, "before": before, "n": _NO_LIMIT}
     if header[10]:
         path = reader.read(st.select_path_window, st.select_path_window_keys, params)
     else:
@@ -348,6 +353,21 @@ def branches(tx: Tx, cid: str, tenant: str | None) -> list[Branch]:
                 Branch(head_seq=seq, active=seq == head, created_at=tx.codec.load_time(created))
             )
     return found
+
+
+def message_tree(tx: Tx, cid: str, tenant: str | None) -> MessageTree:
+    """Every message's place in the tree, and the stored head."""
+    rows = tx.fetch(
+        tx.statements.select_conversation.pick(tenant), {"cid": cid, "for_tenant": tenant}
+    )
+    if not rows:
+        raise ConversationNotFoundError(cid)
+    load_time = tx.codec.load_time
+    nodes = tuple(
+        TreeNode(seq=seq, parent_seq=parent, role=Role(role), created_at=load_time(created))
+        for seq, parent, role, created in tree(tx, cid)
+    )
+    return MessageTree(nodes=nodes, head_seq=rows[0][8])
 
 
 def attachment_namespaces(tx: Tx, sha256: str, tenant: str | None) -> list[str]:

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import zipfile
+import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -40,7 +42,7 @@ from sqlalchemy import Select, bindparam, select
 from convstore.blobs import BlobStore, StoredBlob
 from convstore.db import schema
 from convstore.db.tx import Tx
-from convstore.errors import MalformedExportError
+from convstore.errors import AttachmentNotFoundError, InvalidInputError, MalformedExportError
 from convstore.progress import Progress, silent
 from convstore.store import arguments
 from convstore.store.archive_checks import CheckedConversation, check_conversation
@@ -56,6 +58,15 @@ if TYPE_CHECKING:
 __all__ = ["RestoreLimits", "RestoreReport", "restore_archive"]
 
 _CHUNK: Final = 1 << 20
+_ZIP_ERRORS: Final = (
+    OSError,
+    EOFError,
+    ValueError,
+    NotImplementedError,  # a compression method zipfile does not read
+    zipfile.BadZipFile,
+    zlib.error,  # damaged deflate data
+)
+"""What reading a damaged or hostile zip raises."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +78,12 @@ class RestoreLimits:
     naming the member; the conversations before it stay written.
     """
 
-    member_bytes: int = 64 * 1024 * 1024
+    member_bytes: int = 32 * 1024 * 1024
     """Largest conversation file (or manifest): it is parsed whole, so it bounds memory."""
-    json_items: int = 2_000_000
-    """Most ``{``, ``[`` and ``,`` characters in one such file (strings included): bounds the
-    objects a parse builds (an empty array costs 64 bytes for the 3 characters ``[],``)."""
+    json_items: int = 1_000_000
+    """Most JSON items in one such file (each ``{``, ``[`` and ``,`` outside strings): bounds the
+    objects a parse builds, which the size alone does not (``[],`` is 3 bytes, 64 in memory).
+    A conversation's rows hold 30 to 50 items per message."""
     total_bytes: int = 64 * 1024**3
     """Everything one restore reads, blobs included."""
 
@@ -109,7 +121,7 @@ class _Archive:
         self.read_so_far = 0
         try:
             self.zip = zipfile.ZipFile(path)
-        except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        except _ZIP_ERRORS as exc:
             raise MalformedExportError(f"not a readable zip: {exc}", position=str(path)) from exc
         try:
             self._read_manifest()
@@ -153,14 +165,14 @@ class _Archive:
             raise MalformedExportError(
                 "missing from the archive", position=self.at(member)
             ) from exc
-        except (OSError, zipfile.BadZipFile, ValueError, NotImplementedError) as exc:
+        except _ZIP_ERRORS as exc:
             raise MalformedExportError(f"unreadable: {exc}", position=self.at(member)) from exc
 
     def chunk(self, stream: IO[bytes], member: str, size: int) -> bytes:
         """Up to ``size`` bytes of ``member``, counted against the whole restore's limit."""
         try:
             data = stream.read(size)
-        except (OSError, zipfile.BadZipFile, ValueError, EOFError) as exc:
+        except _ZIP_ERRORS as exc:
             raise MalformedExportError(f"unreadable: {exc}", position=self.at(member)) from exc
         self.read_so_far += len(data)
         if self.read_so_far > self.limits.total_bytes:
@@ -188,7 +200,7 @@ class _Archive:
                     )
         data = b"".join(pieces)
         del pieces
-        items = data.count(b"{") + data.count(b"[") + data.count(b",")
+        items = _json_items(data)
         if items > self.limits.json_items:
             raise MalformedExportError(
                 f"holds {items:,} JSON items, more than the {self.limits.json_items:,} a restore "
@@ -211,6 +223,15 @@ class _Archive:
 
     def close(self) -> None:
         self.zip.close()
+
+
+_STRING: Final = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"')
+
+
+def _json_items(data: bytes) -> int:
+    """How many ``{``, ``[`` and ``,`` of ``data`` lie outside JSON strings."""
+    bare = _STRING.sub(b"", data)
+    return bare.count(b"{") + bare.count(b"[") + bare.count(b",")
 
 
 def _text(value: Any) -> str:
@@ -246,7 +267,14 @@ async def restore_archive(
                 max_attachment_size=store.blob_store.max_size,
             )
             del rows
-            await _restore_one(store, archive, checked, report)
+            try:
+                await _restore_one(store, archive, checked, report)
+            except MalformedExportError:
+                raise
+            except (InvalidInputError, AttachmentNotFoundError) as exc:
+                # What `write_tree` refuses (a header or message check, a blob the tenant
+                # cannot see) is this member's fault: say which.
+                raise MalformedExportError(str(exc), position=archive.at(member)) from exc
             progress("restoring conversations", done, len(archive.files))
     finally:
         await asyncio.to_thread(archive.close)

@@ -5,7 +5,11 @@ Invariants:
 - With a token, every request carries it (``Authorization: Bearer``, or the cookie set when a
   browser first opens a page with ``?token=``), compared in constant time; otherwise 401,
   before routing, so nothing about the store leaks to a caller without it.
-- Read-only: any method but GET is 405, on every path.
+- The ``Host`` header names an allowed host (loopback names by default, `DEFAULT_HOSTS`),
+  else 421 before anything else: a page on another site that rebinds its own name to
+  127.0.0.1 (DNS rebinding) reaches the inspector with its own name as the host, and is
+  refused.
+- Read-only: any method but GET (and HEAD, GET without the body) is 405, on every path.
 - Every response says ``X-Content-Type-Options: nosniff``, refuses framing and referrers, and
   carries a Content-Security-Policy: pages may load only this app's stylesheet and images and
   run no script at all; a response that sets its own (attachments) keeps it.
@@ -14,6 +18,7 @@ Invariants:
 from __future__ import annotations
 
 import hmac
+import ipaddress
 from http.cookies import SimpleCookie
 from typing import Final
 from urllib.parse import parse_qsl
@@ -21,7 +26,7 @@ from urllib.parse import parse_qsl
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["PAGE_CSP", "TOKEN_COOKIE", "Guard"]
+__all__ = ["DEFAULT_HOSTS", "PAGE_CSP", "TOKEN_COOKIE", "Guard", "host_allowed"]
 
 TOKEN_COOKIE: Final = "convstore_token"  # noqa: S105 - a cookie name, not a secret
 
@@ -29,6 +34,9 @@ PAGE_CSP: Final = (
     "default-src 'none'; img-src 'self'; style-src 'self'; form-action 'self'; "
     "base-uri 'none'; frame-ancestors 'none'"
 )
+
+DEFAULT_HOSTS: Final = ("localhost", "127.0.0.1", "::1")
+"""Host names allowed by default: this machine's (every 127.0.0.0/8 address counts too)."""
 
 _ALWAYS: Final = (
     (b"x-content-type-options", b"nosniff"),
@@ -41,13 +49,20 @@ _ALWAYS: Final = (
 class Guard:
     """Token check, method check and security headers around the inspector's routes."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None) -> None:
+    def __init__(
+        self, app: ASGIApp, *, token: str | None, allowed_hosts: frozenset[str] | None
+    ) -> None:
         self._app = app
         self._token = token.encode("utf-8") if token is not None else None
+        self._hosts = allowed_hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
+            return
+        if self._hosts is not None and not host_allowed(_header(scope, b"host"), self._hosts):
+            body = b"this host name is not served here (convstore serve --allowed-host NAME)\n"
+            await _respond(send, 421, body, [])
             return
         login: list[tuple[bytes, bytes]] = []
         if self._token is not None:
@@ -65,9 +80,9 @@ class Guard:
                     [(b"www-authenticate", b'Bearer realm="convstore"')],
                 )
                 return
-        if scope["method"] != "GET":
+        if scope["method"] not in ("GET", "HEAD"):
             body = b"the inspector is read-only: GET only\n"
-            await _respond(send, 405, body, [(b"allow", b"GET")])
+            await _respond(send, 405, body, [(b"allow", b"GET, HEAD")])
             return
         await self._app(scope, receive, _secured(send, login))
 
@@ -76,6 +91,29 @@ class Guard:
         if presented is None:
             return False
         return hmac.compare_digest(presented.encode("utf-8", "surrogateescape"), self._token)
+
+
+def host_allowed(host: str | None, allowed: frozenset[str]) -> bool:
+    """Whether a ``Host`` header (``name[:port]``, ``[v6]:port``) names an allowed host.
+
+    ``allowed`` holds lower-case names; every loopback IP address is allowed with
+    ``127.0.0.1``. No header at all (HTTP/1.0) is refused: the check cannot be made.
+    """
+    if not host:
+        return False
+    name = host.strip().lower()
+    if name.startswith("["):
+        name = name[1:].partition("]")[0]
+    elif name.count(":") == 1:
+        name = name.partition(":")[0]
+    name = name.rstrip(".")
+    if name in allowed:
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return address.is_loopback and "127.0.0.1" in allowed
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

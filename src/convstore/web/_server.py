@@ -25,7 +25,24 @@ class _AnnouncingServer(uvicorn.Server):
             self._announce(str(host), int(port))
 
 
-async def run(app: ASGIApp, *, host: str, port: int, announce: Callable[[str, int], None]) -> None:
-    """Serve ``app`` until interrupted (Ctrl-C or SIGTERM end it cleanly)."""
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", server_header=False)
+async def run(
+    app: ASGIApp,
+    *,
+    host: str,
+    port: int,
+    announce: Callable[[str, int], None],
+    access_log: bool = True,
+) -> None:
+    """Serve ``app`` until interrupted (Ctrl-C or SIGTERM end it cleanly).
+
+    ``access_log``: one line per request on stderr (uvicorn's access log).
+    """
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="info" if access_log else "warning",
+        access_log=access_log,
+        server_header=False,
+    )
     await _AnnouncingServer(config, announce).serve()

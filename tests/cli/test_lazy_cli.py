@@ -1,0 +1,119 @@
+"""The command line and ``import convstore`` load only what they use.
+
+- ``convstore --help`` (and a usage error) imports no SQLAlchemy, pydantic, asyncio or
+  provider module: only the parser (`convstore.cli.parser`) and the error classes.
+- ``import convstore`` loads the error classes only; every other public name loads its module
+  on first use and is the object its module defines.
+- The names the parser spells out (targets, formats, the default URL) are the library's.
+- Every command's handler is an async function where the command table says it is.
+
+Timing (the ratio against ``python -c pass``) is measured by ``bench/cli_startup.py``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+from typing import get_args
+
+import pytest
+
+import convstore
+from convstore.cli.parser import (
+    COMMANDS,
+    DEFAULT_URL,
+    EXPORT_FORMATS,
+    PAYLOAD_FORMATS,
+    REASONING_POLICIES,
+    RENDER_TARGETS,
+    load_handler,
+)
+
+HEAVY = ("sqlalchemy", "pydantic", "pydantic_core", "asyncio", "alembic", "aiosqlite", "fsspec")
+
+
+def _modules_after(code: str) -> list[str]:
+    """The modules loaded by ``code`` in a fresh interpreter."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return loaded
+
+
+def _heavy(modules: list[str]) -> list[str]:
+    return [
+        m
+        for m in modules
+        if m.split(".")[0] in HEAVY
+        or m.startswith(("convstore.providers", "convstore.store", "convstore.db"))
+    ]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["search", "--help"], ["import", "--help"], ["serve", "--port", "99999"]],
+    ids=["help", "search-help", "import-help", "usage-error"],
+)
+def test_help_and_usage_errors_import_nothing_heavy(argv: list[str]) -> None:
+    code = (
+        "import contextlib, io\n"
+        "from convstore.cli import main\n"
+        "out, err = io.StringIO(), io.StringIO()\n"
+        "with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):\n"
+        "    try:\n"
+        f"        main({argv!r})\n"
+        "    except SystemExit:\n"
+        "        pass"
+    )
+    loaded = _modules_after(code)
+    assert "convstore.cli.parser" in loaded
+    assert _heavy(loaded) == []
+
+
+def test_import_convstore_loads_the_errors_only() -> None:
+    loaded = _modules_after("import convstore")
+    assert [m for m in loaded if m.startswith("convstore")] == ["convstore", "convstore.errors"]
+    assert _heavy(loaded) == []
+
+
+def test_a_public_name_loads_its_module_on_first_use() -> None:
+    loaded = _modules_after("import convstore\nconvstore.TextPart")
+    assert "convstore.model" in loaded
+    assert "sqlalchemy" not in loaded  # the model does not need the database layer
+
+
+def test_every_public_name_is_its_modules_object() -> None:
+    lazy = convstore._LAZY
+    from convstore import errors
+
+    eager = {name for name in convstore.__all__ if hasattr(errors, name)}
+    assert set(lazy) | eager | {"__version__"} == set(convstore.__all__)
+    assert not set(lazy) & eager
+    for name, module in lazy.items():
+        assert getattr(convstore, name) is getattr(sys.modules[module], name), name
+    assert set(dir(convstore)) >= set(convstore.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        convstore.nothing_here  # noqa: B018
+
+
+def test_the_parser_names_are_the_librarys() -> None:
+    from convstore.db import DEFAULT_URL as LIBRARY_DEFAULT_URL
+    from convstore.imports import FORMATS
+    from convstore.providers import SOURCES
+    from convstore.transcript.reasoning import ReasoningPolicy
+
+    assert DEFAULT_URL == LIBRARY_DEFAULT_URL
+    assert RENDER_TARGETS == convstore.TARGETS
+    assert set(PAYLOAD_FORMATS) == {*SOURCES, "mistral", "kimi"}
+    assert set(EXPORT_FORMATS) == set(FORMATS)
+    assert get_args(ReasoningPolicy) == REASONING_POLICIES
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.name)
+def test_every_handler_is_an_async_function(command: object) -> None:
+    from convstore.cli.parser import Command
+
+    assert isinstance(command, Command)
+    assert inspect.iscoroutinefunction(load_handler(command))
