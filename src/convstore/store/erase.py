@@ -17,7 +17,9 @@ Invariants:
   any more, and the transaction records them (`convstore.store.released_blobs`): the next
   garbage collection deletes them whatever their age, or ``now=True`` deletes them at once.
   Either way through garbage collection's own marking protocol, so an append racing to
-  reference the same bytes stores them again rather than losing them.
+  reference the same bytes stores them again rather than losing them. An append whose bytes
+  went in while the erase ran, and whose rows then find the conversation gone, records its
+  bytes as released too (`released_blobs.release_after_failure`).
 """
 
 from __future__ import annotations
@@ -104,13 +106,7 @@ def _erase(tx: Tx, tenant: str) -> tuple[dict[str, int], list[released_blobs.Rel
     tx.fetch(_lock(), params)
     blobs = [(row[0], row[1]) for row in tx.fetch(_referenced(), params)]
     rows = {table.name: tx.execute(_delete(table), params) for table in reversed(TABLES)}
-    st = tx.statements
-    released = [
-        (ns, sha)
-        for ns, sha in blobs
-        if not tx.fetch(st.select_blob_referenced_in, {"namespace": ns, "sha256": sha})
-    ]
-    records = released_blobs.record(tx, released, datetime.now(UTC))
+    records = released_blobs.release_unreferenced(tx, blobs, datetime.now(UTC))
     return {name: n for name, n in rows.items() if n}, records
 
 
@@ -122,6 +118,8 @@ async def erase_tenant(
         raise InvalidInputError("erase_tenant needs a tenant (a non-empty string)")
     check_text(tenant, "tenant")
     rows, released = await store.backend.write(lambda tx: _erase(tx, tenant))
+    # The search index drops the erased documents and every segment that held them.
+    await store.search_index.purge(tenant)
     progress("erasing tenant", 1, 1)
     labels = [f"{ns}:{sha}" if ns else sha for ns, sha, _ in released]
     deleted = await collect_released(store, released, progress=progress) if now else []
