@@ -463,15 +463,21 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         )
 
     async def erase_tenant(
-        self, tenant: str, *, now: bool = False, progress: Progress = silent
+        self,
+        tenant: str,
+        *,
+        now: bool = False,
+        compact: bool = False,
+        progress: Progress = silent,
     ) -> EraseReport:
         """Delete every row of ``tenant`` in one transaction; what was removed.
 
         Blobs nothing references any more are deleted by the next gc, or at once with ``now``
-        (`convstore.store.erase`).
+        (`convstore.store.erase`). ``compact`` then rewrites the database (SQLite ``VACUUM``,
+        PostgreSQL ``VACUUM FULL``) so the deleted rows leave its files too.
         """
         self._require_open()
-        return await erase_tenant(self, tenant, now=now, progress=progress)
+        return await erase_tenant(self, tenant, now=now, compact=compact, progress=progress)
 
     async def prune(
         self,
