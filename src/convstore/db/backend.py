@@ -53,6 +53,11 @@ class Backend(Protocol):
         """The statements compiled for this dialect."""
         ...
 
+    @property
+    def write_listeners(self) -> list[Callable[[], None]]:
+        """Called (on the event loop) after each write commits."""
+        ...
+
     async def connect(self) -> None:
         """Connect without looking at the schema."""
         ...

@@ -164,6 +164,8 @@ class PostgresBackend:
         self._bind_names = _BindNames()
         self._engine: AsyncEngine | None = None
         self._listeners: list[Callable[[str], None]] = []
+        self.write_listeners: list[Callable[[], None]] = []
+        """Called (on the event loop) after each write commits (see `SqliteBackend`)."""
         self._orphans: set[asyncio.Future[Any]] = set()
         """Operations still running for callers that were cancelled (see `_to_the_end`)."""
 
@@ -270,7 +272,10 @@ class PostgresBackend:
                 raise _Abandoned  # roll back: nobody is waiting for this write any more
             return result
 
-        return await self._to_the_end(self._write(unless_abandoned), on_cancel=abandoned.set)
+        result = await self._to_the_end(self._write(unless_abandoned), on_cancel=abandoned.set)
+        for listener in self.write_listeners:
+            listener()
+        return result
 
     async def _write(self, fn: Callable[[Tx], T]) -> T:
         engine = self.engine
@@ -305,7 +310,11 @@ class PostgresBackend:
         committed is unknown, so it is not retried. Cancelling the caller lets the statement
         finish in the background (see `_to_the_end`): once sent, it commits or fails whole.
         """
-        return await self._to_the_end(self._fetch_one_statement(sql, arguments))
+        row = await self._to_the_end(self._fetch_one_statement(sql, arguments))
+        if row is not None:
+            for listener in self.write_listeners:
+                listener()
+        return row
 
     async def _fetch_one_statement(self, sql: str, arguments: Sequence[Any]) -> Any | None:
         import asyncpg  # the driver of every URL this backend serves besides SQLite's

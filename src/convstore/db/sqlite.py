@@ -116,6 +116,9 @@ class SqliteBackend:
         self._writes_done = asyncio.Event()
         """Clear while a write runs (from its caller's task or the flusher): new ones queue."""
         self._writes_done.set()
+        self.write_listeners: list[Callable[[], None]] = []
+        """Called (on the event loop) after each write commits: derived data that follows
+        writes (the deferred search index) learns of them without a statement."""
         self.hops = 0
         """Hand-offs of work to a connection's thread so far (opening connections included)."""
 
@@ -170,6 +173,9 @@ class SqliteBackend:
             if self._path is not None:
                 pragmas.append("PRAGMA journal_mode = WAL")
             pragmas.append(f"PRAGMA synchronous = {self._synchronous}")
+            # Deleted rows are overwritten, whatever the build's default (issue 32: an erased
+            # tenant's text must not stay in free pages).
+            pragmas.append("PRAGMA secure_delete = ON")
         trace = self._trace if self._listeners else None
         for attempt in range(1, _MAX_ATTEMPTS + 1):
             try:
@@ -232,6 +238,8 @@ class SqliteBackend:
             finally:
                 self._hand_over()
         result: T = await write.future
+        for listener in self.write_listeners:
+            listener()
         return result
 
     def _hand_over(self) -> None:

@@ -196,7 +196,7 @@ def _write(tx: Any, target: _Target, entries: list[_Entry], stored: Sequence[Mes
             if when != now:
                 dated.append({"cid": cid, "at_seq": message.seq, "at": tx.codec.dump_time(when)})
         written += len(chain)
-        files += sum(len(m.files) for m in chain)
+        files += sum(f.attachment is not None for m in chain for f in m.files)
         chain.clear()
 
     dated: list[dict[str, Any]] = []

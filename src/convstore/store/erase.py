@@ -132,6 +132,8 @@ async def erase_tenant(
         raise InvalidInputError("erase_tenant needs a tenant (a non-empty string)")
     check_text(tenant, "tenant")
     rows, released = await store.backend.write(lambda tx: _erase(tx, tenant))
+    # The search index drops the erased documents and every segment that held them.
+    await store.search_index.purge(tenant)
     progress("erasing tenant", 1, 1)
     labels = [f"{ns}:{sha}" if ns else sha for ns, sha, _ in released]
     deleted = await collect_released(store, released, progress=progress) if now else []
