@@ -244,6 +244,24 @@ class PostgresBackend:
         except (sa_exc.SQLAlchemyError, OSError) as exc:
             raise translate(exc) from exc
 
+    async def compact(self) -> None:
+        """``VACUUM FULL`` every table of the database: rewritten with live rows only.
+
+        A delete leaves the old row versions in the table files until a vacuum, and a plain
+        ``VACUUM`` only marks their space reusable; ``VACUUM FULL`` writes each table anew,
+        holding an exclusive lock on it meanwhile (reads and writes of that table wait). The
+        write-ahead log, its archive, replicas and backups still hold what they held
+        (docs/data-in-and-out.md).
+        """
+        try:
+            async with self.engine.connect() as plain:
+                conn = await plain.execution_options(isolation_level="AUTOCOMMIT")
+                names = await conn.run_sync(_own_tables)
+                for name in names:
+                    await conn.execute(text(f'VACUUM FULL "{name}"'))
+        except (sa_exc.SQLAlchemyError, OSError) as exc:
+            raise translate(exc) from exc
+
     async def write(self, fn: Callable[[Tx], T]) -> T:
         """Run ``fn`` in one transaction, retrying the whole of it on transient failures.
 
@@ -457,3 +475,14 @@ def _never_sent(exc: BaseException) -> bool:
     import asyncpg
 
     return isinstance(exc, asyncpg.InternalClientError) and "cannot switch to state" in str(exc)
+
+
+def _own_tables(conn: Connection) -> list[str]:
+    """The tables (and partitions) of the connection's schema, for `PostgresBackend.compact`."""
+    rows = conn.execute(
+        text(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'm') ORDER BY 1"
+        )
+    )
+    return [str(row[0]) for row in rows]

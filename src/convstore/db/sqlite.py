@@ -366,6 +366,22 @@ class SqliteBackend:
                 return
         self._idle.append(conn)
 
+    async def compact(self) -> None:
+        """Rewrite the file without its free pages (``VACUUM``) and empty the WAL.
+
+        Deleted rows' bytes can linger in free pages and in the WAL (``secure_delete`` zeroes
+        pages as they are freed, where the build or the store turns it on); this leaves the
+        live rows only. Writes wait meanwhile; it takes about as long as copying the file.
+        """
+        writer = self._require_writer()
+        while not self._writes_done.is_set():
+            await self._writes_done.wait()
+        self._writes_done.clear()
+        try:
+            await self._call(writer, _vacuum)
+        finally:
+            self._hand_over()
+
     async def close(self) -> None:
         """Close every connection (idempotent), once the writes already queued are done."""
         await self._writes_done.wait()
@@ -399,3 +415,8 @@ class SqliteBackend:
     def _trace(self, sql: str) -> None:
         for listener in list(self._listeners):
             listener(sql)
+
+
+def _vacuum(raw: sqlite3.Connection) -> None:
+    raw.execute("VACUUM")
+    raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
