@@ -136,7 +136,8 @@ $(PAI_STAMP): pyproject.toml constraints-pydantic-ai.txt
 test-pydantic-ai: $(PAI_STAMP)
 	$(PAI_VENV)/bin/mypy
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_pydantic_ai.py tests/integrations/test_pydantic_ai_fidelity.py \
-		tests/integrations/test_pydantic_ai_docs.py tests/integrations/test_pydantic_ai_crash.py
+		tests/integrations/test_pydantic_ai_docs.py tests/integrations/test_pydantic_ai_crash.py \
+		tests/mcp_server/test_pydantic_ai_client.py
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_docs_blocks.py -k pydantic_ai
 
 $(ADK_STAMP): pyproject.toml constraints-google-adk.txt
