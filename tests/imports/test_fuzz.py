@@ -17,6 +17,7 @@ each format (`tests.imports.exports`), derandomised by seed.
 from __future__ import annotations
 
 import json
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -142,7 +143,7 @@ def test_converting_mutants(fmt: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("fmt", sorted(_FORMATS))
 async def test_importing_mutants(fmt: str, store: ConversationStore, tmp_path: Path) -> None:
-    c, n = chatgpt_rich()
+    _, n = chatgpt_rich()  # its asset ids are fixed: the mutants point at these files
     (tmp_path / f"{n['image']}-porto.png").write_bytes(png(seed=1))
     (tmp_path / "dalle-generations").mkdir()
     (tmp_path / "dalle-generations" / f"{n['dalle_image']}-tram.webp").write_bytes(png(seed=2))
@@ -160,21 +161,19 @@ async def test_importing_mutants(fmt: str, store: ConversationStore, tmp_path: P
     name = "conversations.json" if fmt != "openwebui-export" else "chat-export.json"
     (tmp_path / name).write_text("[" + ",".join(texts) + "]")
 
-    report = await import_file(store, tmp_path, fmt)
+    tenant = f"fuzz-{uuid.uuid4()}"  # the session's PostgreSQL database is shared
+    report = await import_file(store, tmp_path, fmt, tenant=tenant)
 
     unexpected = [e for e in report.errors if "unexpected" in e]
     assert not unexpected, unexpected[:3]
     assert (
         report.imported["conversation"] + len(report.errors) + report.present["conversation"] >= 1
     )
-    page = await store.list_conversations(limit=10_000)
     loaded = 0
-    for summary in page:
-        if not summary.id.startswith(fmt.split("-")[0]):
-            continue
-        for tip in await store.branches(summary.id):
-            await store.load(summary.id, head_seq=tip.head_seq)
-        await store.load(summary.id)
+    for summary in await store.list_conversations(tenant=tenant, limit=1_000):
+        for tip in await store.branches(summary.id, tenant=tenant):
+            await store.load(summary.id, head_seq=tip.head_seq, tenant=tenant)
+        await store.load(summary.id, tenant=tenant)
         loaded += 1
     print(fmt, "imported", report.imported, "refused", len(report.errors), "loaded", loaded)
     assert loaded >= 30
