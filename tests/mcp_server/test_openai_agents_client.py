@@ -64,7 +64,7 @@ async def _run_agent(server: MCPServer, database: Database) -> None:
     assert {tool.name for tool in first.tools} >= TOOLS
     searched = _output(second.input, "c1")
     assert database.mine.corpus["ja"] in searched
-    assert "東京タワー" in searched or "\\u6771\\u4eac" in searched
+    assert "⟦東京タワー⟧" in searched
     assert database.theirs.corpus["ja"] not in searched  # the server's tenant only
     assert "SMTP relay refused the message" in _output(third.input, "c2")
     model.assert_complete()

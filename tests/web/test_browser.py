@@ -157,7 +157,10 @@ def server(demo: tuple[Path, int, Hostile]) -> Iterator[str]:
     # Stopped by SIGTERM, as a service manager stops it: uvicorn finishes its shutdown and
     # then ends by that signal; nothing may have gone wrong on the way.
     assert process.returncode in (0, -signal.SIGTERM)
-    assert "Traceback" not in (where / "serve.log").read_text()
+    log = (where / "serve.log").read_text()
+    assert "Traceback" not in log
+    # An access log line per request (convstore serve without --quiet).
+    assert '"GET / HTTP/1.1" 200' in log
 
 
 @pytest.fixture(scope="module")

@@ -294,8 +294,10 @@ async def test_downloads_keep_their_names_and_text_is_text(
             "attachment; filename=\"Itiner_rio.txt\"; filename*=UTF-8''Itiner%C3%A1rio.txt"
         )
         assert response.headers["x-content-type-options"] == "nosniff"
-        icon = await http.get("/static/favicon.svg")
-        assert icon.status_code == 200
+        for icon_path in ("/static/favicon.svg", "/favicon.ico"):
+            icon = await http.get(icon_path)
+            assert icon.status_code == 200
+            assert icon.headers["content-type"].startswith("image/svg+xml")
         assert 'rel="icon"' in page
 
 
@@ -309,3 +311,18 @@ async def test_follow_mode_reloads_without_script(store: ConversationStore, tena
     assert followed.headers["refresh"] == "3"
     assert "script-src" not in followed.headers["content-security-policy"]
     assert 'data-link="follow" class="following"' in followed.text
+
+
+async def test_empty_hidden_nodes_are_one_muted_line(store: ConversationStore, tenant: str) -> None:
+    conversation = await store.create_conversation(tenant=tenant)
+    await store.append(
+        conversation.id, [Message.system(""), Message.system("  \n"), Message.user("Hello")]
+    )
+    async with client(create_app(store, tenant=tenant)) as http:
+        page = (await http.get(f"/conversations/{conversation.id}")).text
+    articles = _articles(page)
+    for seq in (1, 2):
+        assert "empty-msg" in articles[seq]
+        assert "(empty system message)" in articles[seq]
+        assert "data-markdown" not in articles[seq]
+    assert "empty-msg" not in articles[3]

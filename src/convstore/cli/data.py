@@ -99,7 +99,9 @@ async def erase(args: argparse.Namespace) -> int:
                 print("nothing erased", file=sys.stderr)
                 return 1
         with ProgressReporter() as progress:
-            report = await store.erase_tenant(args.tenant, now=args.now, progress=progress)
+            report = await store.erase_tenant(
+                args.tenant, now=args.now, compact=args.compact, progress=progress
+            )
     for table, count in sorted(report.rows.items()):
         print(f"{table}: {plural(count, 'row')} deleted")
     released = len(report.released)
@@ -107,6 +109,8 @@ async def erase(args: argparse.Namespace) -> int:
         print(f"blobs: {len(report.deleted):,} of {released:,} no longer referenced deleted")
     else:
         print(f"blobs: {released:,} no longer referenced; the next 'convstore gc' deletes them")
+    if args.compact:
+        print("database compacted: the erased rows are gone from its files")
     print(f"erased tenant {report.tenant!r}: {plural(report.conversations, 'conversation')}")
     return 0
 

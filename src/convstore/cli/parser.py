@@ -398,6 +398,12 @@ def _erase_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="erase without asking (required when stdin is not a terminal)",
     )
+    parser.add_argument(
+        "--compact",
+        action="store_true",
+        help="then rewrite the database so the erased rows leave its files (SQLite VACUUM, "
+        "PostgreSQL VACUUM FULL: each table is locked while it is rewritten)",
+    )
 
 
 def _prune_options(parser: argparse.ArgumentParser) -> None:

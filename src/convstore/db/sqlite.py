@@ -123,6 +123,11 @@ class SqliteBackend:
         """Hand-offs of work to a connection's thread so far (opening connections included)."""
 
     @property
+    def writing(self) -> bool:
+        """Whether a write of this backend is running or queued."""
+        return not self._writes_done.is_set()
+
+    @property
     def database_path(self) -> Path | None:
         """The database file, or ``None`` in memory."""
         return self._path
@@ -361,6 +366,22 @@ class SqliteBackend:
                 return
         self._idle.append(conn)
 
+    async def compact(self) -> None:
+        """Rewrite the file without its free pages (``VACUUM``) and empty the WAL.
+
+        Deleted rows' bytes can linger in free pages and in the WAL (``secure_delete`` zeroes
+        pages as they are freed, where the build or the store turns it on); this leaves the
+        live rows only. Writes wait meanwhile; it takes about as long as copying the file.
+        """
+        writer = self._require_writer()
+        while not self._writes_done.is_set():
+            await self._writes_done.wait()
+        self._writes_done.clear()
+        try:
+            await self._call(writer, _vacuum)
+        finally:
+            self._hand_over()
+
     async def close(self) -> None:
         """Close every connection (idempotent), once the writes already queued are done."""
         await self._writes_done.wait()
@@ -394,3 +415,8 @@ class SqliteBackend:
     def _trace(self, sql: str) -> None:
         for listener in list(self._listeners):
             listener(sql)
+
+
+def _vacuum(raw: sqlite3.Connection) -> None:
+    raw.execute("VACUUM")
+    raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()

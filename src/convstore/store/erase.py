@@ -20,6 +20,10 @@ Invariants:
   reference the same bytes stores them again rather than losing them. An append whose bytes
   went in while the erase ran, and whose rows then find the conversation gone, records its
   bytes as released too (`released_blobs.release_after_failure`).
+- Deleted rows can outlive the delete in the database's files (SQLite free pages and WAL;
+  PostgreSQL dead row versions until a ``VACUUM FULL``, and its WAL). ``compact=True``
+  (``erase --compact``) rewrites the database afterwards; docs/data-in-and-out.md says what
+  remains even then.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Delete, Select, Table, bindparam, delete, select
 
 from convstore.db import schema
+from convstore.db.backend import compact as compact_database
 from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError
 from convstore.limits import check_text
@@ -111,9 +116,18 @@ def _erase(tx: Tx, tenant: str) -> tuple[dict[str, int], list[released_blobs.Rel
 
 
 async def erase_tenant(
-    store: StoreConnection, tenant: str, *, now: bool = False, progress: Progress = silent
+    store: StoreConnection,
+    tenant: str,
+    *,
+    now: bool = False,
+    compact: bool = False,
+    progress: Progress = silent,
 ) -> EraseReport:
-    """Erase every conversation of ``tenant``; with ``now``, delete its released blobs too."""
+    """Erase every conversation of ``tenant``; with ``now``, delete its released blobs too.
+
+    ``compact`` then rewrites the database so the erased rows leave its files as well
+    (`convstore.db.backend.compact`: SQLite ``VACUUM``, PostgreSQL ``VACUUM FULL``).
+    """
     if not isinstance(tenant, str) or not tenant:
         raise InvalidInputError("erase_tenant needs a tenant (a non-empty string)")
     check_text(tenant, "tenant")
@@ -123,4 +137,7 @@ async def erase_tenant(
     progress("erasing tenant", 1, 1)
     labels = [f"{ns}:{sha}" if ns else sha for ns, sha, _ in released]
     deleted = await collect_released(store, released, progress=progress) if now else []
+    if compact:
+        await compact_database(store.backend)
+        progress("compacting the database", 1, 1)
     return EraseReport(tenant, rows, labels, deleted)

@@ -78,7 +78,7 @@ class RestoreLimits:
     naming the member; the conversations before it stay written.
     """
 
-    member_bytes: int = 32 * 1024 * 1024
+    member_bytes: int = 24 * 1024 * 1024
     """Largest conversation file (or manifest): it is parsed whole, so it bounds memory."""
     json_items: int = 1_000_000
     """Most JSON items in one such file (each ``{``, ``[`` and ``,`` outside strings): bounds the

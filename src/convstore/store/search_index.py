@@ -9,7 +9,8 @@ decides when they run:
   committed before the search started is then indexed, and a row deleted or changed since it
   was indexed is excluded by the log the query reads.
 - **In the background**: every write to the store tells `SearchIndex` (a backend write
-  listener: a clock reading, nothing else); once the writer has been idle for `IDLE_SECONDS`
+  listener: a clock reading, nothing else); once no write is in flight and none has ended for
+  `IDLE_SECONDS`
   (or `MAX_DELAY_SECONDS` have passed with writes never pausing), one catch-up runs and then a
   few bounded steps of FTS5 segment merging, each its own transaction, while the writer stays
   idle. So a search rarely finds more than the last turn pending, and merging never runs
@@ -202,10 +203,10 @@ class SearchIndex:
         loop = asyncio.get_running_loop()
         while True:
             first = loop.time()
-            while (idle := loop.time() - self._last_write) < IDLE_SECONDS:
+            while (idle := loop.time() - self._last_write) < IDLE_SECONDS or self._backend.writing:
                 if loop.time() - first >= MAX_DELAY_SECONDS:
                     break
-                await asyncio.sleep(IDLE_SECONDS - idle)
+                await asyncio.sleep(max(IDLE_SECONDS - idle, IDLE_SECONDS / 4))
             seen = self._last_write
             try:
                 async with self._lock:

@@ -64,7 +64,7 @@ class TipView:
 
 
 def sibling_navs(tree: MessageTree, path: list[int]) -> dict[int, SiblingNav]:
-    """For each message of ``path`` that has siblings, its place among them."""
+    """For each message of ``path`` (the seqs shown) that has siblings, its place among them."""
     navs: dict[int, SiblingNav] = {}
     for seq in path:
         siblings = tree.siblings(seq)

@@ -58,6 +58,7 @@ from convstore.web._views import (
     duration,
     file_view,
     first_words,
+    is_blank,
     json_string,
     output_json,
     pretty_json,
@@ -295,6 +296,7 @@ class Pages:
         if untitled:
             title = first_words([by_seq[s] for s in path[:_TITLE_FROM] if s in by_seq])
         messages = loaded.messages
+        shown = [m.seq for m in messages if m.seq is not None]
         older = messages[0].seq if messages and messages[0].parent_seq is not None else None
         since = {
             m.seq: duration(m.created_at - tree.node(m.parent_seq).created_at)
@@ -317,8 +319,9 @@ class Pages:
                 "marks": compaction_marks(loaded),
                 "tips": tips,
                 "previews": previews,
-                "navs": sibling_navs(tree, path),
-                "splits": split_points(tree, path),
+                # Only for the messages shown: a page costs its window, not the whole path.
+                "navs": sibling_navs(tree, shown),
+                "splits": split_points(tree, shown),
                 "since": since,
                 "totals": usage_totals(messages),
                 "timeline": timeline(checkpoints),
@@ -331,6 +334,7 @@ class Pages:
                 "file_view": file_view,
                 "output_json": output_json,
                 "json_string": json_string,
+                "is_blank": is_blank,
                 "pretty_json": pretty_json,
                 "usage_json": usage_json,
                 "author": author,

@@ -37,6 +37,7 @@ __all__ = [
     "duration",
     "file_view",
     "first_words",
+    "is_blank",
     "json_string",
     "output_json",
     "pretty_json",
@@ -232,3 +233,8 @@ def preview_text(message: Message, limit: int = 140) -> str:
                     pass
         text = ", ".join(said) or "(empty)"
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def is_blank(message: Message) -> bool:
+    """No part, or only empty text (ChatGPT's hidden root and system nodes): shown as a line."""
+    return all(part.kind == "text" and not part.text.strip() for part in message.parts)
