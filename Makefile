@@ -112,26 +112,32 @@ $(AI_SDK_STAMP): $(AI_SDK_NODE)/package.json $(AI_SDK_NODE)/package-lock.json
 
 $(AGENTS_STAMP): pyproject.toml $(AGENTS_PINS)
 	test -x $(AGENTS_VENV)/bin/python || $(PYTHON) -m venv $(AGENTS_VENV)
-	$(AGENTS_VENV)/bin/python -m $(PIP_INSTALL) -c $(AGENTS_PINS) -e ".[openai-agents]" \
+	$(AGENTS_VENV)/bin/python -m $(PIP_INSTALL) -c $(AGENTS_PINS) -e ".[openai-agents,mcp]" \
 		pytest pytest-asyncio pytest-timeout
 	touch $@
 
 # --noconftest: the suite-wide conftest needs the dev extra (moto, boto3), not installed here.
 pytest-agents: $(AGENTS_STAMP)
 	$(AGENTS_VENV)/bin/pytest --noconftest tests/integrations/test_openai_agents.py \
-		tests/integrations/test_openai_agents_contract.py tests/integrations/test_openai_agents_docs.py
+		tests/integrations/test_openai_agents_contract.py tests/integrations/test_openai_agents_docs.py \
+		tests/mcp_server/test_openai_agents_client.py
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(AGENTS_VENV)/bin/pytest --noconftest \
 		tests/integrations/test_docs_blocks.py -k openai_agents
 
+# pydantic-ai's MCP client (its mcp extra) for tests/mcp_server/test_pydantic_ai_client.py.
+PAI_TEST_PACKAGES := "pydantic-ai-slim[mcp]"
+
 $(PAI_STAMP): pyproject.toml constraints-pydantic-ai.txt
 	test -x $(PAI_VENV)/bin/python || $(PYTHON) -m venv $(PAI_VENV)
-	$(PAI_VENV)/bin/python -m $(PIP_INSTALL) -c constraints-pydantic-ai.txt -e ".[dev,pydantic-ai]"
+	$(PAI_VENV)/bin/python -m $(PIP_INSTALL) -c constraints-pydantic-ai.txt -e ".[dev,pydantic-ai]" \
+		$(PAI_TEST_PACKAGES)
 	touch $@
 
 test-pydantic-ai: $(PAI_STAMP)
 	$(PAI_VENV)/bin/mypy
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_pydantic_ai.py tests/integrations/test_pydantic_ai_fidelity.py \
-		tests/integrations/test_pydantic_ai_docs.py tests/integrations/test_pydantic_ai_crash.py
+		tests/integrations/test_pydantic_ai_docs.py tests/integrations/test_pydantic_ai_crash.py \
+		tests/mcp_server/test_pydantic_ai_client.py
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_docs_blocks.py -k pydantic_ai
 
 $(ADK_STAMP): pyproject.toml constraints-google-adk.txt

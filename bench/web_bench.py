@@ -1,14 +1,20 @@
 """The inspector on long conversations: opening one costs the newest page, not the history.
 
 Opens the conversation page (newest 100 messages) and an older page (``?before=``) of
-conversations of 1,000 and 10,000 messages through the ASGI app, interleaved, and prints the
-median wall time per request. Run: ``.venv/bin/python -m bench.web_bench``.
+conversations of 1,000 and 10,000 messages, and the listing page (50 conversations), through
+the ASGI app, interleaved, and prints the median wall time per request.
+Run: ``.venv/bin/python -m bench.web_bench``; ``--callgrind`` also counts the instructions of
+one request of each kind (every thread), under callgrind with instrumentation switched on only
+around the request (`bench.callgrind_bench.counted_run`).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import ctypes
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,7 +28,8 @@ SIZES = (1_000, 10_000)
 ROUNDS = 7
 
 
-async def main() -> None:
+async def main(library: str | None = None) -> None:
+    helper = ctypes.CDLL(library) if library else None
     with tempfile.TemporaryDirectory() as where:
         url = f"sqlite+aiosqlite:///{Path(where) / 'bench.db'}"
         async with ConversationStore(url, blobs=f"{where}/blobs") as store:
@@ -38,8 +45,22 @@ async def main() -> None:
                     ]
                     await store.append(conversation.id, batch)
                 ids[size] = conversation.id
+            # A listing page of 50 conversations (each a few messages, one ending in a call).
+            for i in range(48):
+                small = await store.create_conversation(title=None if i % 3 else f"chat {i}")
+                await store.append(
+                    small.id, [Message.user(f"hello {i}"), Message.assistant(f"hi {i}")]
+                )
             transport = httpx.ASGITransport(app=create_app(store))
-            async with httpx.AsyncClient(transport=transport, base_url="http://bench") as http:
+            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+                if helper is not None:
+                    for name, path in _paths(ids):
+                        assert (await http.get(path)).status_code == 200  # warm, unmeasured
+                        helper.cg_on()
+                        response = await http.get(path)
+                        helper.cg_off(name.encode())
+                        assert response.status_code == 200
+                    return
                 timings: dict[tuple[int, str], list[float]] = {}
                 for _ in range(ROUNDS):
                     for size, cid in ids.items():
@@ -54,10 +75,40 @@ async def main() -> None:
                             )
                             assert response.status_code == 200
                             assert response.text.count("data-seq=") == 100
+                    began = time.perf_counter()
+                    response = await http.get("/")
+                    timings.setdefault((50, "list page"), []).append(time.perf_counter() - began)
+                    assert response.status_code == 200
     print(f"{'messages':>9}  {'page':<11} {'median ms':>10}  (of {ROUNDS}, interleaved)")
     for (size, label), values in timings.items():
         print(f"{size:>9,}  {label:<11} {statistics.median(values) * 1000:>10.1f}")
 
 
+def _paths(ids: dict[int, str]) -> list[tuple[str, str]]:
+    paths = [(f"page-{size}", f"/conversations/{cid}") for size, cid in ids.items()]
+    return [*paths, ("list-50", "/")]
+
+
+def _count() -> None:
+    from bench.callgrind_bench import counted_run
+
+    totals, failed = counted_run("bench.web_bench", ["--inside"], timeout=3600)
+    if failed:
+        print(f"callgrind run failed: {failed}")
+    print(f"{'request':<12} {'instructions':>14}  (one request, every thread)")
+    for name, count in totals.items():
+        print(f"{name:<12} {count:>14,}")
+
+
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--callgrind", action="store_true")
+    parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--library", help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.inside:
+        asyncio.run(main(options.library))
+        sys.exit(0)
     asyncio.run(main())
+    if options.callgrind:
+        _count()

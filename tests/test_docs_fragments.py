@@ -108,3 +108,8 @@ async def test_imports_page_fragment(store: ConversationStore, tmp_path: Path) -
 async def test_inspector_page_fragment(store: ConversationStore) -> None:
     (block,) = _blocks("inspector.md")
     await _run(block, store, "inspector.md")
+
+
+async def test_the_mcp_page_embeds_a_server(store: ConversationStore) -> None:
+    (block,) = _blocks("mcp.md")
+    await _run(block, store, "mcp.md")

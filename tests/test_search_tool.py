@@ -39,3 +39,30 @@ def test_the_schema_describes_the_signature() -> None:
             assert name in SEARCH_TOOL_PARAMETERS["required"]
         else:
             assert schema["default"] == param.default
+
+
+async def test_arguments_it_cannot_search_with_are_refused_not_raised(
+    store: ConversationStore,
+) -> None:
+    tenant = f"t-{uuid.uuid4().hex}"
+    conv = await store.create_conversation(tenant=tenant)
+    await store.append(conv.id, Message.user("pack the tent"), tenant=tenant)
+    tool = search_tool(store, tenant=tenant)
+    cases = {
+        "lone surrogate": {"query": "tent \ud800"},
+        "query not text": {"query": 5},
+        "conversation id with a surrogate": {"query": "tent", "conversation_id": "\udfff"},
+        "limit not a number": {"query": "tent", "limit": "abc"},
+        "limit null": {"query": "tent", "limit": None},
+        "limit infinite": {"query": "tent", "limit": float("inf")},
+        "limit not a number (nan)": {"query": "tent", "limit": float("nan")},
+        "limit a bool": {"query": "tent", "limit": True},
+        "limit fractional": {"query": "tent", "limit": 2.5},
+        "unknown role": {"query": "tent", "roles": ["wizard"]},
+    }
+    for case, arguments in cases.items():
+        result = await tool(**arguments)
+        assert isinstance(result, str), case
+        assert result.startswith("search refused: "), (case, result)
+    assert "limit must be a whole number from 1 to 50, not 'abc'" in await tool("t", limit="abc")
+    assert len(await tool("tent", limit=3.0)) == 1  # a whole number, as JSON may spell it

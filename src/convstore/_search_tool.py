@@ -10,9 +10,12 @@ Invariants:
 
 - The tenant is bound when the tool is made, never a parameter: a model cannot search another
   tenant's conversations, whatever it passes.
-- The tool returns JSON-ready dicts (no model objects), and refuses nothing a model may send
-  as a query: a query is data (`convstore.store.search`); a bad ``limit`` or role is clamped or
-  reported in the result instead of raised, so one bad call does not end an agent's run.
+- The tool returns JSON-ready dicts (no model objects), and raises for nothing a model may
+  send: a query is data (`convstore.store.search`); a ``limit`` above the maximum is clamped;
+  anything else it cannot search with (a query that is not text or holds a lone surrogate, a
+  ``limit`` that is no whole number, an unknown role) comes back as a ``"search refused: …"``
+  string, the tool's result, so the model reads why and one bad call does not end an agent's
+  run (a framework turns a raised exception into its own generic error text).
 """
 
 from __future__ import annotations
@@ -75,6 +78,28 @@ SEARCH_TOOL_PARAMETERS: Final[dict[str, Any]] = {
 }
 
 
+def _is_text(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: JSON can carry one, no database stores it
+        return False
+    return True
+
+
+def _refusal(query: object, conversation_id: object, limit: object) -> str | None:
+    """Why the tool cannot search with these arguments, or None."""
+    if not _is_text(query):
+        return "query must be text (a string without lone surrogates)"
+    if conversation_id is not None and not _is_text(conversation_id):
+        return "conversation_id must be text or null"
+    whole = isinstance(limit, int) or (isinstance(limit, float) and limit.is_integer())
+    if isinstance(limit, bool) or not whole:
+        return f"limit must be a whole number from 1 to {MAX_TOOL_LIMIT}, not {limit!r}"
+    return None
+
+
 def search_tool(
     store: ConversationStore, *, tenant: str | None = None, include_thinking: bool = False
 ) -> Callable[..., Awaitable[list[SearchToolHit] | str]]:
@@ -95,6 +120,9 @@ def search_tool(
             roles: Only messages with these roles (system, user, assistant, tool).
             limit: How many hits, best first (1 to 50).
         """
+        refusal = _refusal(query, conversation_id, limit)
+        if refusal is not None:
+            return f"search refused: {refusal}"
         try:
             page = await store.search(
                 query,

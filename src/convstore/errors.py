@@ -8,6 +8,8 @@ it and nothing else::
     │   ├── InvalidMessageError                  a message or part that breaks the model's rules
     │   ├── MalformedPayloadError                provider JSON that `parse` cannot read
     │   │   └── MalformedExportError             an export file that cannot be read (names where)
+    │   │       ├── ExportLimitError             an export crossed an import limit (names which)
+    │   │       └── ConversationRefusedError     one conversation of an export cannot be stored
     │   ├── UnsupportedFormatError               an unknown parse source or render target
     │   ├── AttachmentTooLargeError              over the per-attachment size limit
     │   └── MediaTypeMismatchError               declared media type contradicted by the bytes
@@ -45,9 +47,11 @@ __all__ = [
     "ClosedError",
     "ConflictError",
     "ConversationNotFoundError",
+    "ConversationRefusedError",
     "ConvstoreError",
     "DatabaseError",
     "DatabaseNotFoundError",
+    "ExportLimitError",
     "InvalidInputError",
     "InvalidMessageError",
     "MalformedExportError",
@@ -93,6 +97,27 @@ class MalformedExportError(MalformedPayloadError):
         super().__init__(f"{position}: {problem}")
         self.problem = problem
         self.position = position
+
+
+class ExportLimitError(MalformedExportError):
+    """Reading an export crossed one of its import limits (`convstore.imports.ImportLimits`).
+
+    ``limit`` names the limit (``"conversation_size"``, ``"member_bytes"``, ``"total_bytes"``);
+    ``position`` where reading stopped. The conversations before it were imported.
+    """
+
+    def __init__(self, problem: str, *, position: str, limit: str) -> None:
+        super().__init__(problem, position=position)
+        self.limit = limit
+
+
+class ConversationRefusedError(MalformedExportError):
+    """One conversation of a readable export cannot be stored (``import_file(strict=True)``).
+
+    ``position`` names the conversation (file, index, character offset); ``problem`` why (a
+    node id over the store's limits, text that is not Unicode, a value of the wrong type...).
+    Without ``strict`` the import reports it and goes on with the next conversation.
+    """
 
 
 class UnsupportedFormatError(InvalidInputError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import io
 import json
 from pathlib import Path
 
@@ -56,7 +57,7 @@ def test_export_erase_import_and_prune_from_the_command_line(
     assert "exported 2 conversations (2 messages) and 1 blobs" in out
     assert "exporting conversations: 2 of 2" in err  # plain progress lines off a terminal
 
-    code, out, err = run(capsys, "erase", "--tenant", "t1", "--now", *where)
+    code, out, err = run(capsys, "erase", "--tenant", "t1", "--now", "--yes", *where)
     assert code == 0, err
     assert "messages: 2 rows deleted" in out
     assert "blobs: 1 of 1 no longer referenced deleted" in out
@@ -88,3 +89,78 @@ def test_periods() -> None:
     for bad in ("30", "d", "30x", "-1d", "1.5d"):
         with pytest.raises(Exception, match="not a period"):
             parse_period(bad)
+
+
+def test_periods_before_the_year_one_are_usage_errors() -> None:
+    for far in ("10000000d", "99999999999d", "99999999999999999999w"):
+        with pytest.raises(Exception, match="reaches back before the year 1"):
+            parse_period(far)
+    assert parse_period("36500d").days == 36500
+
+
+@pytest.mark.parametrize("period", ["10000000d", "99999999999d"])
+def test_prune_with_a_period_too_long_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], period: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["prune", "--older-than", period, "--url", f"sqlite+aiosqlite:///{tmp_path}/x.db"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "reaches back before the year 1" in err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _counts(url: str, blobs: str) -> dict[str | None, int]:
+    async def count() -> dict[str | None, int]:
+        async with ConversationStore(url, blobs=blobs) as store:
+            page = await store.list_conversations(limit=100)
+        return {t: sum(1 for row in page if row.tenant == t) for t in ("t1", "t2")}
+
+    return asyncio.run(count())
+
+
+def test_erase_shows_asks_and_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'e.db'}"
+    blobs = str(tmp_path / "blobs")
+    where = ["--url", url, "--blobs", blobs]
+    asyncio.run(_seed(url, blobs))
+
+    code, out, err = run(capsys, "erase", "--tenant", "t1", "--dry-run", *where)
+    assert (code, err) == (0, "")
+    assert out.startswith("would erase tenant 't1': 2 conversations (2 messages)")
+    assert out.rstrip().endswith("nothing erased (--dry-run)")
+    code, out, _ = run(capsys, "erase", "--tenant", "t2", "--dry-run", *where)
+    assert "1 conversation (1 message)" in out  # singular when one
+
+    # No terminal, no --yes: a usage error, nothing erased.
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
+    code, out, err = run(capsys, "erase", "--tenant", "t1", *where)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "add --yes" in err
+
+    # A terminal: asked; anything but yes erases nothing.
+    monkeypatch.setattr("sys.stdin", _Terminal("n\n"))
+    code, out, err = run(capsys, "erase", "--tenant", "t1", *where)
+    assert (code, err) == (1, "nothing erased\n")
+    assert "This cannot be undone. [y/N]" in out
+    assert _counts(url, blobs) == {"t1": 2, "t2": 1}
+    monkeypatch.setattr("sys.stdin", _Terminal("yes\n"))
+    code, out, err = run(capsys, "erase", "--tenant", "t1", *where)
+    assert code == 0, err
+    assert "erased tenant 't1': 2 conversations" in out
+    assert _counts(url, blobs) == {"t1": 0, "t2": 1}
+
+    # A tenant with nothing to erase (misspelt, or erased already) is an error.
+    code, out, err = run(capsys, "erase", "--tenant", "t1", "--yes", *where)
+    assert (code, out) == (1, "")
+    assert err == (
+        "convstore: NotFoundError: tenant 't1' has no conversations: nothing to erase (check "
+        "the name; 'convstore list --tenant NAME' shows a tenant's conversations)\n"
+    )
+    assert run(capsys, "erase", "--tenant", "t9", "--dry-run", *where)[0] == 1

@@ -164,7 +164,7 @@ async def test_reimport_adds_nothing_and_a_newer_export_adds_only_what_is_new(
     assert elsewhere.imported["message"] == 0
     (error,) = elsewhere.errors
     assert error == (
-        "conversations.json, conversation 0 (character 1): "
+        f"conversations.json, conversation 0 (character 1), id {c.id!r}: "
         f"conversation id {cid!r} is not available to this tenant"
     )
 

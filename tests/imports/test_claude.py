@@ -172,5 +172,7 @@ async def test_a_conversation_over_the_store_limits_is_reported_and_the_rest_imp
     report = await import_file(store, tmp_path, "claude-export")
     assert report.imported == {"conversation": 1, "message": 1, "attachment": 0}
     (error,) = report.errors
-    assert error.startswith("conversations.json, conversation 0 (character 1): title ")
+    assert error.startswith(
+        f"conversations.json, conversation 0 (character 1), id {bad['uuid']!r}: title "
+    )
     assert (await store.load(f"claude-{good['uuid']}")).messages[0].text == "hello"

@@ -13,7 +13,7 @@ from mcp import Client
 from starlette.types import Message, Receive, Scope, Send
 
 from convstore.mcp._http import HttpGuard
-from tests.mcp_server.conftest import TOKEN, Database, HttpServer
+from tests.mcp_server.servers import TOKEN, Database, HttpServer
 
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 INITIALIZE = {

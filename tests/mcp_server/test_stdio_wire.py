@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from tests.mcp_server.conftest import Database
+from tests.mcp_server.servers import Database
 
 INITIALIZE = {
     "jsonrpc": "2.0",

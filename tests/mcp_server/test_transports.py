@@ -10,8 +10,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.mcp_server.conftest import Database, HttpServer
 from tests.mcp_server.exercise import exercise
+from tests.mcp_server.servers import Database, HttpServer
 
 
 def stdio_parameters(database: Database, *extra: str) -> StdioServerParameters:

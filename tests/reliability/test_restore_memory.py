@@ -59,6 +59,7 @@ def _restore(archive: Path, tmp_path: Path) -> dict[str, Any]:
     )
     assert run.returncode == 0, run.stderr[-3000:]
     result: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
+    print(f"{archive.name}: peak {result['peak_mb']:.0f} MB, {result['error'] or 'restored'}")
     return result
 
 
@@ -132,8 +133,8 @@ async def test_the_largest_accepted_conversation_restores_within_the_bound(
     """A title (or a checkpoint's bytes) as large as the member limit allows, beside as many
     JSON items as the item limit allows.
 
-    Not a message's text: SQLite's full-text index (a trigger, today) takes ~16 times a
-    message's text in memory to index it, whoever writes it (docs/reliability.md).
+    Not a message's text: indexing it for search takes many times its size in memory, whoever
+    wrote it (the search index's bound, docs/reliability.md).
     """
     manifest, document, sha = export
     member = manifest["conversations"][0]["file"]

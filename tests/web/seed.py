@@ -15,8 +15,10 @@ from convstore import (
     Message,
     TextPart,
     ToolCallPart,
+    Usage,
 )
 from convstore.cli.demo import DEMO_ID, _png
+from convstore.store.checkpoints import MessageList, PendingWrite
 
 # Hostile strings a model or a user could put into a conversation: none may run in the page.
 SCRIPT_TEXT = "<script>alert('script')</script>"
@@ -28,6 +30,12 @@ SVG_WITH_SCRIPT = (
 )
 HTML_FILE = b"<!doctype html><html><body><script>alert('html')</script></body></html>"
 UNKNOWN_FILE = bytes(range(256)) * 4
+
+MARKDOWN_HOSTILE = (
+    "Links: [x](javascript:alert('md-link')) and [y](JaVaScRiPt:alert('md-link2')).\n\n"
+    "Raw: <img src=x onerror=\"alert('md-img')\"> <script>alert('md-script')</script>\n\n"
+    "```html\n<script>alert('md-fence')</script>\n<img src=x onerror=alert('md-fence-img')>\n```\n"
+)
 
 BRANCH_TEXT = "Actually, make it Porto instead."
 BRANCH_REPLY = "Porto it is: Ribeira, the Douro and a port cellar."
@@ -81,6 +89,7 @@ async def add_hostile(store: ConversationStore, *, tenant: str | None = None) ->
                 model=ONERROR_TEXT,
             ),
             Message.tool_result("call_<b>x</b>", ErrorOutput(message=JAVASCRIPT_LINK)),
+            Message.assistant(MARKDOWN_HOSTILE),
         ],
     )
     hashes = {
@@ -131,12 +140,134 @@ async def add_trip(store: ConversationStore, *, tenant: str | None) -> str:
     return conversation.id
 
 
+async def add_langgraph_thread(
+    store: ConversationStore, *, tenant: str | None = None
+) -> tuple[str, list[int]]:
+    """A thread as `ConvstoreSaver` stores a LangGraph agent's run: messages and checkpoints.
+
+    Input (step -1), one loop step per node (``__start__``, ``agent``, ``tools``), the last
+    one interrupted, and a fork replayed from step 0. Returns the id and the messages' seqs.
+    """
+    conversation = await store.create_conversation(tenant=tenant)
+    cid = conversation.id
+    stored = await store.append(
+        cid,
+        [
+            Message.user("What is the weather in Porto?"),
+            Message.assistant(ToolCallPart(id="call_w", name="weather", arguments={})),
+            Message.tool_result("call_w", "sunny"),
+            Message.assistant("It is sunny."),
+        ],
+    )
+    seqs = [m.seq for m in stored if m.seq is not None]
+    plan = [
+        ("1f0-a", None, -1, "input", seqs[:1], [("~__pregel_pull, __start__", "messages")]),
+        ("1f0-b", "1f0-a", 0, "loop", seqs[:2], [("~__pregel_pull, agent", "messages")]),
+        ("1f0-c", "1f0-b", 1, "loop", seqs[:3], [("~__pregel_pull, tools", "messages")]),
+        ("1f0-d", "1f0-c", 2, "loop", seqs[:4], [("~__pregel_pull, agent", "__interrupt__")]),
+        ("1f0-e", "1f0-b", 1, "fork", seqs[:2], []),
+    ]
+    for checkpoint_id, parent, step, source, kept, writes in plan:
+        await store.checkpoints.put(
+            cid,
+            checkpoint_ns="",
+            checkpoint_id=checkpoint_id,
+            parent_checkpoint_id=parent,
+            checkpoint_type="msgpack",
+            checkpoint=b"\x81\xa1v\x04",
+            channel_versions={"messages": f"v{checkpoint_id}"},
+            metadata={"source": source, "step": step, "parents": {}},
+            messages=MessageList("messages", f"v{checkpoint_id}", kept),
+            tenant=tenant,
+        )
+        await store.checkpoints.put_writes(
+            cid,
+            checkpoint_ns="",
+            checkpoint_id=checkpoint_id,
+            writes=[
+                PendingWrite(
+                    f"task-{i}",
+                    -3 if channel == "__interrupt__" else 0,
+                    channel,
+                    "msgpack",
+                    b"\x90",
+                    path,
+                )
+                for i, (path, channel) in enumerate(writes)
+            ],
+            tenant=tenant,
+        )
+    return cid, seqs
+
+
+SHOWCASE_ID = "porto-weekend"
+SHOWCASE_ANSWERS = (
+    "Start at **Ribeira**:\n\n1. Coffee at *Majestic*\n2. The Dom Luís I bridge at sunset\n\n"
+    '```python\nstops = ["Ribeira", "Lello", "Serralves"]\nfor day, stop in enumerate(stops, 1):\n'
+    '    print(f"Day {day}: {stop}")\n```',
+    "Begin with **Livraria Lello** (book a slot), then:\n\n- Clérigos tower\n- Bolhão market\n\n"
+    "| time | stop |\n|---|---|\n| 10:00 | Lello |\n| 12:30 | Bolhão |",
+    "Walk the **Dom Luís I bridge**, then take the `1` tram to Foz:\n\n"
+    "```sql\nSELECT stop, opens_at FROM sights WHERE city = 'Porto' ORDER BY opens_at;\n```\n\n"
+    "> Tip: the upper deck is for the metro *and* walkers.",
+)
+
+
+async def add_showcase(store: ConversationStore) -> str:
+    """A Markdown conversation with a three-way regeneration and usage (the README's shot)."""
+    await store.create_conversation(id=SHOWCASE_ID, title="A weekend in Porto")
+    await store.append(
+        SHOWCASE_ID,
+        [
+            Message.system("You are a concise travel assistant. Answer in Markdown."),
+            Message.user(
+                "Plan my Saturday in **Porto** — three stops, and a script to print them."
+            ),
+        ],
+    )
+    for i, answer in enumerate(SHOWCASE_ANSWERS):
+        await store.append(
+            SHOWCASE_ID,
+            [
+                Message.assistant(
+                    answer,
+                    provider="anthropic" if i != 1 else "openai",
+                    model="claude-sonnet-4-5" if i != 1 else "gpt-5",
+                    usage=Usage(
+                        input_tokens=812 + 40 * i,
+                        output_tokens=164 + 9 * i,
+                        cached_tokens=640 if i else 0,
+                    ),
+                )
+            ],
+            parent_seq=2,
+        )
+    await store.append(
+        SHOWCASE_ID,
+        [
+            Message.user("Perfect. And dinner?"),
+            Message.assistant(
+                "Dinner at **Cantinho do Avillez** — book a table for *20:00*.",
+                provider="anthropic",
+                model="claude-sonnet-4-5",
+                usage=Usage(input_tokens=1020, output_tokens=58, cached_tokens=812),
+            ),
+        ],
+    )
+    return SHOWCASE_ID
+
+
 __all__ = [
     "BRANCH_REPLY",
     "BRANCH_TEXT",
     "DEMO_ID",
+    "MARKDOWN_HOSTILE",
+    "SHOWCASE_ANSWERS",
+    "SHOWCASE_ID",
     "Hostile",
     "add_branch",
     "add_hostile",
+    "add_langgraph_thread",
+    "add_showcase",
     "add_trip",
 ]

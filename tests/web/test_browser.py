@@ -23,6 +23,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,16 +31,21 @@ import pytest
 
 from convstore import ConversationStore
 from convstore.capabilities import TARGETS
+from convstore.imports import import_file
 from tests.conftest import IN_CI
+from tests.imports.exports import ChatGPT
 from tests.web.seed import (
     BRANCH_REPLY,
     BRANCH_TEXT,
     DEMO_ID,
     JAVASCRIPT_LINK,
     SCRIPT_TEXT,
+    SHOWCASE_ID,
     Hostile,
     add_branch,
     add_hostile,
+    add_langgraph_thread,
+    add_showcase,
 )
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -151,7 +157,10 @@ def server(demo: tuple[Path, int, Hostile]) -> Iterator[str]:
     # Stopped by SIGTERM, as a service manager stops it: uvicorn finishes its shutdown and
     # then ends by that signal; nothing may have gone wrong on the way.
     assert process.returncode in (0, -signal.SIGTERM)
-    assert "Traceback" not in (where / "serve.log").read_text()
+    log = (where / "serve.log").read_text()
+    assert "Traceback" not in log
+    # An access log line per request (convstore serve without --quiet).
+    assert '"GET / HTTP/1.1" 200' in log
 
 
 @pytest.fixture(scope="module")
@@ -185,12 +194,12 @@ def test_list_conversation_branch_and_render_preview(
 ) -> None:
     _, old_tip, _ = demo
     page.goto(server + "/")
-    row = page.locator(f'tr[data-conversation-id="{DEMO_ID}"]')
-    assert row.locator("a").inner_text() == "Trip to Lisbon"
-    assert row.locator("[data-message-count]").inner_text() == "8"  # six, and a branch of two
+    row = page.locator(f'li[data-conversation-id="{DEMO_ID}"]')
+    assert row.locator("a.title").inner_text() == "Trip to Lisbon"
+    assert row.locator("[data-message-count]").get_attribute("data-message-count") == "8"
     page.screenshot(path=shots / "list.png", full_page=True)
 
-    row.locator("a").click()
+    row.locator("a.title").click()
     page.wait_for_url(f"**/conversations/{DEMO_ID}")
     messages = page.locator("article[data-seq]")
     assert messages.first.get_attribute("data-role") == "system"
@@ -219,24 +228,23 @@ def test_list_conversation_branch_and_render_preview(
     download = page.locator("a.download", has_text="itinerary.pdf")
     assert download.is_visible()
     assert "application/pdf" in download.locator("xpath=..").inner_text()
-    assert not page.get_by_text(BRANCH_TEXT).count()
-    page.screenshot(path=shots / "conversation.png", full_page=True)
-    _keep_for_readme(shots / "conversation.png")
+    assert not page.locator("article").get_by_text(BRANCH_TEXT).count()
+    page.screenshot(path=shots / "demo.png", full_page=True)
 
     # The other branch: the edit and its reply, not the tool calls; the stored head stays.
-    tips = page.locator("nav.branches a[data-head-seq]")
+    tips = page.locator("details.branches a[data-head-seq]")
     assert tips.count() == 2
     other = next(t for t in tips.all() if t.get_attribute("data-head-seq") != str(old_tip))
     other_seq = other.get_attribute("data-head-seq")
     assert other.get_attribute("href") == f"?head={other_seq}"
     other.click()
     page.wait_for_url(f"**/conversations/{DEMO_ID}?head={other_seq}")
-    assert page.get_by_text(BRANCH_TEXT).is_visible()
-    assert page.get_by_text(BRANCH_REPLY).is_visible()
+    assert page.locator("article").get_by_text(BRANCH_TEXT).is_visible()
+    assert page.locator("article").get_by_text(BRANCH_REPLY).is_visible()
     assert not page.locator(".call[data-call-id]").count()
     assert page.locator(f"[data-viewing-head='{other_seq}']").is_visible()
     page.screenshot(path=shots / "branch.png", full_page=True)
-    page.locator(f"nav.branches a[data-head-seq='{old_tip}']").click()
+    page.locator(f"details.branches a[data-head-seq='{old_tip}']").click()
     page.wait_for_url(f"**/conversations/{DEMO_ID}?head={old_tip}")
     assert page.get_by_text("Checking weather, hotels, a route map and flights.").is_visible()
 
@@ -281,6 +289,12 @@ def test_hostile_text_and_files_run_nothing(
     assert page.get_by_text(SCRIPT_TEXT, exact=True).first.is_visible()
     assert page.get_by_text(JAVASCRIPT_LINK).first.is_visible()
     assert not page.locator("a[href^='javascript:' i]").count()
+    # Through Markdown too: links, raw HTML and HTML in a code fence stay text.
+    markdown = page.locator("[data-markdown]", has_text="md-fence")
+    assert markdown.locator("pre code").inner_text().startswith("<script>alert('md-fence')")
+    assert markdown.get_by_text("<img src=x onerror=").first.is_visible()
+    assert not markdown.locator("a").count()
+    assert not markdown.locator("img").count()
     assert not page.locator("main script, main [onerror], main [onload]").count()
     assert page.locator("article img").evaluate("img => img.naturalWidth") > 0
     page.screenshot(path=shots / "hostile.png", full_page=True)
@@ -293,3 +307,166 @@ def test_hostile_text_and_files_run_nothing(
     # Opening the image in place, as a person might.
     page.goto(f"{server}/attachments/{hostile.png}")
     assert dialogs == []
+
+
+# -- inspector v2 (issue 33) -----------------------------------------------------------------
+
+CHATGPT_ANSWERS = (
+    "Start at **Ribeira**:\n\n- coffee at *Majestic*\n- the bridge at sunset\n\n"
+    "```python\nfor stop in ['Ribeira', 'Lello']:\n    print(stop)\n```",
+    "Begin with **Livraria Lello**, then the Clérigos tower.",
+    "Walk the **Dom Luís I bridge** first.",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class More:
+    """What the v2 tests look at, written into the demo database."""
+
+    chatgpt: str
+    thread: str
+    thread_seqs: list[int]
+
+
+@pytest.fixture(scope="module")
+def more(demo: tuple[Path, int, Hostile]) -> More:
+    """A ChatGPT export imported (Markdown, a three-way regeneration), the README's showcase
+    conversation and a LangGraph thread with checkpoints."""
+    where = demo[0]
+    chatgpt = ChatGPT(title="Porto, imported")
+    question = chatgpt.text(chatgpt.root, "user", "Plan a day in **Porto**.")
+    for answer in CHATGPT_ANSWERS:
+        chatgpt.text(question, "assistant", answer, model="gpt-4o")
+    (where / "conversations.json").write_text(json.dumps([chatgpt.document()]))
+
+    async def seed() -> More:
+        async with ConversationStore(f"sqlite+aiosqlite:///{where / 'convstore.db'}") as store:
+            await import_file(store, where / "conversations.json", "chatgpt-export")
+            imported = next(
+                c.id
+                for c in await store.list_conversations(limit=100)
+                if c.title == "Porto, imported"
+            )
+            await add_showcase(store)
+            thread, seqs = await add_langgraph_thread(store)
+            return More(imported, thread, seqs)
+
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, seed()).result()
+
+
+def _answer(page: Any) -> Any:
+    return page.locator("article[data-role=assistant][data-siblings]").first
+
+
+def test_markdown_and_sibling_arrows_of_a_chatgpt_import(
+    page: Any, server: str, more: More, shots: Path
+) -> None:
+    page.goto(f"{server}/conversations/{more.chatgpt}")
+    # The stored head is ChatGPT's current node: the last regeneration (3/3).
+    answer = _answer(page)
+    assert answer.get_attribute("data-siblings") == "3/3"
+    seen = [answer.locator("[data-markdown]").inner_text()]
+    for expected in ("2/3", "1/3"):
+        answer.locator("a[data-sibling-prev]").click()
+        page.wait_for_load_state()
+        answer = _answer(page)
+        assert answer.get_attribute("data-siblings") == expected
+        seen.append(answer.locator("[data-markdown]").inner_text())
+    assert not answer.locator("a[data-sibling-prev]").count()  # the first has no previous
+    assert "Dom Luís I bridge" in seen[0]
+    assert "Livraria Lello" in seen[1]
+    # 1/3: Markdown rendered: bold, a list, a highlighted code block.
+    markdown = answer.locator("[data-markdown]")
+    assert markdown.locator("strong", has_text="Ribeira").is_visible()
+    assert markdown.locator("ul > li").count() == 2
+    code = markdown.locator("pre code.language-python")
+    assert code.is_visible()
+    assert code.locator("span.k", has_text="for").count() == 1
+    colour = code.locator("span.k").first.evaluate("e => getComputedStyle(e).color")
+    assert colour not in ("rgb(0, 0, 0)", "rgb(29, 35, 48)")  # coloured by the stylesheet
+    page.screenshot(path=shots / "chatgpt-markdown.png", full_page=True)
+    # And back to the newest, the other way.
+    for expected in ("2/3", "3/3"):
+        _answer(page).locator("a[data-sibling-next]").click()
+        page.wait_for_load_state()
+        assert _answer(page).get_attribute("data-siblings") == expected
+    assert not _answer(page).locator("a[data-sibling-next]").count()
+
+
+def test_the_render_preview_of_a_branch_renders_that_branch(
+    page: Any, server: str, more: More
+) -> None:
+    page.goto(f"{server}/conversations/{more.chatgpt}")
+    _answer(page).locator("a[data-sibling-prev]").click()  # branch B: the second answer
+    page.wait_for_load_state()
+    assert _answer(page).get_attribute("data-siblings") == "2/3"
+    page.locator("a[data-link=render]", has_text="anthropic").click()
+    page.wait_for_url("**/render?target=anthropic&head=*")
+    payload = page.locator("[data-payload]").get_attribute("data-payload") or ""
+    assert "Livraria Lello" in payload
+    assert "Dom Luís I bridge" not in payload
+    assert "Ribeira" not in payload
+
+
+def test_an_off_path_search_hit_opens_its_branch_highlighted(
+    page: Any, server: str, more: More
+) -> None:
+    page.goto(server + "/")
+    page.locator("input[name=q]").fill("Clérigos")
+    page.locator("form.filters button").click()
+    hit = page.locator(f'li.hit[data-conversation-id="{more.chatgpt}"][data-seq]')
+    assert hit.get_attribute("data-on-active-path") == "false"
+    seq = hit.get_attribute("data-seq")
+    hit.locator("a[data-link=hit]").click()
+    page.wait_for_url(f"**#m{seq}")
+    target = page.locator("article:target")
+    assert target.get_attribute("data-seq") == seq
+    assert "Clérigos" in target.inner_text()
+    outline = target.evaluate("e => getComputedStyle(e).outlineStyle")
+    assert outline == "solid"
+
+
+def test_a_langgraph_thread_shows_its_checkpoint_timeline(
+    page: Any, server: str, more: More, shots: Path
+) -> None:
+    page.goto(f"{server}/conversations/{more.thread}")
+    entries = page.locator("details.timeline li[data-checkpoint]")
+    assert entries.count() == 5
+    assert entries.nth(1).get_by_text("agent").is_visible()
+    assert page.locator("details.timeline [data-interrupts]").is_visible()
+    assert page.locator("details.timeline li.fork").count() == 1
+    page.screenshot(path=shots / "langgraph.png", full_page=True)
+    at = more.thread_seqs[2]
+    entries.nth(2).locator("a[data-checkpoint-head]").click()
+    page.wait_for_url(f"**?head={at}#m{at}")
+    assert page.locator("article[data-seq]").last.get_attribute("data-seq") == str(at)
+
+
+def test_the_list_fits_a_360_pixel_screen(
+    chromium: Any, server: str, more: More, shots: Path
+) -> None:
+    context = chromium.new_context(viewport={"width": 360, "height": 740}, device_scale_factor=2)
+    narrow = context.new_page()
+    try:
+        for path in ("/", f"/conversations/{SHOWCASE_ID}", "/?q=Porto"):
+            narrow.goto(server + path)
+            width = narrow.evaluate("document.documentElement.scrollWidth")
+            assert width <= 360, (path, width)
+        narrow.goto(server + "/")
+        narrow.screenshot(path=shots / "list-360.png", full_page=False)
+    finally:
+        context.close()
+
+
+def test_readme_screenshots(page: Any, server: str, more: More, shots: Path) -> None:
+    """The README's pictures: a Markdown conversation with branch arrows and usage, and the
+    render preview."""
+    page.set_viewport_size({"width": 1100, "height": 1000})
+    page.goto(f"{server}/conversations/{SHOWCASE_ID}")
+    answer = _answer(page)
+    assert answer.get_attribute("data-siblings") == "3/3"
+    assert answer.locator("[data-usage]").is_visible()
+    assert answer.locator("pre code.language-sql").is_visible()
+    page.screenshot(path=shots / "conversation.png", full_page=True)
+    _keep_for_readme(shots / "conversation.png")

@@ -278,8 +278,15 @@ async def test_another_branch_is_shown_without_moving_the_head(
         assert f'href="?head={old_tip}"' in active
         assert f'href="?head={before.head_seq}"' in active
         other = (await http.get(f"/conversations/{cid}?head={old_tip}")).text
-        assert BRANCH_TEXT not in other
-        assert BRANCH_REPLY not in other
+        shown = other[other.index('<section class="messages">') :]
+        assert BRANCH_TEXT not in shown
+        assert BRANCH_REPLY not in shown
+        # The branch list previews where the other branch leaves this path.
+        assert re.search(
+            r"leaves this path at #\d+ \(user\):</span>\s*<span class=\"preview\">"
+            + re.escape(BRANCH_TEXT),
+            other,
+        )
         assert 'data-call-id="call_weather" data-status="complete"' in other
         # A seq that is no message of the conversation is refused (how: the store's choice).
         assert (await http.get(f"/conversations/{cid}?head=999")).status_code in (400, 404)
@@ -318,12 +325,12 @@ async def test_the_listing_pages_by_cursor_filters_and_searches(
         )
     async with client(create_app(store, tenant=tenant)) as http:
         first = (await http.get("/")).text
-        ids = re.findall(r'<tr data-conversation-id="([^"]+)"', first)
+        ids = re.findall(r'<li data-conversation-id="([^"]+)"', first)
         assert len(ids) == 50
         cursor = re.search(r'href="([^"]*cursor=[^"]*)"', first)
         assert cursor is not None
         second = (await http.get(html.unescape(cursor.group(1)))).text
-        more = re.findall(r'<tr data-conversation-id="([^"]+)"', second)
+        more = re.findall(r'<li data-conversation-id="([^"]+)"', second)
         assert len(more) == 5
         assert not set(ids) & set(more)
         assert "chat 54" in first  # newest first
@@ -331,7 +338,7 @@ async def test_the_listing_pages_by_cursor_filters_and_searches(
         titles = re.findall(r">(chat \d+ about Lisbon)<", found)
         assert sorted(titles) == sorted(f"chat {i} about Lisbon" for i in range(0, 55, 10))
         odd = (await http.get("/?meta=bucket=1")).text
-        assert len(re.findall(r"<tr data-conversation-id=", odd)) == 27
+        assert len(re.findall(r"<li data-conversation-id=", odd)) == 27
 
 
 async def test_health_reports_revision_counts_and_fsck(
@@ -392,7 +399,9 @@ async def test_search_lists_message_and_title_hits_with_marks(
     await add_hostile(store, tenant=tenant)
     async with client(create_app(store, tenant=tenant)) as http:
         page = (await http.get("/?q=lisbon")).text
-        rows = re.findall(r'<tr data-conversation-id="([^"]+)"(?: data-seq="(\d+)")?>', page)
+        rows = re.findall(
+            r'<li class="hit" data-conversation-id="([^"]+)"(?: data-seq="(\d+)")?', page
+        )
         assert rows and {cid for cid, _ in rows} == {seeded["trip"]}  # not the other tenant's
         assert "<mark>Lisbon</mark>" in page or "<mark>lisbon</mark>" in page
         hostile = (await http.get("/", params={"q": "<script>"})).text

@@ -47,7 +47,7 @@ def test_serve_opens_only_an_existing_database(
     assert "DatabaseNotFoundError" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("blocked", ["starlette", "jinja2", "uvicorn"])
+@pytest.mark.parametrize("blocked", ["starlette", "jinja2", "uvicorn", "markdown_it", "pygments"])
 def test_without_the_web_extra_serve_names_it(blocked: str, tmp_path: Path) -> None:
     database = tmp_path / "convstore.db"
     result = _run(

@@ -6,12 +6,19 @@ Each prints what it did on stdout and its progress on stderr (`convstore.progres
 from __future__ import annotations
 
 import argparse
+import asyncio
+import sys
+from typing import Final
 
 from convstore.cli.commands import existing_store
-from convstore.errors import InvalidInputError
+from convstore.cli.words import plural
+from convstore.errors import InvalidInputError, NotFoundError
 from convstore.progress import ProgressReporter
+from convstore.store import ConversationStore
 
 __all__ = ["erase", "export", "prune"]
+
+_PAGE: Final = 500
 
 
 async def export(args: argparse.Namespace) -> int:
@@ -31,21 +38,80 @@ async def export(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _tenant_size(store: ConversationStore, tenant: str) -> tuple[int, int]:
+    """The tenant's conversations and messages (every branch), by the public listing."""
+    conversations = messages = 0
+    cursor: str | None = None
+    while True:
+        page = await store.list_conversations(tenant=tenant, limit=_PAGE, cursor=cursor)
+        conversations += len(page)
+        messages += sum(row.message_count for row in page)
+        if page.next_cursor is None:
+            return conversations, messages
+        cursor = page.next_cursor
+
+
+def _confirmed(question: str) -> bool:
+    """Whether the person at the terminal answers yes (blocking: run in a thread)."""
+    try:
+        answer = input(question)
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
 async def erase(args: argparse.Namespace) -> int:
-    """Erase every row of a tenant; its blobs at the next gc, or now."""
+    """Erase every row of a tenant; its blobs at the next gc, or now.
+
+    ``--dry-run`` says what would go. Otherwise a person at a terminal is asked first, and
+    without a terminal ``--yes`` is required. A tenant with no conversations is an error (a
+    misspelt tenant would otherwise "succeed").
+    """
     if not args.tenant:
         raise InvalidInputError("--tenant must name a tenant")
+    interactive = sys.stdin.isatty()
+    if not (args.yes or args.dry_run or interactive):
+        print(
+            f"convstore erase: erasing tenant {args.tenant!r} cannot be undone; without a "
+            "terminal to confirm on, add --yes (or --dry-run to see what would go)",
+            file=sys.stderr,
+        )
+        return 2
     async with existing_store(args) as store:
+        conversations, messages = await _tenant_size(store, args.tenant)
+        if conversations == 0:
+            raise NotFoundError(
+                f"tenant {args.tenant!r} has no conversations: nothing to erase (check the "
+                "name; 'convstore list --tenant NAME' shows a tenant's conversations)"
+            )
+        what = (
+            f"tenant {args.tenant!r}: {plural(conversations, 'conversation')} "
+            f"({plural(messages, 'message')}), their tool calls, checkpoints and search "
+            "entries; attachments no other conversation references are released "
+            + ("and deleted now" if args.now else "for the next 'convstore gc'")
+        )
+        if args.dry_run:
+            print(f"would erase {what}; nothing erased (--dry-run)")
+            return 0
+        if not args.yes:
+            question = f"erase {what}? This cannot be undone. [y/N] "
+            if not await asyncio.to_thread(_confirmed, question):
+                print("nothing erased", file=sys.stderr)
+                return 1
         with ProgressReporter() as progress:
-            report = await store.erase_tenant(args.tenant, now=args.now, progress=progress)
+            report = await store.erase_tenant(
+                args.tenant, now=args.now, compact=args.compact, progress=progress
+            )
     for table, count in sorted(report.rows.items()):
-        print(f"{table}: {count:,} rows deleted")
+        print(f"{table}: {plural(count, 'row')} deleted")
     released = len(report.released)
     if args.now:
         print(f"blobs: {len(report.deleted):,} of {released:,} no longer referenced deleted")
     else:
         print(f"blobs: {released:,} no longer referenced; the next 'convstore gc' deletes them")
-    print(f"erased tenant {report.tenant!r}: {report.conversations:,} conversations")
+    if args.compact:
+        print("database compacted: the erased rows are gone from its files")
+    print(f"erased tenant {report.tenant!r}: {plural(report.conversations, 'conversation')}")
     return 0
 
 

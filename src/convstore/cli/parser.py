@@ -382,6 +382,22 @@ def _erase_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="delete the blobs only this tenant referenced now, not at the next gc",
     )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="say what would be erased (conversations, messages) and erase nothing",
+    )
+    parser.add_argument(
+        "--yes",
+        action="store_true",
+        help="erase without asking (required when stdin is not a terminal)",
+    )
+    parser.add_argument(
+        "--compact",
+        action="store_true",
+        help="then rewrite the database so the erased rows leave its files (SQLite VACUUM, "
+        "PostgreSQL VACUUM FULL: each table is locked while it is rewritten)",
+    )
 
 
 def _prune_options(parser: argparse.ArgumentParser) -> None:
@@ -490,7 +506,8 @@ COMMANDS: Final[tuple[Command, ...]] = (
     Command(
         "erase",
         "delete every conversation of a tenant (one transaction) and, at the next gc or "
-        "with --now, the blobs only it referenced",
+        "with --now, the blobs only it referenced; asks first on a terminal, --dry-run says "
+        "what would go",
         _erase_options,
         "convstore.cli.data:erase",
     ),

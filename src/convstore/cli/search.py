@@ -2,7 +2,9 @@
 
 Each hit is printed as one line (conversation, seq, role, snippet), matches in bold on a
 terminal and in ``⟦…⟧`` otherwise; ``--json`` prints the hits as one JSON document instead,
-with the next page's cursor. It opens only an existing database and never writes to it.
+with the next page's cursor. It opens only an existing database and never writes to it. A
+query may begin with ``-`` (the parser reads it as the query, not an option); a query of only
+exclusions says why it finds nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from convstore.cli.commands import existing_store
-from convstore.store.search import MARK_END, MARK_START, SearchHit
+from convstore.store.search import MARK_END, MARK_START, SearchHit, parse_query
 
 __all__ = ["hit_document", "hit_line", "search"]
 
@@ -36,6 +38,19 @@ def hit_line(hit: SearchHit, *, bold: bool) -> str:
     return f"{hit.conversation_id}  {where:<16}  {snippet}{branch}"
 
 
+def _why_nothing(query: str) -> str:
+    """Why ``query`` cannot match anything, when its words say so (else empty)."""
+    terms = parse_query(query)
+    if terms.included:
+        return ""
+    if terms.excluded:
+        return (
+            ": a query of only -excluded terms matches nothing (it says what to leave out, "
+            'not what to find); add a word to find, e.g. "report -draft"'
+        )
+    return ": the query has no words to find"
+
+
 async def search(args: argparse.Namespace) -> int:
     """Print one page of hits, best first."""
     async with existing_store(args) as store:
@@ -55,7 +70,7 @@ async def search(args: argparse.Namespace) -> int:
     for hit in page:
         print(hit_line(hit, bold=bold))
     if not page:
-        print("no hits")
+        print(f"no hits{_why_nothing(args.query)}")
     if page.next_cursor is not None:
         print(f"more: add --cursor {page.next_cursor}")
     return 0

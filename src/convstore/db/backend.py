@@ -27,6 +27,7 @@ from convstore.errors import InvalidInputError, MissingDependencyError
 __all__ = [
     "DEFAULT_URL",
     "Backend",
+    "compact",
     "create_backend",
     "migrate",
     "parse_url",
@@ -50,6 +51,16 @@ class Backend(Protocol):
     @property
     def statements(self) -> Statements:
         """The statements compiled for this dialect."""
+        ...
+
+    @property
+    def write_listeners(self) -> list[Callable[[], None]]:
+        """Called (on the event loop) after each write commits."""
+        ...
+
+    @property
+    def writing(self) -> bool:
+        """Whether a write is in flight."""
         ...
 
     async def connect(self) -> None:
@@ -146,6 +157,19 @@ async def migrate(url: str | URL = DEFAULT_URL, revision: str = "head") -> None:
         await backend.migrate(revision)
     finally:
         await backend.close()
+
+
+async def compact(backend: Backend) -> None:
+    """Rewrite the database so deleted rows leave its files (``erase --compact``).
+
+    SQLite: ``VACUUM`` and a WAL truncation; PostgreSQL: ``VACUUM FULL`` of every table.
+    """
+    if isinstance(backend, SqliteBackend) or (
+        isinstance(backend, PostgresBackend) and backend.dialect_name == "postgresql"
+    ):
+        await backend.compact()
+        return
+    raise InvalidInputError(f"compaction is not available for {backend.dialect_name}")
 
 
 async def partition(url: str | URL, modulus: int) -> list[str]:

@@ -11,7 +11,8 @@ Invariants:
   conversion, and its table locks make concurrent writers wait until it commits.
 - Data-preserving: every row is copied by column name into the new table before the old one is
   dropped; the new tables carry exactly the schema's columns, constraints and index names
-  (built from `convstore.db.schema`, plus the search columns of `convstore.db.search_ddl`), so
+  (built from `convstore.db.schema`; the search index's ties to ``messages`` are moved to
+  the new table, see `convstore.db.search_index`), so
   Alembic sees no drift (``migrations/env.py`` leaves
   the partitions themselves out of its comparison).
 - Idempotent: tables already hash-partitioned by ``conversation_id`` with this modulus are left
@@ -29,7 +30,7 @@ from typing import Final
 from sqlalchemy import Connection, MetaData, Table, text
 from sqlalchemy.schema import CreateIndex, CreateTable
 
-from convstore.db import search_ddl
+from convstore.db import search_index
 from convstore.db.migrations import SchemaState, head_revision, schema_state, unknown_schema_error
 from convstore.db.schema import NAMING_CONVENTION, metadata
 from convstore.errors import InvalidInputError, SchemaError, SchemaOutOfDateError
@@ -117,18 +118,20 @@ def partition_tables(conn: Connection, modulus: int) -> list[str]:
     # (impossible: one transaction) or by hand: the foreign keys between them are recreated
     # together, so they are simplest to rebuild together.
     tables = _tables_to_create()
+    # The search index's ties to `messages` (its foreign key and queue triggers) are the
+    # database's, not the models': untied from the old table, tied to the new one after the
+    # copy (the copied rows are indexed already and are not queued again).
+    search_index.pg_detach(conn)
     for name in PARTITIONED_TABLES:
         _move_aside(conn, name)
     for name in PARTITIONED_TABLES:
         _create(conn, tables[name], modulus)
-    # The search columns are the database's, not the models': added back before the copy, they
-    # are computed for every copied row.
-    search_ddl.restore_message_columns(conn)
     for name in PARTITIONED_TABLES:
         columns = ", ".join(f'"{c.name}"' for c in tables[name].columns)
         conn.exec_driver_sql(
             f'INSERT INTO "{name}" ({columns}) SELECT {columns} FROM "{name}{_OLD}"'  # noqa: S608 (schema names)
         )
+    search_index.pg_attach(conn)
     for name in reversed(PARTITIONED_TABLES):  # referencing tables first
         conn.exec_driver_sql(f'DROP TABLE "{name}{_OLD}"')
     for name in PARTITIONED_TABLES:

@@ -164,8 +164,16 @@ class PostgresBackend:
         self._bind_names = _BindNames()
         self._engine: AsyncEngine | None = None
         self._listeners: list[Callable[[str], None]] = []
+        self.write_listeners: list[Callable[[], None]] = []
+        """Called (on the event loop) after each write commits (see `SqliteBackend`)."""
+        self._writing = 0
         self._orphans: set[asyncio.Future[Any]] = set()
         """Operations still running for callers that were cancelled (see `_to_the_end`)."""
+
+    @property
+    def writing(self) -> bool:
+        """Whether a write of this backend is in flight."""
+        return self._writing > 0
 
     @property
     def engine(self) -> AsyncEngine:
@@ -236,6 +244,24 @@ class PostgresBackend:
         except (sa_exc.SQLAlchemyError, OSError) as exc:
             raise translate(exc) from exc
 
+    async def compact(self) -> None:
+        """``VACUUM FULL`` every table of the database: rewritten with live rows only.
+
+        A delete leaves the old row versions in the table files until a vacuum, and a plain
+        ``VACUUM`` only marks their space reusable; ``VACUUM FULL`` writes each table anew,
+        holding an exclusive lock on it meanwhile (reads and writes of that table wait). The
+        write-ahead log, its archive, replicas and backups still hold what they held
+        (docs/data-in-and-out.md).
+        """
+        try:
+            async with self.engine.connect() as plain:
+                conn = await plain.execution_options(isolation_level="AUTOCOMMIT")
+                names = await conn.run_sync(_own_tables)
+                for name in names:
+                    await conn.execute(text(f'VACUUM FULL "{name}"'))
+        except (sa_exc.SQLAlchemyError, OSError) as exc:
+            raise translate(exc) from exc
+
     async def write(self, fn: Callable[[Tx], T]) -> T:
         """Run ``fn`` in one transaction, retrying the whole of it on transient failures.
 
@@ -252,7 +278,14 @@ class PostgresBackend:
                 raise _Abandoned  # roll back: nobody is waiting for this write any more
             return result
 
-        return await self._to_the_end(self._write(unless_abandoned), on_cancel=abandoned.set)
+        self._writing += 1
+        try:
+            result = await self._to_the_end(self._write(unless_abandoned), on_cancel=abandoned.set)
+        finally:
+            self._writing -= 1
+        for listener in self.write_listeners:
+            listener()
+        return result
 
     async def _write(self, fn: Callable[[Tx], T]) -> T:
         engine = self.engine
@@ -287,7 +320,15 @@ class PostgresBackend:
         committed is unknown, so it is not retried. Cancelling the caller lets the statement
         finish in the background (see `_to_the_end`): once sent, it commits or fails whole.
         """
-        return await self._to_the_end(self._fetch_one_statement(sql, arguments))
+        self._writing += 1
+        try:
+            row = await self._to_the_end(self._fetch_one_statement(sql, arguments))
+        finally:
+            self._writing -= 1
+        if row is not None:
+            for listener in self.write_listeners:
+                listener()
+        return row
 
     async def _fetch_one_statement(self, sql: str, arguments: Sequence[Any]) -> Any | None:
         import asyncpg  # the driver of every URL this backend serves besides SQLite's
@@ -434,3 +475,14 @@ def _never_sent(exc: BaseException) -> bool:
     import asyncpg
 
     return isinstance(exc, asyncpg.InternalClientError) and "cannot switch to state" in str(exc)
+
+
+def _own_tables(conn: Connection) -> list[str]:
+    """The tables (and partitions) of the connection's schema, for `PostgresBackend.compact`."""
+    rows = conn.execute(
+        text(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'm') ORDER BY 1"
+        )
+    )
+    return [str(row[0]) for row in rows]

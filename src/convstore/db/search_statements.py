@@ -44,7 +44,7 @@ from typing import Final
 
 from sqlalchemy import TextClause, text
 
-from convstore.db.search_ddl import SQLITE_BODY, SQLITE_THINKING
+from convstore.db.search_index import DOC_MASK, title_doc
 
 __all__ = ["Mode", "Shape", "search_statement"]
 
@@ -101,7 +101,7 @@ _KEYS: Final = "doc, rank, created, cid, seq"
 def _page(dialect: str, keys: str) -> str:
     """The page of ``keys`` (a ranked, limited CTE) joined to what its hits show."""
     if dialect == "sqlite":
-        message = "m.rowid = k.doc AND k.doc > 0"
+        message = f"m.rowid = (k.doc & {DOC_MASK}) AND k.doc > 0"
         parts = "m.parts"
     else:
         message = "m.conversation_id = k.cid AND m.seq = k.seq"
@@ -159,49 +159,83 @@ def _scoped(shape: Shape) -> bool:
 
 
 _SQLITE_ROLES: Final = "m.role IN (SELECT value FROM json_each(:roles))"
-_POSTGRES_ROLES: Final = "m.role = ANY(CAST(:roles AS text[]))"
 _MESSAGE_KEYS: Final = "m.created_at AS created, m.conversation_id AS cid, m.seq AS seq"
 _TITLE_KEYS: Final = "c.created_at AS created, c.id AS cid, CAST(NULL AS integer) AS seq"
 
 
-def _sqlite_body(shape: Shape) -> str:
-    body = SQLITE_BODY("m.parts")
+def _sqlite_text(shape: Shape) -> str:
+    """A message document's searched text, as the index stores it."""
     if shape.thinking:
-        body = f"(coalesce({body}, '') || char(10) || coalesce({SQLITE_THINKING('m.parts')}, ''))"
-    return body
+        return "(coalesce(f.body, '') || char(10) || coalesce(f.thinking, ''))"
+    return "f.body"
 
 
 def _sqlite_join(shape: Shape) -> str:
     return " JOIN conversations AS c ON c.id = m.conversation_id" if _scoped(shape) else ""
 
 
+def _sqlite_rank(column: str, weight: float) -> str:
+    """BM25's term saturation and length norm for ``column``, from the document alone.
+
+    No statistic of other documents enters a rank (FTS5's ``bm25()`` reads every document of
+    every tenant that has a term): each long term's count in the lower-cased column, saturated
+    (k1 = 1.2) and normalised by the column's length against a fixed 500 characters
+    (b = 0.75). SQLite's ``lower`` folds ASCII only, so ``:terms`` holds each term as the list
+    of its spellings by the case of its other letters (``convstore.store.search``), counted
+    together.
+    """
+    count = (
+        "(SELECT total((length(d.value) - length(replace(d.value, v.value, '')))"
+        " / length(v.value)) FROM json_each(t.value) AS v)"
+    )
+    return (
+        f"{weight} * (SELECT total(n * 2.2 / (n + 1.2 * (0.25 + 0.75 * len / 500.0))) FROM ("
+        f"SELECT {count} AS n, length(d.value) AS len"
+        f" FROM json_each(json_array(lower({column}))) AS d, json_each(:terms) AS t))"
+    )
+
+
+_DOC: Final = f"(f.rowid & {DOC_MASK})"
+_NOT_LOGGED: Final = f"{_DOC} NOT IN (SELECT msg FROM search_log)"
+"""A message whose row was deleted or changed since it was indexed is not a hit (a search that
+caught up first sees an empty log; one racing later writes does not see their rows)."""
+
+
 def _sqlite(shape: Shape) -> str:
     if shape.mode is Mode.SHORT:
         return _page("sqlite", _sqlite_short(shape))
     short = shape.mode is Mode.MIXED or shape.short_excluded
-    rank = f"-bm25(search_fts, {SQLITE_WEIGHTS}) AS rank"
-    # The index is the outer loop, newest document first; each hit is joined to its row and
-    # checked against the scope (and the short terms) as it comes, so only the newest
-    # `:cap` documents in scope are ranked and the rest are never read.
-    message_where = ["search_fts MATCH :match", "f.rowid > 0", *_filters(shape, _SQLITE_ROLES)]
-    title_where = ["search_fts MATCH :match", "f.rowid < 0", *_filters(shape, None)]
+    body_rank = _sqlite_rank("f.body", 1.0)
+    if shape.thinking:
+        body_rank += " + " + _sqlite_rank("f.thinking", 0.5)
+    # The index is the outer loop, newest document of the tenant's id range first; each hit is
+    # joined to its row and checked against the scope (and the short terms) as it comes, so
+    # only the newest `:cap` documents in scope are ranked and the rest are never read.
+    message_where = [
+        "search_fts MATCH :match",
+        "f.rowid BETWEEN :low AND :high",
+        _NOT_LOGGED,
+        *_filters(shape, _SQLITE_ROLES),
+    ]
+    title_where = ["search_fts MATCH :match", "f.rowid BETWEEN -:high AND -:low",
+                   *_filters(shape, None)]  # fmt: skip
     message_text = title_text = ""
     if short:
         condition = _sqlite_short_filter(shape, "d.value")
-        message_text = f", json_each(json_array({_sqlite_body(shape)})) AS d"
+        message_text = f", json_each(json_array({_sqlite_text(shape)})) AS d"
         title_text = ", json_each(json_array(c.title)) AS d"
         message_where.append(condition)
         title_where.append(condition)
     messages = (
-        f"SELECT f.rowid AS doc, {rank}, {_MESSAGE_KEYS}"
-        " FROM search_fts AS f JOIN messages AS m ON m.rowid = f.rowid"
+        f"SELECT f.rowid AS doc, {body_rank} AS rank, {_MESSAGE_KEYS}"
+        f" FROM search_fts AS f JOIN messages AS m ON m.rowid = {_DOC}"
         f"{_sqlite_join(shape)}{message_text}"
         f" WHERE {' AND '.join(message_where)} ORDER BY f.rowid DESC LIMIT :cap"
     )
     titles = (
-        f"SELECT f.rowid AS doc, {rank}, {_TITLE_KEYS}"
-        f" FROM search_fts AS f JOIN conversations AS c ON c.rowid = -f.rowid{title_text}"
-        f" WHERE {' AND '.join(title_where)} ORDER BY f.rowid LIMIT :cap"
+        f"SELECT f.rowid AS doc, {_sqlite_rank('f.title', 2.0)} AS rank, {_TITLE_KEYS}"
+        f" FROM search_fts AS f JOIN conversations AS c ON c.rowid = (-f.rowid & {DOC_MASK})"
+        f"{title_text} WHERE {' AND '.join(title_where)} ORDER BY f.rowid LIMIT :cap"
     )
     arms = [messages] if shape.roles else [messages, titles]
     names = [f"arm{i}" for i in range(len(arms))]
@@ -213,26 +247,28 @@ def _sqlite(shape: Shape) -> str:
 
 
 def _sqlite_short(shape: Shape) -> str:
-    """Short terms only: the newest matches first, each arm scanned until its window is full."""
+    """Short terms only: the tenant's newest documents first, until the window is full.
+
+    The stored text of each document is checked (no JSON is read); the scan is the tenant's
+    id range of the index, newest first.
+    """
     condition = _sqlite_short_filter(shape, "d.value")
     excluded = "{} NOT IN (SELECT rowid FROM search_fts WHERE search_fts MATCH :exclude)"
     message_where = [
-        # Rows whose stored JSON cannot hold the first term are skipped before their text is
-        # made; the text is made once per row (json_each of a one-element array), not once per
-        # case variant.
-        "EXISTS (SELECT 1 FROM json_each(:prefilter) AS v WHERE instr(m.parts, v.value) > 0)",
+        "f.rowid BETWEEN :low AND :high",
+        _NOT_LOGGED,
         *_filters(shape, _SQLITE_ROLES),
         condition,
     ]
     title_where = ["c.title IS NOT NULL", *_filters(shape, None), condition]
     if shape.long_excluded:
-        message_where.append(excluded.format("m.rowid"))
-        title_where.append(excluded.format("-c.rowid"))
+        message_where.append(excluded.format("f.rowid"))
+        title_where.append(excluded.format(title_doc("c.tenant", "c.rowid")))
     messages = (
-        f"SELECT m.rowid AS doc, 0.0 AS rank, {_MESSAGE_KEYS}"
-        f" FROM messages AS m{_sqlite_join(shape)},"
-        f" json_each(json_array({_sqlite_body(shape)})) AS d"
-        f" WHERE {' AND '.join(message_where)} {_NEWEST}"
+        f"SELECT f.rowid AS doc, 0.0 AS rank, {_MESSAGE_KEYS}"
+        f" FROM search_fts AS f JOIN messages AS m ON m.rowid = {_DOC}{_sqlite_join(shape)},"
+        f" json_each(json_array({_sqlite_text(shape)})) AS d"
+        f" WHERE {' AND '.join(message_where)} ORDER BY f.rowid DESC LIMIT :window"
     )
     titles = (
         f"SELECT -c.rowid AS doc, 0.0 AS rank, {_TITLE_KEYS}"
@@ -257,43 +293,65 @@ def _postgres_match(lead: list[str], whole: str) -> list[str]:
     ]
 
 
+def _postgres_filters(shape: Shape, alias: str, roles: bool) -> list[str]:
+    """The scope of a query on the index's own columns (``search_docs``, ``search_titles``)."""
+    where = []
+    if shape.tenant:
+        # With the text condition, one lookup of the (tenant, text) GIN index.
+        where.append(f"{alias}.tenant = :tenant")
+    if shape.conversation:
+        where.append(f"{alias}.conversation_id = :conversation_id")
+    if roles and shape.roles:
+        where.append(f"{alias}.role = ANY(CAST(:roles AS text[]))")
+    return where
+
+
+_PG_MESSAGE_KEYS: Final = "d.created_at AS created, d.conversation_id AS cid, d.seq AS seq"
+_PG_TITLE_KEYS: Final = (
+    "t.created_at AS created, t.conversation_id AS cid, CAST(NULL AS integer) AS seq"
+)
+
+
 def _postgres(shape: Shape) -> str:
     query = "websearch_to_tsquery('simple'::regconfig, :ranked)"
     weights = "CAST(:weights AS float4[])"
     if shape.thinking:
-        lead = ["m.search_text", "m.search_thinking"]
-        whole = "(coalesce(m.search_text, '') || E'\\n' || coalesce(m.search_thinking, ''))"
+        lead = ["d.body", "d.thinking"]
+        whole = "(coalesce(d.body, '') || E'\\n' || coalesce(d.thinking, ''))"
     else:
-        lead, whole = ["m.search_text"], "m.search_text"
+        lead, whole = ["d.body"], "d.body"
     ranked = shape.mode is not Mode.SHORT
-    join = " JOIN conversations AS c ON c.id = m.conversation_id" if _scoped(shape) else ""
-    message_where = " AND ".join([*_postgres_match(lead, whole), *_filters(shape, _POSTGRES_ROLES)])
+    message_where = " AND ".join(
+        [*_postgres_match(lead, whole), *_postgres_filters(shape, "d", roles=True)]
+    )
     title_where = " AND ".join(
-        [*_postgres_match(["c.search_title"], "c.search_title"), *_filters(shape, None)]
+        [*_postgres_match(["t.title"], "t.title"), *_postgres_filters(shape, "t", roles=False)]
     )
     if not ranked:
         messages = (
-            f"SELECT CAST(NULL AS bigint) AS doc, CAST(0.0 AS float8) AS rank, {_MESSAGE_KEYS}"
-            f" FROM messages AS m{join} WHERE {message_where} {_NEWEST}"
+            f"SELECT CAST(NULL AS bigint) AS doc, CAST(0.0 AS float8) AS rank, {_PG_MESSAGE_KEYS}"
+            f" FROM search_docs AS d WHERE {message_where} {_NEWEST}"
         )
         titles = (
-            f"SELECT CAST(NULL AS bigint) AS doc, CAST(0.0 AS float8) AS rank, {_TITLE_KEYS}"
-            f" FROM conversations AS c WHERE {title_where} {_NEWEST}"
+            f"SELECT CAST(NULL AS bigint) AS doc, CAST(0.0 AS float8) AS rank, {_PG_TITLE_KEYS}"
+            f" FROM search_titles AS t WHERE {title_where} {_NEWEST}"
         )
     else:
         # The newest `:cap` matches in scope are the candidates; only they are ranked.
         messages = (
             f"SELECT CAST(NULL AS bigint) AS doc,"
             f" CAST(ts_rank_cd({weights}, vector, {query}, 1) AS float8) AS rank, created, cid, seq"
-            f" FROM (SELECT {_MESSAGE_KEYS}, m.search_vector AS vector FROM messages AS m{join}"
+            f" FROM (SELECT {_PG_MESSAGE_KEYS}, d.vector AS vector FROM search_docs AS d"
             f" WHERE {message_where} {_CANDIDATES}) AS candidates"
         )
-        title_vector = "setweight(convstore_search_words(title), 'A')"
+        title_vector = "setweight(convstore_search_words(c.title), 'A')"
         titles = (
             f"SELECT CAST(NULL AS bigint) AS doc,"
             f" CAST(ts_rank_cd({weights}, {title_vector}, {query}, 1) AS float8) AS rank,"
-            f" created, cid, seq FROM (SELECT {_TITLE_KEYS}, c.title AS title"
-            f" FROM conversations AS c WHERE {title_where} {_CANDIDATES}) AS candidates"
+            " candidates.created, candidates.cid, candidates.seq"
+            f" FROM (SELECT {_PG_TITLE_KEYS} FROM search_titles AS t"
+            f" WHERE {title_where} {_CANDIDATES}) AS candidates"
+            " JOIN conversations AS c ON c.id = candidates.cid"
         )
     arms = [messages] if shape.roles else [messages, titles]
     union = " UNION ALL ".join(f"({arm})" for arm in arms)

@@ -116,8 +116,16 @@ class SqliteBackend:
         self._writes_done = asyncio.Event()
         """Clear while a write runs (from its caller's task or the flusher): new ones queue."""
         self._writes_done.set()
+        self.write_listeners: list[Callable[[], None]] = []
+        """Called (on the event loop) after each write commits: derived data that follows
+        writes (the deferred search index) learns of them without a statement."""
         self.hops = 0
         """Hand-offs of work to a connection's thread so far (opening connections included)."""
+
+    @property
+    def writing(self) -> bool:
+        """Whether a write of this backend is running or queued."""
+        return not self._writes_done.is_set()
 
     @property
     def database_path(self) -> Path | None:
@@ -170,6 +178,9 @@ class SqliteBackend:
             if self._path is not None:
                 pragmas.append("PRAGMA journal_mode = WAL")
             pragmas.append(f"PRAGMA synchronous = {self._synchronous}")
+            # Deleted rows are overwritten, whatever the build's default (issue 32: an erased
+            # tenant's text must not stay in free pages).
+            pragmas.append("PRAGMA secure_delete = ON")
         trace = self._trace if self._listeners else None
         for attempt in range(1, _MAX_ATTEMPTS + 1):
             try:
@@ -232,6 +243,8 @@ class SqliteBackend:
             finally:
                 self._hand_over()
         result: T = await write.future
+        for listener in self.write_listeners:
+            listener()
         return result
 
     def _hand_over(self) -> None:
@@ -353,6 +366,22 @@ class SqliteBackend:
                 return
         self._idle.append(conn)
 
+    async def compact(self) -> None:
+        """Rewrite the file without its free pages (``VACUUM``) and empty the WAL.
+
+        Deleted rows' bytes can linger in free pages and in the WAL (``secure_delete`` zeroes
+        pages as they are freed, where the build or the store turns it on); this leaves the
+        live rows only. Writes wait meanwhile; it takes about as long as copying the file.
+        """
+        writer = self._require_writer()
+        while not self._writes_done.is_set():
+            await self._writes_done.wait()
+        self._writes_done.clear()
+        try:
+            await self._call(writer, _vacuum)
+        finally:
+            self._hand_over()
+
     async def close(self) -> None:
         """Close every connection (idempotent), once the writes already queued are done."""
         await self._writes_done.wait()
@@ -386,3 +415,8 @@ class SqliteBackend:
     def _trace(self, sql: str) -> None:
         for listener in list(self._listeners):
             listener(sql)
+
+
+def _vacuum(raw: sqlite3.Connection) -> None:
+    raw.execute("VACUUM")
+    raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()

@@ -16,8 +16,12 @@ Invariants (every tree format; docs/imports.md has the mapping):
 - The export's tree is stored node for node (every edit and regeneration a branch) and the
   conversation's head is the export's active node.
 - Each conversation is written in one transaction; what cannot be mapped is counted in the
-  report, not fatal; a truncated or malformed file raises `MalformedExportError` naming the
-  position, with nothing of the broken conversation written.
+  report, not fatal; a conversation that cannot be stored is reported with its position and
+  why (``strict``: raised) and the rest imported; a truncated or malformed file, or one over
+  an `ImportLimits` limit, raises `MalformedExportError` naming the position, with nothing of
+  the broken conversation written.
+- Only the export is read: a file handed alone has no assets; nothing is reached through a
+  symbolic link; an asset pointer names one exact file (`convstore.imports._sources`).
 """
 
 from __future__ import annotations
@@ -31,15 +35,25 @@ from typing import TYPE_CHECKING
 from convstore.errors import UnsupportedFormatError
 
 from ._driver import TreeFormat, import_trees
+from ._limits import ImportLimits
 from ._report import ImportReport, Progress
 
 if TYPE_CHECKING:
     from convstore.store import ConversationStore
 
-__all__ = ["FORMATS", "ImportReport", "Importer", "Progress", "import_file", "register_format"]
+__all__ = [
+    "FORMATS",
+    "ImportLimits",
+    "ImportReport",
+    "Importer",
+    "Progress",
+    "import_file",
+    "register_format",
+]
 
 Importer = Callable[..., Awaitable[None]]
-"""``await importer(store, path, *, tenant, report, progress)``: fills ``report``."""
+"""``await importer(store, path, *, tenant, report, progress, strict, limits)``: fills
+``report``."""
 
 FORMATS: dict[str, Importer] = {}
 """The registered formats by name."""
@@ -61,15 +75,30 @@ async def import_file(
     tenant: str | None = None,
     *,
     progress: Progress | None = None,
+    strict: bool = False,
+    limits: ImportLimits | None = None,
 ) -> ImportReport:
-    """Import the export at ``path`` (file, directory or ``.zip``) in ``format``; what it did."""
+    """Import the export at ``path`` (file, directory or ``.zip``) in ``format``; what it did.
+
+    A conversation that cannot be stored is named in ``report.errors`` and the import goes
+    on; with ``strict`` the first one raises `ConversationRefusedError` instead. ``limits``
+    bound what the export may make the import read and hold (`ImportLimits`).
+    """
     importer = FORMATS.get(format)
     if importer is None:
         raise UnsupportedFormatError(
             f"unknown import format {format!r}; known: {', '.join(sorted(FORMATS))}"
         )
     report = ImportReport(format=format)
-    await importer(store, Path(path), tenant=tenant, report=report, progress=progress)
+    await importer(
+        store,
+        Path(path),
+        tenant=tenant,
+        report=report,
+        progress=progress,
+        strict=strict,
+        limits=limits,
+    )
     return report
 
 

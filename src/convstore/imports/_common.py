@@ -23,6 +23,7 @@ __all__ = [
     "data_url_part",
     "details",
     "iso_time",
+    "list_of",
     "make_message",
     "object_of",
     "placeholder",
@@ -70,6 +71,11 @@ def details(**values: Any) -> dict[str, Any] | None:
 
 def text_of(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def list_of(value: Any) -> list[Any]:
+    """``value`` if it is a JSON array, else an empty one (an export's field of the wrong type)."""
+    return value if isinstance(value, list) else []
 
 
 def object_of(value: Any) -> dict[str, Any]:
@@ -120,15 +126,18 @@ def asset_part(
     filename: str | None,
     unmapped: Counter[str],
 ) -> FilePart:
-    """The export's file for ``asset_id`` as bytes, or else ``reference`` kept as a uri.
+    """The export's file for ``asset_id`` (streamed when written), or else ``reference`` as a uri.
 
     ``media_type`` labels the reference; stored bytes are labelled by what they are.
     """
     name = source.find_asset(asset_id)
-    data = source.read_asset(name) if name is not None else None
-    if name is not None and data is not None:
-        return inline_part(data, None, filename or name.rsplit("/", 1)[-1])
-    unmapped["file not in export (kept as a reference)"] += 1
+    part = source.asset(name, filename) if name is not None else None
+    if part is not None:
+        return part
+    if name is not None:
+        unmapped["file over the attachment size limit (kept as a reference)"] += 1
+    else:
+        unmapped["file not in export (kept as a reference)"] += 1
     return FilePart.model_validate(
         {"uri": reference, "media_type": media_type, "filename": filename}
     )

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from convstore.progress import silent
-from convstore.store.restore import restore_archive
+from convstore.store.restore import RestoreLimits, restore_archive
 
+from ._limits import ImportLimits
 from ._report import ImportReport, Progress
 
 if TYPE_CHECKING:
@@ -30,10 +31,21 @@ async def import_archive(
     tenant: str | None,
     report: ImportReport,
     progress: Progress | None,
+    strict: bool = False,
+    limits: ImportLimits | None = None,
 ) -> None:
-    """Restore the export zip at ``path``; counts go into ``report``."""
+    """Restore the export zip at ``path``; counts go into ``report``.
+
+    A restore refuses a bad archive whole, so ``strict`` changes nothing; ``limits`` give the
+    restore their ``total_bytes`` (`RestoreLimits` bound the rest).
+    """
+    del strict
     restored = await restore_archive(
-        store, path, tenant=tenant, progress=progress if progress is not None else silent
+        store,
+        path,
+        tenant=tenant,
+        progress=progress if progress is not None else silent,
+        limits=RestoreLimits(total_bytes=limits.total_bytes) if limits is not None else None,
     )
     report.imported["conversation"] += restored.restored
     report.present["conversation"] += restored.present

@@ -47,6 +47,7 @@ from ._common import (
     asset_part,
     details,
     iso_time,
+    list_of,
     make_message,
     object_of,
     placeholder,
@@ -201,7 +202,7 @@ def _parts(
     """The parts of one content object; None for a content type this importer cannot map."""
     if content_type in ("text", "multimodal_text"):
         out: list[Part] = []
-        for item in content.get("parts") or []:
+        for item in list_of(content.get("parts")):
             if isinstance(item, str):
                 if item:
                     out.append(TextPart(text=item))
@@ -219,7 +220,7 @@ def _parts(
         lines = [text_of(content.get(k)) for k in ("title", "url", "text")]
         return [TextPart(text="\n".join(line for line in lines if line))]
     if content_type == "thoughts":
-        thoughts = [t for t in content.get("thoughts") or [] if isinstance(t, dict)]
+        thoughts = [t for t in list_of(content.get("thoughts")) if isinstance(t, dict)]
         return [
             ThinkingPart(
                 text="\n\n".join(text_of(t.get("content")) for t in thoughts),

@@ -43,6 +43,7 @@ from ._common import (
     details,
     inline_part,
     iso_time,
+    list_of,
     make_message,
     stable_id,
     text_of,
@@ -121,7 +122,7 @@ def _messages(
 ) -> list[Message]:
     uuid: str = raw["uuid"]
     info = details(created_at=iso_time(raw.get("created_at")))
-    blocks = [b for b in raw.get("content") or [] if isinstance(b, dict)]
+    blocks = [b for b in list_of(raw.get("content")) if isinstance(b, dict)]
     if not blocks and text_of(raw.get("text")):
         blocks = [{"type": "text", "text": raw["text"]}]
     human = raw.get("sender") == "human"
@@ -184,7 +185,9 @@ def _block(
         return TextPart(text=text) if text else None
     if kind == "thinking" and not human:
         summaries = [
-            text_of(s.get("summary")) for s in block.get("summaries") or [] if isinstance(s, dict)
+            text_of(s.get("summary"))
+            for s in list_of(block.get("summaries"))
+            if isinstance(s, dict)
         ]
         signature = block.get("signature")
         return ThinkingPart(
@@ -258,7 +261,7 @@ def _result(
 
 def _attachments(raw: dict[str, Any], source: ExportSource, unmapped: Counter[str]) -> list[Part]:
     out: list[Part] = []
-    for attachment in raw.get("attachments") or []:
+    for attachment in list_of(raw.get("attachments")):
         if not isinstance(attachment, dict):
             continue
         text = attachment.get("extracted_content")
@@ -267,7 +270,7 @@ def _attachments(raw: dict[str, Any], source: ExportSource, unmapped: Counter[st
             out.append(inline_part(text.encode(), "text/plain", name))
         else:
             unmapped["attachment without extracted text"] += 1
-    for file in raw.get("files_v2") or raw.get("files") or []:
+    for file in list_of(raw.get("files_v2")) or list_of(raw.get("files")):
         if not isinstance(file, dict):
             continue
         file_id = text_of(file.get("file_uuid")) or text_of(file.get("file_name"))

@@ -24,6 +24,8 @@ import html
 import json
 import re
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Final
 
 from convstore.model import (
@@ -43,6 +45,7 @@ from ._common import (
     data_url_part,
     details,
     iso_time,
+    list_of,
     make_message,
     object_of,
     stable_id,
@@ -55,9 +58,68 @@ from ._tree import ConversationShapeError, ConversationTree, Node
 __all__ = ["FORMAT", "convert"]
 
 _ROLES: Final = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM}
-_DETAILS: Final = re.compile(r"<details\s+([^>]*)>(.*?)</details>", re.DOTALL)
-_ATTRIBUTE: Final = re.compile(r'(\w+)="([^"]*)"')
-_SUMMARY: Final = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
+_ATTRIBUTE_START: Final = re.compile(r'(?<!\w)(\w+)="')
+"""An attribute's name and opening quote; only at the start of a word, so each run of word
+characters is tried once (linear time over any input)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Details:
+    start: int
+    end: int
+    attributes: str
+    body: str
+
+
+def _details_blocks(content: str) -> Iterator[_Details]:
+    """Each ``<details ATTRS>BODY</details>`` (the first closing tag ends it), left to right.
+
+    A parser of ``str.find`` calls rather than a regular expression: every position is passed
+    a bounded number of times, so time is linear in the content whatever it holds (the
+    expression it replaces tried every ``<details`` against the whole rest of the text).
+    """
+    pos = 0
+    while (start := content.find("<details", pos)) >= 0:
+        after = start + len("<details")
+        if after >= len(content) or not content[after].isspace():
+            pos = after
+            continue
+        close_tag = content.find(">", after)
+        if close_tag < 0:
+            return  # no '>' anywhere after: no later block can be complete either
+        close = content.find("</details>", close_tag + 1)
+        if close < 0:
+            return  # likewise for the closing tag
+        end = close + len("</details>")
+        yield _Details(start, end, content[after:close_tag], content[close_tag + 1 : close])
+        pos = end
+
+
+def _attributes(text: str) -> dict[str, str]:
+    """``name="value"`` pairs (values unescaped), left to right; a later name wins."""
+    found: dict[str, str] = {}
+    pos = 0
+    while (match := _ATTRIBUTE_START.search(text, pos)) is not None:
+        close = text.find('"', match.end())
+        if close < 0:
+            break
+        found[match.group(1)] = html.unescape(text[match.end() : close])
+        pos = close + 1
+    return found
+
+
+def _without_summaries(text: str) -> str:
+    """``text`` without its ``<summary>...</summary>`` elements (linear, like `_details_blocks`)."""
+    kept: list[str] = []
+    pos = 0
+    while (start := text.find("<summary>", pos)) >= 0:
+        close = text.find("</summary>", start + len("<summary>"))
+        if close < 0:
+            break
+        kept.append(text[pos:start])
+        pos = close + len("</summary>")
+    kept.append(text[pos:])
+    return "".join(kept)
 
 
 def convert(element: Any, source: ExportSource, unmapped: Counter[str]) -> ConversationTree:
@@ -137,13 +199,13 @@ def _messages(
         return out
     parts: list[Part] = []
     at = 0
-    for match in _DETAILS.finditer(content):
-        _text(content[at : match.start()], parts)
-        at = match.end()
-        attributes = {k: html.unescape(v) for k, v in _ATTRIBUTE.findall(match.group(1))}
+    for block in _details_blocks(content):
+        _text(content[at : block.start], parts)
+        at = block.end
+        attributes = _attributes(block.attributes)
         kind = attributes.get("type")
         if kind == "reasoning":
-            parts.append(ThinkingPart(text=_quoted(_SUMMARY.sub("", match.group(2)))))
+            parts.append(ThinkingPart(text=_quoted(_without_summaries(block.body))))
         elif kind == "tool_calls" and attributes.get("name"):
             call = ToolCallPart(
                 id=(attributes.get("id") or f"{key}.call{len(out)}")[:255],
@@ -165,7 +227,7 @@ def _messages(
             )
         else:
             unmapped[f"details:{kind}"] += 1
-            _text(match.group(0), parts)
+            _text(content[block.start : block.end], parts)
     _text(content[at:], parts)
     parts.extend(files)
     if parts or not out:
@@ -204,7 +266,7 @@ def _arguments(value: str) -> dict[str, Any]:
 
 def _files(raw: dict[str, Any], source: ExportSource, unmapped: Counter[str]) -> list[FilePart]:
     out: list[FilePart] = []
-    for file in raw.get("files") or []:
+    for file in list_of(raw.get("files")):
         if not isinstance(file, dict):
             continue
         url = text_of(file.get("url"))

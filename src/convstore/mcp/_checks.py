@@ -68,8 +68,9 @@ def surrogate_path(value: Any, path: str = "") -> str | None:
     return None
 
 
-def _reason(arguments: Mapping[str, Any], schema: Mapping[str, Any]) -> str | None:
-    """Why ``arguments`` do not fit ``schema`` (the tool's input schema), or ``None``."""
+def _reason(arguments: Mapping[str, Any], validator: Draft202012Validator) -> str | None:
+    """Why ``arguments`` do not fit the tool's input schema (``validator``'s), or ``None``."""
+    schema = validator.schema
     where = surrogate_path(arguments)
     if where is not None:
         return f"argument {where} is not valid Unicode text (it holds a lone surrogate)"
@@ -82,7 +83,7 @@ def _reason(arguments: Mapping[str, Any], schema: Mapping[str, Any]) -> str | No
         )
     # best_match descends into anyOf branches: "'robot' is not one of [...]" at roles.0, not
     # "['robot'] is not valid under any of the given schemas".
-    error = best_match(Draft202012Validator(schema).iter_errors(dict(arguments)))
+    error = best_match(validator.iter_errors(dict(arguments)))
     if error is None:
         return None
     name = ".".join(str(step) for step in error.absolute_path) or "arguments"
@@ -97,27 +98,30 @@ class ArgumentChecks:
 
     def __init__(self, server: MCPServer) -> None:
         self._server = server
-        self._schemas: dict[str, dict[str, Any]] | None = None
+        self._validators: dict[str, Draft202012Validator] | None = None
 
-    async def _input_schemas(self) -> dict[str, dict[str, Any]]:
-        if self._schemas is None:
+    async def _input_validators(self) -> dict[str, Draft202012Validator]:
+        # Tools are fixed when the server is made: their schemas are read once.
+        if self._validators is None:
             tools = await self._server.list_tools()
-            self._schemas = {tool.name: dict(tool.input_schema) for tool in tools}
-        return self._schemas
+            self._validators = {
+                tool.name: Draft202012Validator(dict(tool.input_schema)) for tool in tools
+            }
+        return self._validators
 
     async def _call_refusal(self, params: Mapping[str, Any]) -> str | None:
         name = params.get("name")
         arguments = params.get("arguments")
         if not isinstance(name, str):
             return None  # not a tools/call the SDK can read: its own -32602 answers it
-        schemas = await self._input_schemas()
-        if name not in schemas:
-            return f"unknown tool {quote(name)}; the tools are {', '.join(sorted(schemas))}"
+        validators = await self._input_validators()
+        if name not in validators:
+            return f"unknown tool {quote(name)}; the tools are {', '.join(sorted(validators))}"
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, Mapping):
             return f"the arguments must be an object, not {quote(arguments)}"
-        return _reason(arguments, schemas[name])
+        return _reason(arguments, validators[name])
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from convstore.db.tx import Tx
-from convstore.errors import BlobStorageError
+from convstore.errors import BlobStorageError, ConversationNotFoundError
 from convstore.model import Message, ToolCall
 from convstore.store import arguments, one_statement, reads, writes
 from convstore.store.attachments import (
@@ -32,6 +32,7 @@ from convstore.store.attachments import (
     store_files,
     written_times,
 )
+from convstore.store.released_blobs import release_after_failure
 from convstore.store.results import AppendResult
 from convstore.store.writes import AppendPlan, OnConflict
 
@@ -158,6 +159,10 @@ async def _write_batch(
                 break
             # Wait for the collection to end, then store the bytes again (above).
             await wait_for_collection(ctx, collected.blobs)
+        except ConversationNotFoundError:
+            # Erased or deleted while this batch's bytes went in: nothing will reference them.
+            await release_after_failure(backend, plan.namespace, stored_blobs)
+            raise
     raise BlobStorageError(
         "an attachment of this append was being garbage-collected and could not be stored "
         "again; nothing was written: retry the append"

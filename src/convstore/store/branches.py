@@ -15,7 +15,8 @@ Invariants:
   a path: the first result after the call on the path completes it, unless it was stored after
   the call was cancelled (then it is history, as it was when appended); otherwise a call ever
   cancelled is cancelled (``cancelled_at`` keeps that across paths); otherwise a later user
-  message interrupts it; otherwise it is pending.
+  message interrupts it; otherwise it is pending. The rule is `convstore.store.lifecycle`'s
+  (`answers`, `unanswered`); `settle` decides which calls to ask it about.
 - When the head moves other than by growing the path at its end, the path keeps what it shares
   with the old one (root → the last shared message) and swaps the rest. `settle` rederives only
   the lifecycles that can change: the calls made in the part that joins, the calls answered in
@@ -38,7 +39,7 @@ from convstore.errors import InvalidInputError
 from convstore.model import Conversation, Message, Role, ToolCallStatus, ToolResultPart
 from convstore.store.header_lock import Header, advance, lock, new_revision
 from convstore.store.ids import new_id
-from convstore.store.lifecycle import status_for
+from convstore.store.lifecycle import answers, status_for, unanswered
 from convstore.store.metadata_tags import write_tags
 from convstore.store.paths import diverge, walk_up
 from convstore.store.reads import load_conversation, messages_at, path_seqs
@@ -134,12 +135,7 @@ def settle(
             (
                 (rs, ri, result)
                 for rs, ri, result, stored_at in results.get(call_id, ())
-                # A result stored after the cancellation was refused (or kept as history only).
-                if rs > row.seq
-                and (
-                    row.cancelled_at is None
-                    or (stored_at is not None and stored_at < row.cancelled_at)
-                )
+                if rs > row.seq and answers(stored_at, row.cancelled_at)
             ),
             None,
         )
@@ -147,12 +143,12 @@ def settle(
         if answer is not None:
             rs, ri, result = answer
             wanted = (status_for(result.output).value, result.output.kind, rs, ri)
-        elif row.cancelled_at is not None:
-            wanted = (ToolCallStatus.CANCELLED.value, None, None, None)
-        elif user_after(row.seq, joined_users) or user_after(row.seq, shared_users):
-            wanted = (ToolCallStatus.INTERRUPTED.value, None, None, None)
         else:
-            wanted = (ToolCallStatus.PENDING.value, None, None, None)
+            open_status = unanswered(
+                cancelled=row.cancelled_at is not None,
+                user_after=user_after(row.seq, joined_users) or user_after(row.seq, shared_users),
+            )
+            wanted = (open_status.value, None, None, None)
         if (row.status, row.result_kind, row.result_seq, row.result_idx) == wanted:
             continue
         status, kind, rseq, ridx = wanted

@@ -23,6 +23,7 @@ from convstore.errors import ClosedError, InvalidInputError
 from convstore.limits import check_count
 from convstore.store import arguments, settings
 from convstore.store.message_cache import MessageCache
+from convstore.store.search_index import SearchIndex
 
 __all__ = [
     "DEFAULT_BLOB_TIMEOUT",
@@ -72,6 +73,7 @@ class StoreConnection:
             "timeout": blob_timeout,
         }
         self._blobs: BlobStore | None = None
+        self._search = SearchIndex(self._backend)
         self._lean_appends = self._backend.dialect_name == "sqlite"
         """Whether `append` may take `convstore.store.lean_append` (tests switch it off)."""
         self.recorded_blobs_url: str | None = None
@@ -88,6 +90,7 @@ class StoreConnection:
         the blobs from any directory.
         """
         if self._blobs is None:
+            self._search.start()
             blobs = self._blobs = BlobStore(self.blobs_url, **self._blob_args)
             try:
                 await self._backend.open()
@@ -119,6 +122,7 @@ class StoreConnection:
     async def close(self) -> None:
         """Release connections (idempotent)."""
         blobs, self._blobs = self._blobs, None
+        await self._search.close()
         await self._backend.close()
         if blobs is not None:
             await blobs.close()
@@ -152,6 +156,11 @@ class StoreConnection:
     def blob_store(self) -> BlobStore:
         """The blob store (open stores only)."""
         return self._require_open()
+
+    @property
+    def search_index(self) -> SearchIndex:
+        """The deferred search index's upkeep (for maintenance tools and tests)."""
+        return self._search
 
     @property
     def backend(self) -> Backend:

@@ -160,9 +160,16 @@ class ConversationMethods(StoreConnection):
             cursor=cursor,
         )
         dialect = self._backend.dialect_name
-        return await self._backend.read(
+        page = await self._backend.read(
             lambda tx: search.run_search(tx, dialect, request, fingerprint)
         )
+        if page is None:  # the deferred index lacks rows committed before this search began
+            await self._search.catch_up()
+            page = await self._backend.read(
+                lambda tx: search.run_search(tx, dialect, request, fingerprint, check_pending=False)
+            )
+        assert page is not None
+        return page
 
     async def delete_conversation(
         self,

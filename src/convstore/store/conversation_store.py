@@ -463,15 +463,15 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         )
 
     async def erase_tenant(
-        self, tenant: str, *, now: bool = False, progress: Progress = silent
+        self, tenant: str, *, now: bool = False, compact: bool = False, progress: Progress = silent
     ) -> EraseReport:
         """Delete every row of ``tenant`` in one transaction; what was removed.
 
-        Blobs nothing references any more are deleted by the next gc, or at once with ``now``
-        (`convstore.store.erase`).
+        Blobs nothing references any more are deleted by the next gc, or at once with ``now``;
+        ``compact`` then rewrites the database so the rows leave its files (`store.erase`).
         """
         self._require_open()
-        return await erase_tenant(self, tenant, now=now, progress=progress)
+        return await erase_tenant(self, tenant, now=now, compact=compact, progress=progress)
 
     async def prune(
         self,

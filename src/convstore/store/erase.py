@@ -17,7 +17,13 @@ Invariants:
   any more, and the transaction records them (`convstore.store.released_blobs`): the next
   garbage collection deletes them whatever their age, or ``now=True`` deletes them at once.
   Either way through garbage collection's own marking protocol, so an append racing to
-  reference the same bytes stores them again rather than losing them.
+  reference the same bytes stores them again rather than losing them. An append whose bytes
+  went in while the erase ran, and whose rows then find the conversation gone, records its
+  bytes as released too (`released_blobs.release_after_failure`).
+- Deleted rows can outlive the delete in the database's files (SQLite free pages and WAL;
+  PostgreSQL dead row versions until a ``VACUUM FULL``, and its WAL). ``compact=True``
+  (``erase --compact``) rewrites the database afterwards; docs/data-in-and-out.md says what
+  remains even then.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Delete, Select, Table, bindparam, delete, select
 
 from convstore.db import schema
+from convstore.db.backend import compact as compact_database
 from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError
 from convstore.limits import check_text
@@ -104,25 +111,33 @@ def _erase(tx: Tx, tenant: str) -> tuple[dict[str, int], list[released_blobs.Rel
     tx.fetch(_lock(), params)
     blobs = [(row[0], row[1]) for row in tx.fetch(_referenced(), params)]
     rows = {table.name: tx.execute(_delete(table), params) for table in reversed(TABLES)}
-    st = tx.statements
-    released = [
-        (ns, sha)
-        for ns, sha in blobs
-        if not tx.fetch(st.select_blob_referenced_in, {"namespace": ns, "sha256": sha})
-    ]
-    records = released_blobs.record(tx, released, datetime.now(UTC))
+    records = released_blobs.release_unreferenced(tx, blobs, datetime.now(UTC))
     return {name: n for name, n in rows.items() if n}, records
 
 
 async def erase_tenant(
-    store: StoreConnection, tenant: str, *, now: bool = False, progress: Progress = silent
+    store: StoreConnection,
+    tenant: str,
+    *,
+    now: bool = False,
+    compact: bool = False,
+    progress: Progress = silent,
 ) -> EraseReport:
-    """Erase every conversation of ``tenant``; with ``now``, delete its released blobs too."""
+    """Erase every conversation of ``tenant``; with ``now``, delete its released blobs too.
+
+    ``compact`` then rewrites the database so the erased rows leave its files as well
+    (`convstore.db.backend.compact`: SQLite ``VACUUM``, PostgreSQL ``VACUUM FULL``).
+    """
     if not isinstance(tenant, str) or not tenant:
         raise InvalidInputError("erase_tenant needs a tenant (a non-empty string)")
     check_text(tenant, "tenant")
     rows, released = await store.backend.write(lambda tx: _erase(tx, tenant))
+    # The search index drops the erased documents and every segment that held them.
+    await store.search_index.purge(tenant)
     progress("erasing tenant", 1, 1)
     labels = [f"{ns}:{sha}" if ns else sha for ns, sha, _ in released]
     deleted = await collect_released(store, released, progress=progress) if now else []
+    if compact:
+        await compact_database(store.backend)
+        progress("compacting the database", 1, 1)
     return EraseReport(tenant, rows, labels, deleted)

@@ -13,7 +13,9 @@ Invariants:
 - Equality is value equality of the typed outputs, so key order in a JSON object or a file
   part rebuilt from the same bytes never makes a false conflict.
 - A lifecycle belongs to a path: `path_lifecycles` derives every call's state on any path from
-  that path's messages alone, as a read of another branch needs it.
+  that path's messages alone, as a read of another branch needs it; `convstore.store.branches`
+  keeps the stored rows of the active path to the same rule, asking `answers` and `unanswered`
+  here, so the rule has one home.
 """
 
 from __future__ import annotations
@@ -25,7 +27,15 @@ from datetime import datetime
 
 from convstore.model import Message, Role, ToolCallStatus, ToolOutput, ToolResultPart
 
-__all__ = ["Outcome", "PathLifecycle", "on_result", "path_lifecycles", "status_for"]
+__all__ = [
+    "Outcome",
+    "PathLifecycle",
+    "answers",
+    "on_result",
+    "path_lifecycles",
+    "status_for",
+    "unanswered",
+]
 
 
 class Outcome(enum.Enum):
@@ -53,6 +63,26 @@ def on_result(status: ToolCallStatus, stored: ToolOutput | None, new: ToolOutput
             return Outcome.DUPLICATE if stored == new else Outcome.CONFLICT
         case ToolCallStatus.CANCELLED:
             return Outcome.CONFLICT
+
+
+def answers(stored_at: datetime | None, cancelled_at: datetime | None) -> bool:
+    """Whether a result after its call on a path answers it.
+
+    A result stored after the call was cancelled does not: it was refused, or kept as history
+    only. One stored before the cancellation still answers the call on its branch.
+    """
+    return cancelled_at is None or (stored_at is not None and stored_at < cancelled_at)
+
+
+def unanswered(*, cancelled: bool, user_after: bool) -> ToolCallStatus:
+    """The status of a call no result on its path answers.
+
+    A call ever cancelled is cancelled; otherwise a later user message on the path interrupts
+    it; otherwise it is pending.
+    """
+    if cancelled:
+        return ToolCallStatus.CANCELLED
+    return ToolCallStatus.INTERRUPTED if user_after else ToolCallStatus.PENDING
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +131,9 @@ def path_lifecycles(
                     call_id = part.call_id
                     if call_id not in fresh and call_id not in interrupted:
                         continue
-                    cancelled_at = cancelled.get(call_id)
                     stored_at = message.created_at
-                    if cancelled_at is not None and not (stored_at and stored_at < cancelled_at):
-                        continue  # stored after the cancellation: history only
+                    if not answers(stored_at, cancelled.get(call_id)):
+                        continue
                     fresh.pop(call_id, None)
                     interrupted.pop(call_id, None)
                     decided[call_id] = PathLifecycle(
@@ -118,12 +147,7 @@ def path_lifecycles(
                 pass
     for call_id, interrupted_at in [*((c, None) for c in fresh), *interrupted.items()]:
         cancelled_at = cancelled.get(call_id)
-        at: datetime | None
-        if cancelled_at is not None:
-            status, at = ToolCallStatus.CANCELLED, cancelled_at
-        elif call_id in interrupted:
-            status, at = ToolCallStatus.INTERRUPTED, interrupted_at
-        else:
-            status, at = ToolCallStatus.PENDING, None
+        status = unanswered(cancelled=cancelled_at is not None, user_after=call_id in interrupted)
+        at = cancelled_at if cancelled_at is not None else interrupted_at
         decided[call_id] = PathLifecycle(status, None, None, None, at)
     return decided

@@ -7,6 +7,9 @@ Invariants:
 - A record only lets garbage collection skip the grace period; the deletion itself still goes
   through the marking protocol (`convstore.store.maintenance.collect_blobs`), which keeps any
   blob an append references meanwhile.
+- An append or tree write whose conversation vanished (erased or deleted) while its bytes went
+  in records them the same way (`release_unreferenced`), unless something references them: an
+  append racing an erase leaves no bytes behind past the next gc.
 - Garbage collection forgets each record it has settled (the blob deleted, or referenced
   again), matching the release time it read, so a record an erase rewrote meanwhile stays for
   the next collection.
@@ -15,16 +18,25 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
 from sqlalchemy import Delete, Insert, Select, bindparam, delete, insert, select
 
+from convstore.blobs import StoredBlob
+from convstore.db.backend import Backend
 from convstore.db.schema import released_blobs
 from convstore.db.tx import Tx
 
-__all__ = ["Released", "forget", "pending", "record"]
+__all__ = [
+    "Released",
+    "forget",
+    "pending",
+    "record",
+    "release_after_failure",
+    "release_unreferenced",
+]
 
 Released = tuple[str, str, Any]
 """(namespace, digest, release time as stored)."""
@@ -79,3 +91,23 @@ def forget(tx: Tx, settled: Sequence[Released]) -> None:
     """Drop the records of these releases, unless an erase has rewritten them since."""
     if settled:
         tx.execute_many(_delete_settled(), [{"ns": n, "sha": s, "at": at} for n, s, at in settled])
+
+
+def release_unreferenced(tx: Tx, blobs: Sequence[tuple[str, str]], now: datetime) -> list[Released]:
+    """Record those of these (namespace, digest) blobs that nothing references; the records."""
+    st = tx.statements
+    free = [
+        (ns, sha)
+        for ns, sha in blobs
+        if not tx.fetch(st.select_blob_referenced_in, {"namespace": ns, "sha256": sha})
+    ]
+    return record(tx, free, now)
+
+
+async def release_after_failure(
+    backend: Backend, namespace: str, stored: Sequence[StoredBlob]
+) -> None:
+    """After a write whose conversation is gone: its stored bytes released to the next gc."""
+    blobs = sorted({(namespace, b.sha256) for b in stored})
+    if blobs:
+        await backend.write(lambda tx: release_unreferenced(tx, blobs, datetime.now(UTC)))

@@ -29,6 +29,7 @@ import asyncio
 import json
 import re
 import zipfile
+import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -57,6 +58,15 @@ if TYPE_CHECKING:
 __all__ = ["RestoreLimits", "RestoreReport", "restore_archive"]
 
 _CHUNK: Final = 1 << 20
+_ZIP_ERRORS: Final = (
+    OSError,
+    EOFError,
+    ValueError,
+    NotImplementedError,  # a compression method zipfile does not read
+    zipfile.BadZipFile,
+    zlib.error,  # damaged deflate data
+)
+"""What reading a damaged or hostile zip raises."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +78,7 @@ class RestoreLimits:
     naming the member; the conversations before it stay written.
     """
 
-    member_bytes: int = 32 * 1024 * 1024
+    member_bytes: int = 24 * 1024 * 1024
     """Largest conversation file (or manifest): it is parsed whole, so it bounds memory."""
     json_items: int = 1_000_000
     """Most JSON items in one such file (each ``{``, ``[`` and ``,`` outside strings): bounds the
@@ -111,7 +121,7 @@ class _Archive:
         self.read_so_far = 0
         try:
             self.zip = zipfile.ZipFile(path)
-        except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        except _ZIP_ERRORS as exc:
             raise MalformedExportError(f"not a readable zip: {exc}", position=str(path)) from exc
         try:
             self._read_manifest()
@@ -155,14 +165,14 @@ class _Archive:
             raise MalformedExportError(
                 "missing from the archive", position=self.at(member)
             ) from exc
-        except (OSError, zipfile.BadZipFile, ValueError, NotImplementedError) as exc:
+        except _ZIP_ERRORS as exc:
             raise MalformedExportError(f"unreadable: {exc}", position=self.at(member)) from exc
 
     def chunk(self, stream: IO[bytes], member: str, size: int) -> bytes:
         """Up to ``size`` bytes of ``member``, counted against the whole restore's limit."""
         try:
             data = stream.read(size)
-        except (OSError, zipfile.BadZipFile, ValueError, EOFError) as exc:
+        except _ZIP_ERRORS as exc:
             raise MalformedExportError(f"unreadable: {exc}", position=self.at(member)) from exc
         self.read_so_far += len(data)
         if self.read_so_far > self.limits.total_bytes:

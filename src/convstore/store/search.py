@@ -1,10 +1,10 @@
 """Full-text search over messages and conversation titles (`ConversationStore.search`).
 
-The index is the database's own (`convstore.db.search_ddl`): triggers on SQLite, generated
-columns on PostgreSQL, written by the same statement as the rows, so a search never returns a
-deleted message and never misses an acknowledged one, whichever code path wrote them. This
-module parses the query, picks the statement for its shape (`convstore.db.search_statements`)
-and turns rows into hits.
+The index is the database's own, built off the write path and caught up before a query reads
+it (`convstore.db.search_index`, `convstore.store.search_index`), so a search never returns a
+deleted message and never misses one committed before it began, whichever code path wrote
+them. This module parses the query, picks the statement for its shape
+(`convstore.db.search_statements`) and turns rows into hits.
 
 Query syntax, the same on both databases: words, ``"phrases"`` and ``-excluded`` words or
 phrases. A document matches when it contains every included term and no excluded one as a
@@ -40,6 +40,7 @@ from typing import Any, Final
 
 from pydantic_core import from_json
 
+from convstore.db import search_index
 from convstore.db.search_statements import POSTGRES_WEIGHTS, Mode, Shape, search_statement
 from convstore.db.tx import Row, Tx
 from convstore.errors import InvalidInputError
@@ -75,7 +76,6 @@ scope, and at most this many titles (docs/search.md)."""
 
 _CJK: Final = re.compile("([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af])")
 """The characters PostgreSQL's ranking vector splits into words of their own (search_ddl)."""
-_JSON_ESCAPED: Final = re.compile(r'["\\\x00-\x1f]')
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +176,23 @@ def _case_variants(term: str) -> list[str]:
     return variants
 
 
+def _rank_spellings(term: str) -> list[str]:
+    """``term`` as SQLite's ``lower`` leaves each of its spellings by case (ASCII folded).
+
+    Only letters outside ASCII keep their case there, so their case variants are counted;
+    past three such letters, the all-lower and all-upper forms only.
+    """
+    cased = [i for i, c in enumerate(term) if not c.isascii() and c.lower() != c.upper()]
+    if len(cased) > 3:
+        forms = {term.lower(), term.upper()}
+    else:
+        forms = {term.lower()}
+        for i in cased:
+            forms |= {f[:i] + term[i].upper() + f[i + 1 :] for f in forms}
+    folded = {"".join(c.lower() if c.isascii() else c for c in f) for f in forms}
+    return sorted(f for f in folded if f)
+
+
 def _websearch(terms: Iterable[str]) -> str:
     """A ``websearch_to_tsquery`` text of quoted phrases, CJK split as the vectors are."""
     phrases = []
@@ -251,6 +268,12 @@ def prepare(
         raise InvalidInputError(f"query must be a string, not {type(query).__name__}")
     if len(query) > MAX_QUERY_LENGTH:
         raise InvalidInputError(f"query is longer than {MAX_QUERY_LENGTH:,} characters")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"query holds a lone surrogate at character {exc.start} (not valid Unicode text)"
+        ) from exc
     check_text(tenant, "tenant")
     check_text(conversation_id, "conversation id")
     check_count(limit, "limit", maximum=MAX_SEARCH_LIMIT)
@@ -270,8 +293,15 @@ def prepare(
     return request, fingerprint
 
 
-def run_search(tx: Tx, dialect: str, request: _Request, fingerprint: str) -> SearchPage:
-    """One page of hits for ``request``, read in ``tx``."""
+def run_search(
+    tx: Tx, dialect: str, request: _Request, fingerprint: str, *, check_pending: bool = True
+) -> SearchPage | None:
+    """One page of hits for ``request``, read in ``tx``.
+
+    ``None`` when the deferred index lacks rows this snapshot holds and ``check_pending``:
+    the caller catches up and asks again (`convstore.store.search_index`).
+    the caller catches up and asks again (`convstore.store.search_index`).
+    """
     page = SearchPage()
     query = request.query
     if (
@@ -280,6 +310,14 @@ def run_search(tx: Tx, dialect: str, request: _Request, fingerprint: str) -> Sea
         or (request.roles is not None and not request.roles)
     ):
         return page
+    scope = (0, 0)
+    if check_pending and search_index.pending(tx, dialect):
+        return None
+    if dialect == "sqlite":
+        found = search_index.tenant_range(tx, request.tenant)
+        if found is None:  # a tenant that never had a conversation
+            return page
+        scope = found
     longs, shorts = query.long_included, query.short_included
     long_excluded = [t for t in query.excluded if len(t) >= MIN_INDEXED]
     short_excluded = [t for t in query.excluded if len(t) < MIN_INDEXED]
@@ -304,6 +342,8 @@ def run_search(tx: Tx, dialect: str, request: _Request, fingerprint: str) -> Sea
     }
     if shape.dialect == "sqlite":
         params.update(_sqlite_params(request, longs, shorts, long_excluded, short_excluded))
+        terms = json.dumps([_rank_spellings(t) for t in longs])
+        params.update(low=scope[0], high=scope[1], terms=terms)
     else:
         ordered = [*longs, *shorts]
         params.update(
@@ -343,15 +383,8 @@ def _sqlite_params(
         if long_excluded:
             match += f" NOT {columns} : ({' OR '.join(_fts_phrase(t) for t in long_excluded)})"
         params["match"] = match
-    else:
-        if long_excluded:
-            params["exclude"] = (
-                f"{columns} : ({' OR '.join(_fts_phrase(t) for t in long_excluded)})"
-            )
-        first = shorts[0]
-        # Stored JSON escapes quotes, backslashes and control characters: no prefilter then.
-        variants = [""] if _JSON_ESCAPED.search(first) else _case_variants(first)
-        params["prefilter"] = json.dumps(variants)
+    elif long_excluded:
+        params["exclude"] = f"{columns} : ({' OR '.join(_fts_phrase(t) for t in long_excluded)})"
     return params
 
 

@@ -35,7 +35,7 @@ from typing import Any, Final, TypeVar
 
 from convstore.blobs import BlobStore, StoredBlob
 from convstore.db.tx import Tx
-from convstore.errors import BlobStorageError
+from convstore.errors import BlobStorageError, ConversationNotFoundError
 from convstore.message_checks import check_messages
 from convstore.model import Message
 from convstore.store import appending, arguments, writes
@@ -46,6 +46,7 @@ from convstore.store.attachments import (
     store_files,
     written_times,
 )
+from convstore.store.released_blobs import release_after_failure
 from convstore.store.writes import AppendPlan, BlobBeingCollectedError
 
 __all__ = ["TreeBlobs", "TreeHeader", "reference_blobs", "write_tree"]
@@ -144,6 +145,10 @@ async def write_tree(
 
         try:
             return await ctx.backend.write(run)
+        except ConversationNotFoundError:
+            # Erased while the bytes went in (or another tenant's id): release them to gc.
+            await release_after_failure(ctx.backend, tree_blobs.namespace, stored_blobs)
+            raise
         except BlobBeingCollectedError as collected:
             if attempt == _COLLECTED_RETRIES - 1:
                 break

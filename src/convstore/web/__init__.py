@@ -26,6 +26,8 @@ from convstore.errors import MissingDependencyError
 
 try:
     import jinja2  # noqa: F401
+    import markdown_it  # noqa: F401
+    import pygments  # noqa: F401
     import starlette  # noqa: F401
 except ImportError as _missing:
     raise MissingDependencyError(__name__, _missing.name or "starlette", "web") from _missing

@@ -8,6 +8,8 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
@@ -20,6 +22,10 @@ from convstore.web._pages import Pages
 __all__ = ["create_app"]
 
 _HERE = Path(__file__).parent
+
+
+async def _favicon(_request: Request) -> Response:
+    return FileResponse(_HERE / "static" / "favicon.svg", media_type="image/svg+xml")
 
 
 def create_app(
@@ -67,6 +73,8 @@ def create_app(
         # on the raw path (`_params.conversation_path`), where an id is one encoded segment.
         Route("/conversations/{rest:path}", pages.conversation_routes, methods=["GET"]),
         Route("/attachments/{sha256}", attachments.get, methods=["GET"], name="attachment"),
+        # Browsers ask for /favicon.ico whatever the page links: the same icon.
+        Route("/favicon.ico", _favicon, methods=["GET"]),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
     return Starlette(

@@ -5,7 +5,11 @@ Invariants:
 - The bytes come from `ConversationStore.read_attachment` with the app's tenant: hash-verified,
   and bytes no conversation of that tenant references are a 404, worded like missing ones.
 - The media type is what the bytes' signature proves (`convstore.media_types.sniff`), never what a
-  writer declared; bytes without a known signature are ``application/octet-stream``.
+  writer declared; bytes without a known signature are ``application/octet-stream``, except
+  UTF-8 text declared ``text/plain`` (the link says so), which is served as
+  ``text/plain; charset=utf-8`` (still a download, ``nosniff``: a browser renders it as text).
+- A download keeps its stored file name: plain ASCII in ``filename``, the name itself (any
+  script) in ``filename*`` (RFC 6266 / 8187), control and path characters removed.
 - Only raster images are served inline. Everything else (SVG, HTML, PDF, unknown types) is a
   download: ``Content-Disposition: attachment``. Every response is ``nosniff`` and under a
   sandboxing Content-Security-Policy, so even a download opened in place runs nothing.
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import re
 from typing import Final
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -33,12 +38,35 @@ __all__ = ["ATTACHMENT_CSP", "Attachments"]
 ATTACHMENT_CSP: Final = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
 _SAFE_NAME: Final = re.compile(r"[^A-Za-z0-9._-]+")
+_UNSAFE_CHARS: Final = re.compile(r'[\x00-\x1f\x7f-\x9f/\\"*:<>?|\u202a-\u202e\u2066-\u2069]+')
+_TEXT_SNIFF: Final = 64 * 1024
 
 
 def _download_name(raw: str | None, sha256: str) -> str:
     """A file name safe in a header: the given one's plain characters, or the hash."""
     name = _SAFE_NAME.sub("_", raw or "").strip("._")[:100]
     return name or sha256[:16]
+
+
+def _disposition(raw: str | None, sha256: str) -> str:
+    """``attachment`` with an ASCII ``filename`` and, for any other name, ``filename*``."""
+    ascii_name = _download_name(raw, sha256)
+    full = _UNSAFE_CHARS.sub("_", raw or "").strip(" ._")[:200]
+    if not full or full == ascii_name:
+        return f'attachment; filename="{ascii_name}"'
+    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(full, safe='')}"
+
+
+def _is_text(data: bytes) -> bool:
+    """UTF-8 without NUL (a cut multi-byte character at the sniffed prefix's end is fine)."""
+    head = data[:_TEXT_SNIFF]
+    if b"\x00" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return len(data) > _TEXT_SNIFF and exc.start >= len(head) - 3
+    return True
 
 
 class Attachments:
@@ -57,9 +85,12 @@ class Attachments:
         part = FilePart(attachment=AttachmentRef(sha256=sha256, size=0))
         data = await self._store.read_attachment(part, tenant=self._tenant)
         media_type = sniff(data[:SNIFF_PREFIX_BYTES]) or OCTET_STREAM
+        declared = request.query_params.get("type", "")
+        if media_type == OCTET_STREAM and declared == "text/plain" and _is_text(data):
+            media_type = "text/plain; charset=utf-8"
         inline = media_type in INLINE_TYPES and request.query_params.get("download") is None
-        name = _download_name(request.query_params.get("name"), sha256)
-        disposition = "inline" if inline else f'attachment; filename="{name}"'
+        name = request.query_params.get("name")
+        disposition = "inline" if inline else _disposition(name, sha256)
         return Response(
             data,
             media_type=media_type,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any, Final
 from urllib.parse import urlencode
 
@@ -28,10 +29,21 @@ from starlette.templating import Jinja2Templates
 from convstore.capabilities import TARGETS
 from convstore.db.migrations import head_revision
 from convstore.errors import ConvstoreError, InvalidInputError, NotFoundError
-from convstore.store import ConversationStore, fsck
+from convstore.model import Message, ToolCallStatus
+from convstore.store import ConversationStore, ConversationSummary, fsck
 from convstore.store.documents import conversation_document
-from convstore.store.search import snippet_segments
+from convstore.store.search import SearchHit, snippet_segments
 from convstore.web import _compat
+from convstore.web._branches import (
+    HitGroup,
+    ListRow,
+    hit_link,
+    sibling_navs,
+    split_points,
+    tip_views,
+)
+from convstore.web._checkpoints import TIMELINE_LIMIT, timeline
+from convstore.web._markdown import render_markdown
 from convstore.web._params import (
     conversation_path,
     int_param,
@@ -40,12 +52,21 @@ from convstore.web._params import (
     text_param,
 )
 from convstore.web._views import (
+    author,
     calls_by_id,
     compaction_marks,
+    duration,
     file_view,
+    first_words,
+    is_blank,
+    json_string,
     output_json,
     pretty_json,
+    preview_text,
+    relative_time,
     shorten_media,
+    usage_json,
+    usage_totals,
 )
 
 __all__ = ["Pages"]
@@ -53,6 +74,13 @@ __all__ = ["Pages"]
 CONVERSATIONS_PER_PAGE: Final = 50
 MESSAGES_PER_PAGE: Final = 100
 """A long conversation opens with its newest messages; older ones come a page at a time."""
+FOLLOW_SECONDS: Final = 3
+"""How often a followed conversation page reloads itself (``?follow=1``)."""
+_TIP_PREVIEWS: Final = 50
+_LIST_WINDOW: Final = 8
+"""Newest messages read per listed conversation (the preview, and calls left waiting)."""
+_TITLE_FROM: Final = 6
+"""An untitled conversation is named by the first user words among its first messages."""
 PREVIEW_LAST: Final = 50
 """The render preview's default window; ``?last=all`` renders the whole path."""
 TITLE_CHARS: Final = 200
@@ -82,6 +110,13 @@ def _short(text: str | None, limit: int = TITLE_CHARS) -> str | None:
     return f"{text[:limit]}… ({len(text):,} characters)"
 
 
+def _clip(text: str | None, limit: int) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis (no length note: a label)."""
+    if not text:
+        return ""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 class Pages:
     """The page handlers, bound to one store and tenant."""
 
@@ -93,7 +128,12 @@ class Pages:
         self._templates = templates
 
     def _page(
-        self, request: Request, name: str, context: Mapping[str, Any], status: int = 200
+        self,
+        request: Request,
+        name: str,
+        context: Mapping[str, Any],
+        status: int = 200,
+        headers: Mapping[str, str] | None = None,
     ) -> Response:
         root = request.scope.get("root_path", "") or ""
         shared = {
@@ -101,6 +141,8 @@ class Pages:
             "tenant": self._tenant,
             "quote": quote_id,
             "short": _short,
+            "clip": _clip,
+            "preview_text": preview_text,
             "query": _query,
         }
         return self._templates.TemplateResponse(
@@ -108,13 +150,18 @@ class Pages:
             name,
             {**shared, **context},
             status_code=status,
-            headers={"cache-control": "no-store"},
+            headers={"cache-control": "no-store", **(headers or {})},
         )
 
     # -- conversations ---------------------------------------------------------------------------
 
     async def conversations(self, request: Request) -> Response:
-        """Conversations newest first, a page at a time; ``?q=`` searches."""
+        """Conversations newest first, a page at a time; ``?q=`` searches.
+
+        Each row: the title (or the first user words), the last message of the active path,
+        a marker when it ends waiting on tool calls, and relative times. Search hits come
+        grouped by conversation, newest activity first, each linked to its branch.
+        """
         params = request.query_params
         cursor = text_param(request, "cursor")
         q = (text_param(request, "q") or "").strip()
@@ -125,21 +172,72 @@ class Pages:
             "filter_tenant": tenant,
             "meta": params.getlist("meta"),
             "rows": [],
-            "hits": None,
+            "groups": None,
             "next_cursor": None,
+            "now": datetime.now(UTC),
+            "relative_time": relative_time,
+            "snippet": snippet_segments,
         }
         if q:
             hits = await self._store.search(
                 q, tenant=tenant, limit=CONVERSATIONS_PER_PAGE, cursor=cursor
             )
-            context["hits"] = [(hit, snippet_segments(hit.snippet)) for hit in hits]
+            context["groups"] = await self._hit_groups(list(hits), tenant)
             context["next_cursor"] = hits.next_cursor
         else:
             page = await self._store.list_conversations(
                 tenant=tenant, limit=CONVERSATIONS_PER_PAGE, cursor=cursor, metadata=metadata
             )
-            context["rows"], context["next_cursor"] = list(page), page.next_cursor
+            rows = list(page)
+            context["rows"] = await asyncio.gather(*(self._row(row, tenant) for row in rows))
+            context["next_cursor"] = page.next_cursor
         return self._page(request, "conversations.html", context)
+
+    async def _row(self, summary: ConversationSummary, tenant: str | None) -> ListRow:
+        """A listing row: the newest message of the active path, and a name when untitled."""
+        try:
+            # A few messages: the calls of the last turn's assistant message come with them.
+            newest = await self._store.load(summary.id, tenant=tenant, last=_LIST_WINDOW)
+            first: list[Message] = []
+            if summary.title is None and newest.messages:
+                # The active path's first messages (seqs count from 1 along it).
+                opening = await self._store.load(
+                    summary.id, tenant=tenant, last=_TITLE_FROM, before_seq=_TITLE_FROM + 1
+                )
+                first = opening.messages
+        except NotFoundError:  # deleted between the listing and this read
+            return ListRow(summary, None, None, 0)
+        waiting = sum(
+            1
+            for call in newest.tool_calls
+            if call.status in (ToolCallStatus.PENDING, ToolCallStatus.INTERRUPTED)
+        )
+        last = newest.messages[-1] if newest.messages else None
+        return ListRow(summary, first_words(first), last, waiting)
+
+    async def _hit_groups(self, hits: list[SearchHit], tenant: str | None) -> list[HitGroup]:
+        """Hits by conversation, newest activity first; each message hit linked to its branch."""
+        order: dict[str, list[SearchHit]] = {}
+        for hit in hits:
+            order.setdefault(hit.conversation_id, []).append(hit)
+        trees = await asyncio.gather(
+            *(self._store.tree(cid, tenant=tenant) for cid in order), return_exceptions=True
+        )
+        groups = []
+        for (cid, group), tree in zip(order.items(), trees, strict=True):
+            if isinstance(tree, BaseException):
+                if isinstance(tree, NotFoundError):
+                    continue
+                raise tree
+            newest = max((n.created_at for n in tree.nodes), default=None)
+            links = [hit_link(tree, hit, MESSAGES_PER_PAGE) for hit in group]
+            groups.append(
+                HitGroup(
+                    cid, group[0].conversation_title, newest, list(zip(group, links, strict=True))
+                )
+            )
+        groups.sort(key=lambda g: g.newest.timestamp() if g.newest else 0.0, reverse=True)
+        return groups
 
     # -- one conversation -----------------------------------------------------------------------
 
@@ -156,12 +254,19 @@ class Pages:
         return await self.conversation(request, cid)
 
     async def conversation(self, request: Request, cid: str) -> Response:
-        """The active path (or ``?head=SEQ``'s), newest `MESSAGES_PER_PAGE` first."""
+        """The active path (or ``?head=SEQ``'s), newest `MESSAGES_PER_PAGE` first.
+
+        Beside it: the branch tips (each with the first message where it leaves the shown
+        path), sibling arrows at every message that has siblings, the run (provider, model,
+        usage, time since the previous message) and a LangGraph thread's checkpoints.
+        ``?follow=1`` reloads the page every few seconds (no script: a refresh header).
+        """
         head = int_param(request, "head", minimum=1)
         before = int_param(request, "before", minimum=1)
-        # Two independent reads: side by side (the database serves several readers at once).
-        tips, loaded = await asyncio.gather(
-            self._store.branches(cid, tenant=self._tenant),
+        follow = request.query_params.get("follow") == "1"
+        # Independent reads: side by side (the database serves several readers at once).
+        tree, loaded, checkpoints = await asyncio.gather(
+            self._store.tree(cid, tenant=self._tenant),
             _compat.load_path(
                 self._store,
                 cid,
@@ -170,29 +275,73 @@ class Pages:
                 last=MESSAGES_PER_PAGE,
                 before_seq=before,
             ),
+            self._store.checkpoints.list(cid, tenant=self._tenant, limit=TIMELINE_LIMIT),
         )
-        stored_head = next((tip.head_seq for tip in tips if tip.active), None)
+        stored_head = tree.head_seq
+        shown_head = head if head is not None else stored_head
+        path = tree.path(shown_head) if shown_head is not None else []
+        tips = tip_views(tree, shown_head)
+        wanted = [t.diverges_at for t in tips if t.diverges_at is not None][:_TIP_PREVIEWS]
+        untitled = loaded.title is None and bool(path)
+        if untitled:
+            wanted.extend(path[:_TITLE_FROM])
+        found = await self._store.get_messages(cid, wanted, tenant=self._tenant) if wanted else []
+        by_seq = {m.seq: m for m in found}
+        previews = {
+            t.diverges_at: by_seq[t.diverges_at]
+            for t in tips
+            if t.diverges_at is not None and t.diverges_at in by_seq
+        }
+        title = loaded.title
+        if untitled:
+            title = first_words([by_seq[s] for s in path[:_TITLE_FROM] if s in by_seq])
         messages = loaded.messages
+        shown = [m.seq for m in messages if m.seq is not None]
         older = messages[0].seq if messages and messages[0].parent_seq is not None else None
+        since = {
+            m.seq: duration(m.created_at - tree.node(m.parent_seq).created_at)
+            for m in messages
+            if m.seq is not None
+            and m.parent_seq is not None
+            and m.parent_seq in tree
+            and m.created_at is not None
+        }
+        root = request.scope.get("root_path", "") or ""
         return self._page(
             request,
             "conversation.html",
             {
                 "conv": loaded,
+                "title": title,
+                "untitled": loaded.title is None,
                 "messages": messages,
                 "calls": calls_by_id(loaded),
                 "marks": compaction_marks(loaded),
                 "tips": tips,
-                "shown_head": head if head is not None else stored_head,
+                "previews": previews,
+                # Only for the messages shown: a page costs its window, not the whole path.
+                "navs": sibling_navs(tree, shown),
+                "splits": split_points(tree, shown),
+                "since": since,
+                "totals": usage_totals(messages),
+                "timeline": timeline(checkpoints),
+                "shown_head": shown_head,
                 "stored_head": stored_head,
                 "head_param": head,
                 "older_before": older,
                 "paged": before is not None,
+                "follow": follow,
                 "file_view": file_view,
                 "output_json": output_json,
+                "json_string": json_string,
+                "is_blank": is_blank,
                 "pretty_json": pretty_json,
+                "usage_json": usage_json,
+                "author": author,
+                "md": lambda text: render_markdown(text, root=root),
                 "targets": TARGETS,
             },
+            headers={"refresh": f"{FOLLOW_SECONDS}"} if follow else None,
         )
 
     async def document(self, request: Request, cid: str) -> Response:

@@ -66,7 +66,8 @@ def text_param(request: Request, name: str) -> str | None:
 
 def metadata_filter(request: Request) -> dict[str, Any] | None:
     """``?meta=key=value`` (repeatable): equality on metadata; the value is JSON if it parses."""
-    items = request.query_params.getlist("meta")
+    # The listing's form sends an empty ``meta=`` when its box is left empty.
+    items = [item for item in request.query_params.getlist("meta") if item]
     if len(items) > MAX_META_FILTERS:
         raise InvalidInputError(f"at most {MAX_META_FILTERS} meta filters, got {len(items)}")
     wanted: dict[str, Any] = {}

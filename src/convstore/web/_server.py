@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import socket
 from collections.abc import Callable
+from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -37,12 +39,17 @@ async def run(
 
     ``access_log``: one line per request on stderr (uvicorn's access log).
     """
+    # uvicorn writes its access log to stdout; stdout is where `convstore serve` says where it
+    # listens (scripts read it), so the log goes to stderr with uvicorn's other lines.
+    log_config: dict[str, Any] = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
         log_level="info" if access_log else "warning",
         access_log=access_log,
+        log_config=log_config,
         server_header=False,
     )
     await _AnnouncingServer(config, announce).serve()

@@ -1,0 +1,237 @@
+"""Keeping the deferred search index caught up: at search time, and when the writer is idle.
+
+`convstore.db.search_index` describes the index and its catch-up statement set. This module
+decides when they run:
+
+- **At search time** (`SearchIndex.search`): the query runs on a reader in one hop, after a
+  cheap check, in the same snapshot, that nothing is pending. When something is, the catch-up
+  runs in one short write transaction and the query runs again in a new snapshot: everything
+  committed before the search started is then indexed, and a row deleted or changed since it
+  was indexed is excluded by the log the query reads.
+- **In the background**: every write to the store tells `SearchIndex` (a backend write
+  listener: a clock reading, nothing else); once no write is in flight and none has ended for
+  `IDLE_SECONDS`
+  (or `MAX_DELAY_SECONDS` have passed with writes never pausing), one catch-up runs and then a
+  few bounded steps of FTS5 segment merging, each its own transaction, while the writer stays
+  idle. So a search rarely finds more than the last turn pending, and merging never runs
+  inside an append or a search.
+- **After an erase** (`SearchIndex.purge`): catch up, merge every segment into one (no segment
+  keeps an erased document's entries; ``secure_delete`` overwrites the freed pages) and
+  checkpoint the WAL, so the erased text is nowhere in the database files.
+
+On an SQLite file the catch-up runs on a connection of its own with ``synchronous=NORMAL``:
+the index, map, log and mark commit or roll back together, so a commit lost to a power cut
+only means the next catch-up redoes it, and no fsync is spent on derived data. That connection
+takes SQLite's write lock like any writer (``BEGIN IMMEDIATE``, ``busy_timeout``); lock
+contention is retried. An in-memory database catches up through the backend's own writer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import sqlite3
+from collections.abc import Callable
+from typing import Final, TypeVar
+
+import aiosqlite
+
+from convstore._compat.sqlite_driver import run_in_connection_thread
+from convstore.db import search_index
+from convstore.db.backend import Backend
+from convstore.db.errors import is_transient, translate
+from convstore.db.sqlite import SqliteBackend
+from convstore.db.sqlite_connections import close_quietly, configure, daemon_connection
+from convstore.db.sqlite_tx import SqliteTx, StatementCache
+from convstore.db.tx import Tx
+
+__all__ = ["IDLE_SECONDS", "MAX_DELAY_SECONDS", "SearchIndex"]
+
+T = TypeVar("T")
+
+IDLE_SECONDS: Final = 0.02
+"""The writer idle this long: the background catch-up runs."""
+MAX_DELAY_SECONDS: Final = 0.5
+"""Writes that never pause this long do not hold the background catch-up off longer."""
+MERGE_PAGES: Final = 64
+"""Pages of FTS5 merging per background step (one short transaction each)."""
+MERGE_STEPS: Final = 16
+"""Background merge steps at most per idle period."""
+_ATTEMPTS: Final = 8
+_BUSY_MS: Final = 5000
+
+_log = logging.getLogger(__name__)
+
+
+def _in_write(raw: sqlite3.Connection, fn: Callable[[Tx], T], cache: StatementCache) -> T:
+    from convstore.db.statements import Statements
+
+    raw.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn(SqliteTx(raw, Statements.for_dialect("sqlite"), cache))
+        raw.execute("COMMIT")
+    except BaseException:
+        if raw.in_transaction:
+            raw.execute("ROLLBACK")
+        raise
+    return result
+
+
+def _merge_step(raw: sqlite3.Connection, cache: StatementCache) -> bool:
+    """One bounded merge step; whether it did any work."""
+    before = raw.total_changes
+    _in_write(raw, lambda tx: tx.execute(search_index.MERGE, {"pages": MERGE_PAGES}), cache)  # type: ignore[arg-type]
+    return raw.total_changes - before > 1
+
+
+def _checkpoint(raw: sqlite3.Connection) -> None:
+    with contextlib.suppress(sqlite3.Error):  # busy: the next checkpoint copies it
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+
+class SearchIndex:
+    """One store's deferred index: catch-ups at search time and in the background."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+        self._sqlite = backend.dialect_name == "sqlite"
+        self._path = backend.database_path if isinstance(backend, SqliteBackend) else None
+        self._conn: aiosqlite.Connection | None = None
+        self._cache = StatementCache()
+        self._lock = asyncio.Lock()
+        self._last_write = 0.0
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self.background = True
+        """Whether idle-time catch-ups run (tests switch them off to see pending work)."""
+        self._own: set[asyncio.Task[object] | None] = set()
+        """Tasks running a catch-up through the backend's writer: not writes to follow."""
+        backend.write_listeners.append(self._wrote)
+
+    def start(self) -> None:
+        """The store opened (again): background catch-ups may run."""
+        self._closed = False
+
+    # -- search time ------------------------------------------------------------------------
+
+    async def catch_up(self) -> int:
+        """Index everything committed so far; the number of new rows indexed."""
+        async with self._lock:
+            return await self._write(self._catch_up)
+
+    async def rebuild(self) -> int:
+        """Index every row from scratch (after anything that renumbers rowids)."""
+        if not self._sqlite:
+            return 0
+        async with self._lock:
+            return await self._write(lambda tx: search_index.catch_up(tx, rebuild=True))
+
+    async def purge(self, tenant: str) -> None:
+        """After erasing ``tenant``: the index keeps nothing of it.
+
+        Catch up, forget the tenant's slot, merge every segment into one (none keeps a deleted
+        document's entries) and empty the WAL.
+        """
+        if not self._sqlite:
+            return  # PostgreSQL: the documents went with the rows (a foreign-key cascade)
+        async with self._lock:
+            await self._write(self._catch_up)
+            await self._write(lambda tx: tx.execute(search_index.FORGET_TENANT, {"tenant": tenant}))  # type: ignore[arg-type]
+            await self._write(lambda tx: tx.execute(search_index.OPTIMIZE))  # type: ignore[arg-type]
+            if self._path is not None:
+                await self._raw(_checkpoint)
+
+    # -- the catch-up connection ------------------------------------------------------------
+
+    async def _connection(self) -> aiosqlite.Connection:
+        if self._conn is None:
+            assert self._path is not None
+            conn = await daemon_connection(str(self._path))
+            pragmas = [
+                f"PRAGMA busy_timeout = {_BUSY_MS}",
+                "PRAGMA synchronous = NORMAL",
+                "PRAGMA secure_delete = ON",
+            ]
+            try:
+                await run_in_connection_thread(conn, configure, pragmas, None)
+            except BaseException:
+                await close_quietly(conn)
+                raise
+            self._conn = conn
+        return self._conn
+
+    async def _raw(self, fn: Callable[..., T], *args: object) -> T:
+        conn = await self._connection()
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                result: T = await run_in_connection_thread(conn, fn, *args)
+            except sqlite3.Error as exc:
+                if attempt < _ATTEMPTS and is_transient(exc):
+                    await asyncio.sleep(random.uniform(0, 0.01 * 2**attempt))  # noqa: S311
+                    continue
+                raise translate(exc) from exc
+            return result
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _catch_up(self, tx: Tx) -> int:
+        return search_index.catch_up(tx) if self._sqlite else search_index.pg_catch_up(tx)
+
+    async def _write(self, fn: Callable[[Tx], T]) -> T:
+        if self._path is None:  # in memory, or PostgreSQL: the backend's own writes
+            task = asyncio.current_task()
+            self._own.add(task)
+            try:
+                return await self._backend.write(fn)
+            finally:
+                self._own.discard(task)
+        return await self._raw(_in_write, fn, self._cache)
+
+    # -- background -------------------------------------------------------------------------
+
+    def _wrote(self) -> None:
+        """A write listener: remember when, and make sure the idle watcher runs."""
+        if asyncio.current_task() in self._own:
+            return
+        loop = asyncio.get_running_loop()
+        self._last_write = loop.time()
+        if self.background and not self._closed and (self._task is None or self._task.done()):
+            self._task = loop.create_task(self._when_idle())
+
+    async def _when_idle(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            first = loop.time()
+            while (idle := loop.time() - self._last_write) < IDLE_SECONDS or self._backend.writing:
+                if loop.time() - first >= MAX_DELAY_SECONDS:
+                    break
+                await asyncio.sleep(max(IDLE_SECONDS - idle, IDLE_SECONDS / 4))
+            seen = self._last_write
+            try:
+                async with self._lock:
+                    await self._write(self._catch_up)
+                    if self._path is not None:
+                        for _ in range(MERGE_STEPS):
+                            if self._last_write != seen or not await self._raw(
+                                _merge_step, self._cache
+                            ):
+                                break
+            except Exception:  # a search catches up itself and reports what fails
+                _log.debug("background search catch-up failed", exc_info=True)
+                return
+            if self._last_write == seen:
+                return
+
+    async def close(self) -> None:
+        """Stop the background work (letting a catch-up in progress finish) and disconnect."""
+        self._closed = True
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        async with self._lock:
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                await close_quietly(conn)
