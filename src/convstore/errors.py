@@ -15,6 +15,7 @@ it and nothing else::
     │   └── MediaTypeMismatchError               declared media type contradicted by the bytes
     ├── NotFoundError (LookupError)
     │   ├── ConversationNotFoundError            missing, deleted or another tenant's (never says)
+    │   │   └── ConversationOwnedByAnotherTenantError  an id to create is another tenant's
     │   ├── ToolCallNotFoundError
     │   ├── MessageNotFoundError                 no message with that id (in that conversation)
     │   ├── AttachmentNotFoundError              a referenced blob is missing
@@ -47,6 +48,7 @@ __all__ = [
     "ClosedError",
     "ConflictError",
     "ConversationNotFoundError",
+    "ConversationOwnedByAnotherTenantError",
     "ConversationRefusedError",
     "ConvstoreError",
     "DatabaseError",
@@ -141,6 +143,25 @@ class ConversationNotFoundError(NotFoundError):
 
     def __init__(self, conversation_id: str) -> None:
         super().__init__(f"conversation {conversation_id!r} not found")
+        self.conversation_id = conversation_id
+
+
+class ConversationOwnedByAnotherTenantError(ConversationNotFoundError):
+    """An id given to create or open a conversation is another tenant's.
+
+    `get_or_create_conversation` raises it: a LangGraph thread id, an openai-agents or ADK
+    session id, a LangChain session id. Raised only where the caller chose the id; reads of
+    another tenant's conversation stay a plain `ConversationNotFoundError`. Ids are global:
+    make a framework's ids unique across tenants (prefix them with the tenant, say).
+    """
+
+    def __init__(self, conversation_id: str) -> None:
+        NotFoundError.__init__(
+            self,
+            f"conversation id {conversation_id!r} belongs to another tenant, so this tenant "
+            "cannot create or use it: conversation ids are global; give each tenant its own "
+            "ids (prefix thread or session ids with the tenant)",
+        )
         self.conversation_id = conversation_id
 
 

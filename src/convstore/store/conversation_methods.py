@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from convstore.errors import ConversationNotFoundError, ConversationOwnedByAnotherTenantError
 from convstore.limits import MAX_LIST_LIMIT, check_count, check_text
 from convstore.model import Conversation, Role
 from convstore.store import arguments, conversations, listing, search, writes
@@ -53,14 +54,18 @@ class ConversationMethods(StoreConnection):
         """The conversation with this id, created (with ``title``/``metadata``) if absent.
 
         Race-free: concurrent calls for one id all return the same single conversation. An id
-        held by another tenant raises `ConversationNotFoundError`.
+        held by another tenant raises `ConversationOwnedByAnotherTenantError` (every
+        integration's thread and session ids come through here).
         """
         self._require_open()
         cid, meta = arguments.new_header(conversation_id, title, tenant, metadata)
         now = arguments.now()
-        return await self._backend.write(
-            lambda tx: conversations.get_or_create(tx, cid, tenant, title, meta, now)
-        )
+        try:
+            return await self._backend.write(
+                lambda tx: conversations.get_or_create(tx, cid, tenant, title, meta, now)
+            )
+        except ConversationNotFoundError as exc:
+            raise ConversationOwnedByAnotherTenantError(cid) from exc
 
     async def update_conversation(
         self,
