@@ -167,11 +167,10 @@ def _percentile(samples: list[float], q: float) -> float:
 async def _writer(store: ConversationStore, turns_per_s: float, stop: asyncio.Event) -> int:
     """Append the benchmark's turn ``turns_per_s`` times a second until ``stop``; turns written."""
     cid = (await store.create_conversation(title="writer beside the queries")).id
-    turns = [turn_messages(n) for n in range(400)]
     loop = asyncio.get_running_loop()
     began, written = loop.time(), 0
     while not stop.is_set():
-        await store.append(cid, turns[written % len(turns)])
+        await store.append(cid, turn_messages(written))  # tool-call ids unique per turn
         written += 1
         delay = began + written / turns_per_s - loop.time()
         if delay > 0:
