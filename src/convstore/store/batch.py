@@ -44,6 +44,7 @@ from convstore.errors import (
 from convstore.model import (
     Message,
     Role,
+    TextPart,
     ToolCall,
     ToolCallPart,
     ToolCallStatus,
@@ -151,9 +152,12 @@ class Batch:
         if self.namespaces:  # the batch references blobs (most reference none)
             for sha256 in {f.attachment.sha256 for f in message.files if f.attachment is not None}:
                 self.blob_rows.append((cid, seq, sha256, self.namespaces[sha256]))
-        if message.role is Role.USER:
+        fields = message.__dict__  # (model attribute lookups cost ten dict lookups)
+        if fields["role"] is Role.USER:
             self._interrupt_pending(seq)
-        for idx, part in enumerate(message.parts):
+        for idx, part in enumerate(fields["parts"]):
+            if type(part) is TextPart:
+                continue  # most parts: no lifecycle, and no isinstance walk
             if isinstance(part, ToolCallPart):
                 if part.id in self.new_calls:
                     raise ToolCallConflictError(
