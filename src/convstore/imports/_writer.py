@@ -111,11 +111,13 @@ def _write(tx: Tx, target: _Target, entries: list[_Entry], stored: Sequence[Mess
         assert entry.message.id is not None
         own = _source_time(entry.message.provider_details, now)
         times[entry.message.id] = own or times.get(entry.parent_id or "", began)
-    # Proves the id is free or this tenant's (`ConversationNotFoundError` otherwise).
-    conversations.get_or_create(tx, cid, tenant, tree.title, tree.metadata, began)
+    # Proves the id is free or this tenant's (`ConversationNotFoundError` otherwise). A new
+    # conversation is dated from the export but updated now, even when it has no messages.
+    _, created = conversations.create_if_absent(
+        tx, cid, tenant, tree.title, tree.metadata, now, created_at=began
+    )
     held = [row[0] for row in reads.tree(tx, cid)]
     seqs = {m.id: m.seq for m in reads.messages_at(tx, cid, held) if m.id and m.seq}
-    created = not held
     chain: list[Message] = []
     chain_parent: str | None = None
     written = files = 0
