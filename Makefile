@@ -53,8 +53,14 @@ $(STAMP): $(BASE_STAMP)
 demo: $(BASE_STAMP)
 	$(BIN)/convstore demo
 
-# The inspector on the demo database (http://127.0.0.1:8765/).
-serve: $(STAMP)
+# The inspector on the demo database (http://127.0.0.1:8765/): the package and its web extra
+# only (a few seconds), not the development extra.
+WEB_STAMP := $(VENV)/.installed-web
+$(WEB_STAMP): $(BASE_STAMP)
+	$(BIN)/python -m $(PIP_INSTALL) -c constraints.txt -e ".[web]"
+	touch $@
+
+serve: $(WEB_STAMP)
 	test -f convstore.db || $(BIN)/convstore demo >/dev/null
 	$(BIN)/convstore serve
 

@@ -1,12 +1,13 @@
 """What the MCP layer adds to a store read, and how long ``convstore mcp`` takes to answer.
 
-Each tool is called through the SDK's in-process client (middleware, argument checks, result
-views, output-schema validation, JSON) beside the store call it wraps, interleaved, on a SQLite
-store of 360 conversations (tests/mcp_server/seed.py 40 times: the search tests' corpus, an
-agent run with every tool-call lifecycle, a long chat). It prints the median wall time of
-each, and with ``--callgrind`` the instructions per call of both (callgrind counts repeatably
-on a loaded machine). Then the
-stdio start-up: from spawning ``python -m convstore mcp`` to the answer to ``initialize``.
+Each tool is called three ways, interleaved: the store call it wraps, the server's own
+``call_tool`` (tool body, result views, the SDK's output validation) and the SDK's in-process
+client (the protocol on both sides: argument checks, JSON, the client's own check of the result
+against the tool's output schema), on a SQLite store of 360 conversations
+(tests/mcp_server/seed.py 40 times: the search tests' corpus, an agent run with every tool-call
+lifecycle, a long chat). It prints the median wall time of each, and with ``--callgrind`` the
+instructions per call (callgrind counts repeatably on a loaded machine). Then the stdio
+start-up: from spawning ``python -m convstore mcp`` to the answer to ``initialize``.
 Run: ``.venv/bin/python -m bench.mcp_bench [--callgrind]``.
 """
 
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp import Client
+from mcp.server.mcpserver import MCPServer
 from tests.mcp_server.seed import Seeded, seed
 
 from convstore import ConversationStore
@@ -35,38 +37,44 @@ CALLGRIND_CALLS = 20
 CALLGRIND_COPIES = 3  # seeding under valgrind is slow; the calls read the same rows
 COPIES = 40  # the seed 40 times: 360 conversations
 
-Operation = tuple[str, Callable[[], Awaitable[Any]], Callable[[], Awaitable[Any]]]
+Run = Callable[[], Awaitable[Any]]
+Operation = tuple[str, dict[str, Run]]
+KINDS = ("store", "server", "client")
 
 
-def _operations(store: ConversationStore, client: Client, seeded: Seeded) -> list[Operation]:
+def _operations(
+    store: ConversationStore, server: MCPServer[Any], client: Client, seeded: Seeded
+) -> list[Operation]:
+    """Per tool: the store call, the server's own ``call_tool`` (tool body, views, output
+    validation; no protocol) and the SDK client's call (both sides of the protocol, the
+    client's own check of the result against the output schema included)."""
     tenant, agent = seeded.tenant, seeded.agent
+    arguments: dict[str, dict[str, Any]] = {
+        "search_conversations": {"query": "report"},
+        "list_conversations": {},
+        "read_conversation": {"conversation_id": agent},
+        "get_tool_call": {"conversation_id": agent, "call_id": "call_mail"},
+    }
 
     async def direct_call() -> Any:
         return (await store.load(agent, tenant=tenant)).get_tool_call_or_none("call_mail")
 
+    direct: dict[str, Run] = {
+        "search_conversations": lambda: store.search("report", tenant=tenant, limit=10),
+        "list_conversations": lambda: store.list_conversations(tenant=tenant, limit=20),
+        "read_conversation": lambda: store.load(agent, tenant=tenant, last=20),
+        "get_tool_call": direct_call,
+    }
+
+    def via_server(name: str) -> Run:
+        return lambda: server.call_tool(name, arguments[name])
+
+    def via_client(name: str) -> Run:
+        return lambda: client.call_tool(name, arguments[name])
+
     return [
-        (
-            "search_conversations",
-            lambda: store.search("report", tenant=tenant, limit=10),
-            lambda: client.call_tool("search_conversations", {"query": "report"}),
-        ),
-        (
-            "list_conversations",
-            lambda: store.list_conversations(tenant=tenant, limit=20),
-            lambda: client.call_tool("list_conversations", {}),
-        ),
-        (
-            "read_conversation",
-            lambda: store.load(agent, tenant=tenant, last=20),
-            lambda: client.call_tool("read_conversation", {"conversation_id": agent}),
-        ),
-        (
-            "get_tool_call",
-            direct_call,
-            lambda: client.call_tool(
-                "get_tool_call", {"conversation_id": agent, "call_id": "call_mail"}
-            ),
-        ),
+        (name, {"store": direct[name], "server": via_server(name), "client": via_client(name)})
+        for name in arguments
     ]
 
 
@@ -82,21 +90,20 @@ async def _seeded(where: str, copies: int = COPIES) -> tuple[str, Seeded]:
 async def wall(where: str) -> dict[str, dict[str, float]]:
     url, seeded = await _seeded(where)
     results: dict[str, dict[str, list[float]]] = {}
-    async with (
-        ConversationStore(url, blobs=f"{where}/blobs") as store,
-        Client(create_server(store, tenant="bench"), cache=None) as client,
-    ):
-        operations = _operations(store, client, seeded)
-        for _, direct, through in operations:  # warm caches
-            await direct()
-            await through()
-        for _ in range(ROUNDS):
-            for name, direct, through in operations:
-                for kind, run in (("store", direct), ("mcp", through)):
-                    start = time.perf_counter()
+    async with ConversationStore(url, blobs=f"{where}/blobs") as store:
+        server = create_server(store, tenant="bench")
+        async with Client(server, cache=None) as client:
+            operations = _operations(store, server, client, seeded)
+            for _, runs in operations:  # warm caches
+                for run in runs.values():
                     await run()
-                    elapsed = (time.perf_counter() - start) * 1000
-                    results.setdefault(name, {}).setdefault(kind, []).append(elapsed)
+            for _ in range(ROUNDS):
+                for name, runs in operations:
+                    for kind, run in runs.items():
+                        start = time.perf_counter()
+                        await run()
+                        elapsed = (time.perf_counter() - start) * 1000
+                        results.setdefault(name, {}).setdefault(kind, []).append(elapsed)
     return {
         name: {kind: round(statistics.median(v), 2) for kind, v in kinds.items()}
         for name, kinds in results.items()
@@ -108,17 +115,16 @@ async def _inside_callgrind(library: str, where: str) -> None:
 
     helper = ctypes.CDLL(library)
     url, seeded = await _seeded(where, copies=CALLGRIND_COPIES)
-    async with (
-        ConversationStore(url, blobs=f"{where}/blobs") as store,
-        Client(create_server(store, tenant="bench"), cache=None) as client,
-    ):
-        for name, direct, through in _operations(store, client, seeded):
-            for kind, run in (("store", direct), ("mcp", through)):
-                await run()
-                helper.cg_on()
-                for _ in range(CALLGRIND_CALLS):
+    async with ConversationStore(url, blobs=f"{where}/blobs") as store:
+        server = create_server(store, tenant="bench")
+        async with Client(server, cache=None) as client:
+            for name, runs in _operations(store, server, client, seeded):
+                for kind, run in runs.items():
                     await run()
-                helper.cg_off(f"{name}.{kind}".encode())
+                    helper.cg_on()
+                    for _ in range(CALLGRIND_CALLS):
+                        await run()
+                    helper.cg_off(f"{name}.{kind}".encode())
 
 
 def callgrind() -> dict[str, dict[str, int]] | str:
@@ -185,10 +191,10 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as where:
         results = asyncio.run(wall(where))
-        print("| tool | store call, median ms | through MCP, median ms |")
-        print("|---|---:|---:|")
+        print("| tool | store call, median ms | server.call_tool | SDK client call |")
+        print("|---|---:|---:|---:|")
         for name, kinds in results.items():
-            print(f"| {name} | {kinds['store']} | {kinds['mcp']} |")
+            print(f"| {name} | {kinds['store']} | {kinds['server']} | {kinds['client']} |")
         url = f"sqlite+aiosqlite:///{Path(where) / 'bench.db'}"
         print(f"\nstdio start-up to the initialize answer: {startup(where, url)} s (median of 3)")
     if args.callgrind:
@@ -196,10 +202,11 @@ def main() -> None:
         if isinstance(counts, str):
             print(f"\ncallgrind: {counts}")
             return
-        print("\n| tool | store call, instructions | through MCP, instructions |")
-        print("|---|---:|---:|")
+        print("\n| tool | store call, instructions | server.call_tool | SDK client call |")
+        print("|---|---:|---:|---:|")
         for name, kinds in counts.items():
-            print(f"| {name} | {kinds.get('store', 0):,} | {kinds.get('mcp', 0):,} |")
+            cells = " | ".join(f"{kinds.get(kind, 0):,}" for kind in KINDS)
+            print(f"| {name} | {cells} |")
 
 
 if __name__ == "__main__":

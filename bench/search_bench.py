@@ -46,11 +46,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from bench.workload import ITEMS_PER_TURN, turn_messages
 from convstore import ConversationStore, Message, ToolCallPart
-from convstore.db import search_ddl
+from convstore.db import search_index, search_index_postgres
 
 SEED = 21
 PER_APPEND = 10
@@ -163,7 +164,46 @@ def _percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def _queries(store: ConversationStore, corpus: Corpus) -> dict[str, Any]:
+async def _writer(store: ConversationStore, turns_per_s: float, stop: asyncio.Event) -> int:
+    """Append the benchmark's turn ``turns_per_s`` times a second until ``stop``; turns written."""
+    cid = (await store.create_conversation(title="writer beside the queries")).id
+    loop = asyncio.get_running_loop()
+    began, written = loop.time(), 0
+    while not stop.is_set():
+        await store.append(cid, turn_messages(written))  # tool-call ids unique per turn
+        written += 1
+        delay = began + written / turns_per_s - loop.time()
+        if delay > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+    return written
+
+
+async def _queries(
+    store: ConversationStore, corpus: Corpus, writer_turns_per_s: float = 0.0
+) -> dict[str, Any]:
+    stop = asyncio.Event()
+    writer = (
+        asyncio.create_task(_writer(store, writer_turns_per_s, stop))
+        if writer_turns_per_s
+        else None
+    )
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    try:
+        out = await _timed_queries(store, corpus)
+    finally:
+        stop.set()
+        written = await writer if writer is not None else 0
+    if writer is not None:
+        out["writer"] = {
+            "turns": written,
+            "turns_per_s": round(written / (loop.time() - began), 1),
+        }
+    return out
+
+
+async def _timed_queries(store: ConversationStore, corpus: Corpus) -> dict[str, Any]:
     out: dict[str, Any] = {}
     every: list[float] = []
     for kind, queries in corpus.queries.items():
@@ -199,14 +239,35 @@ async def _analyze(url: str) -> None:
         await engine.dispose()
 
 
+def _drop_search_objects(conn: Connection) -> None:
+    """Every search object of revision 0011 (`convstore.db.search_index`)."""
+    drop = (
+        search_index.SQLITE_DROP
+        if conn.dialect.name == "sqlite"
+        else search_index_postgres.POSTGRES_DROP
+    )
+    for sql in drop:
+        conn.exec_driver_sql(sql)
+
+
 async def _drop_index(url: str) -> None:
     engine = create_async_engine(url)
     try:
         async with engine.begin() as conn:
-            await conn.run_sync(search_ddl.drop_recency)
-            await conn.run_sync(search_ddl.drop)
+            await conn.run_sync(_drop_search_objects)
     finally:
         await engine.dispose()
+
+
+async def _wal_lsn(url: str) -> int:
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as conn:
+            lsn = (await conn.exec_driver_sql("SELECT pg_current_wal_lsn()::text")).scalar_one()
+    finally:
+        await engine.dispose()
+    high, low = str(lsn).split("/")
+    return (int(high, 16) << 32) | int(low, 16)
 
 
 def _wal_bytes(path: Path) -> int:
@@ -228,6 +289,7 @@ async def _append_cost(urls: dict[str, str], paths: dict[str, Path | None], roun
     stores = {k: ConversationStore(u, blobs=f"memory://search-bench-{k}") for k, u in urls.items()}
     rates: dict[str, list[float]] = {k: [] for k in urls}
     frames: dict[str, list[float]] = {k: [] for k in urls}
+    wal_bytes: dict[str, list[float]] = {k: [] for k in urls}
     try:
         cids = {}
         for key, store in stores.items():
@@ -244,8 +306,12 @@ async def _append_cost(urls: dict[str, str], paths: dict[str, Path | None], roun
                     holder.execute("BEGIN")
                     holder.execute("SELECT count(*) FROM conversations").fetchone()
                     before = _wal_bytes(path)
+                lsn = await _wal_lsn(urls[key]) if path is None else None
                 first = (r + 1) * APPENDS_PER_ROUND
                 rates[key].append(await _append_round(stores[key], cids[key], first))
+                if lsn is not None:
+                    grown = await _wal_lsn(urls[key]) - lsn
+                    wal_bytes[key].append(grown / APPENDS_PER_ROUND)
                 if holder is not None and path is not None:
                     page = holder.execute("PRAGMA page_size").fetchone()[0]
                     grown = _wal_bytes(path) - before
@@ -260,6 +326,9 @@ async def _append_cost(urls: dict[str, str], paths: dict[str, Path | None], roun
     for key, values in frames.items():
         if values:
             result[key]["wal_frames_per_append"] = round(statistics.median(values), 2)
+    for key, values in wal_bytes.items():
+        if values:  # PostgreSQL: WAL bytes per append (the whole cluster's; nothing else runs)
+            result[key]["wal_bytes_per_append"] = round(statistics.median(values))
     result["ratio"] = round(result["with"]["items_per_s"] / result["without"]["items_per_s"], 3)
     return result
 
@@ -287,18 +356,28 @@ async def run(database: str, args: argparse.Namespace, corpus: Corpus) -> dict[s
             await _analyze(url)
             print(f"{database}: {len(corpus.queries) * 50} queries …", file=sys.stderr, flush=True)
             queries = await _queries(store, corpus)
+            print(
+                f"{database}: the queries again, a writer appending"
+                f" {args.writer_turns_per_s} turns/s beside them …",
+                file=sys.stderr,
+                flush=True,
+            )
+            beside_writer = await _queries(store, corpus, args.writer_turns_per_s)
         urls, paths = {}, {}
         for key in ("with", "without"):
             urls[key], paths[key] = await _urls(database, directory, f"search_append_{key}")
             async with ConversationStore(urls[key], blobs="memory://x", auto_migrate=True):
                 pass
-        print(f"{database}: append with and without the index …", file=sys.stderr, flush=True)
-        append = await _append_cost(urls, paths, args.rounds)
+        append = None
+        if not args.skip_append:
+            print(f"{database}: append with and without the index …", file=sys.stderr, flush=True)
+            append = await _append_cost(urls, paths, args.rounds)
     return {
         "messages": args.messages,
         "conversations": args.conversations,
         "fill_messages_per_s": round(args.messages / fill_s),
         "queries": queries,
+        "queries_beside_writer": beside_writer,
         "append": append,
     }
 
@@ -312,20 +391,29 @@ async def _inside_callgrind(library: str) -> None:
 
     helper = ctypes.CDLL(library)
     with tempfile.TemporaryDirectory(prefix="search-bench-cg-") as tmp:
-        urls = {k: f"sqlite+aiosqlite:///{Path(tmp) / k}.db" for k in ("with", "without")}
+        keys = ("with", "with_catch_up", "without")
+        urls = {k: f"sqlite+aiosqlite:///{Path(tmp) / k}.db" for k in keys}
         for url in urls.values():
             async with ConversationStore(url, blobs="memory://cg", auto_migrate=True):
                 pass
         await _drop_index(urls["without"])
         for key, url in urls.items():
             async with ConversationStore(url, blobs=f"memory://cg-{key}") as store:
+                # "with": the append alone (no catch-up runs); "with_catch_up": each append
+                # followed by a catch-up of its turn, as an idle writer's background or a
+                # search would run it (FTS5 merging, which is bounded background work, apart).
+                store.search_index.background = False
                 cid = (await store.create_conversation()).id
                 for n in range(20):  # a history, and warm caches
                     await store.append(cid, turn_messages(n))
+                if key != "without":
+                    await store.search_index.catch_up()
                 turns = [turn_messages(n) for n in range(20, 20 + CALLGRIND_APPENDS)]
                 helper.cg_on()
                 for messages in turns:
                     await store.append(cid, messages)
+                    if key == "with_catch_up":
+                        await store.search_index.catch_up()
                 helper.cg_off(f"append_{key}".encode())
 
 
@@ -346,13 +434,17 @@ def callgrind_append() -> dict[str, Any] | str:
         ]  # fmt: skip
         proc = subprocess.run(command, capture_output=True, text=True, check=False, timeout=1800)
         totals = _parse(directory, "cg.out.")
-    if proc.returncode != 0 or len(totals) < 2:
+    if proc.returncode != 0 or len(totals) < 3:
         return f"not run: exit status {proc.returncode}: {proc.stderr.strip()[-400:]}"
-    per = {k: totals[f"append_{k}"] / CALLGRIND_APPENDS for k in ("with", "without")}
+    per = {
+        k: totals[f"append_{k}"] / CALLGRIND_APPENDS for k in ("with", "with_catch_up", "without")
+    }
     return {
         "instructions_per_append_with": round(per["with"]),
+        "instructions_per_append_with_catch_up": round(per["with_catch_up"]),
         "instructions_per_append_without": round(per["without"]),
-        "ratio": round(per["with"] / per["without"], 3),
+        "ratio": round(per["without"] / per["with"], 3),
+        "ratio_with_catch_up": round(per["without"] / per["with_catch_up"], 3),
     }
 
 
@@ -368,35 +460,44 @@ def markdown(results: dict[str, Any]) -> str:
         if not isinstance(result, dict):
             lines.append(f"| {database} | {result} | | | |")
             continue
-        for kind, numbers in result["queries"].items():
-            lines.append(
-                f"| {database} | {kind} | {numbers['median_ms']} | {numbers['p99_ms']} |"
-                f" {numbers.get('mean_hits', '')} |"
-            )
+        for label, key in (("", "queries"), (" (writer beside)", "queries_beside_writer")):
+            for kind, numbers in result.get(key, {}).items():
+                if kind == "writer":
+                    continue
+                lines.append(
+                    f"| {database}{label} | {kind} | {numbers['median_ms']} |"
+                    f" {numbers['p99_ms']} | {numbers.get('mean_hits', '')} |"
+                )
     lines += [
         "",
         "| database | items/s with index | items/s without | ratio | WAL frames/append with |"
-        " without |",
-        "|---|---:|---:|---:|---:|---:|",
+        " without | WAL bytes/append with | without |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for database, result in results.items():
         if database == "callgrind":
             continue
         if not isinstance(result, dict):
             continue
-        a = result["append"]
+        a = result.get("append")
+        if not a:
+            continue
         lines.append(
             f"| {database} | {a['with']['items_per_s']} | {a['without']['items_per_s']} |"
             f" {a['ratio']} | {a['with'].get('wal_frames_per_append', 'n/a')} |"
             f" {a['without'].get('wal_frames_per_append', 'n/a')} |"
+            f" {a['with'].get('wal_bytes_per_append', 'n/a')} |"
+            f" {a['without'].get('wal_bytes_per_append', 'n/a')} |"
         )
     cg = results.get("callgrind")
     if isinstance(cg, dict):
         lines += [
             "",
             f"SQLite append under callgrind: {cg['instructions_per_append_with']:,} instructions"
-            f" with the index, {cg['instructions_per_append_without']:,} without"
-            f" ({cg['ratio']}x).",
+            f" with the search objects, {cg['instructions_per_append_without']:,} without"
+            f" (without/with {cg['ratio']}x); with a catch-up of each turn after it (off the"
+            f" append's path) {cg['instructions_per_append_with_catch_up']:,}"
+            f" ({cg['ratio_with_catch_up']}x).",
         ]
     elif cg is not None:
         lines += ["", f"callgrind: {cg}"]
@@ -431,6 +532,8 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=1_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json-out")
+    parser.add_argument("--writer-turns-per-s", type=float, default=20.0)
+    parser.add_argument("--skip-append", action="store_true", help="queries only")
     parser.add_argument("--callgrind", action="store_true", help="count append instructions too")
     parser.add_argument("--inside-callgrind", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -3,13 +3,18 @@
 Opens the conversation page (newest 100 messages) and an older page (``?before=``) of
 conversations of 1,000 and 10,000 messages, and the listing page (50 conversations), through
 the ASGI app, interleaved, and prints the median wall time per request.
-Run: ``.venv/bin/python -m bench.web_bench``.
+Run: ``.venv/bin/python -m bench.web_bench``; ``--callgrind`` also counts the instructions of
+one request of each kind (every thread), under callgrind with instrumentation switched on only
+around the request (`bench.callgrind_bench.counted_run`).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import ctypes
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,7 +28,8 @@ SIZES = (1_000, 10_000)
 ROUNDS = 7
 
 
-async def main() -> None:
+async def main(library: str | None = None) -> None:
+    helper = ctypes.CDLL(library) if library else None
     with tempfile.TemporaryDirectory() as where:
         url = f"sqlite+aiosqlite:///{Path(where) / 'bench.db'}"
         async with ConversationStore(url, blobs=f"{where}/blobs") as store:
@@ -47,6 +53,14 @@ async def main() -> None:
                 )
             transport = httpx.ASGITransport(app=create_app(store))
             async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+                if helper is not None:
+                    for name, path in _paths(ids):
+                        assert (await http.get(path)).status_code == 200  # warm, unmeasured
+                        helper.cg_on()
+                        response = await http.get(path)
+                        helper.cg_off(name.encode())
+                        assert response.status_code == 200
+                    return
                 timings: dict[tuple[int, str], list[float]] = {}
                 for _ in range(ROUNDS):
                     for size, cid in ids.items():
@@ -70,5 +84,31 @@ async def main() -> None:
         print(f"{size:>9,}  {label:<11} {statistics.median(values) * 1000:>10.1f}")
 
 
+def _paths(ids: dict[int, str]) -> list[tuple[str, str]]:
+    paths = [(f"page-{size}", f"/conversations/{cid}") for size, cid in ids.items()]
+    return [*paths, ("list-50", "/")]
+
+
+def _count() -> None:
+    from bench.callgrind_bench import counted_run
+
+    totals, failed = counted_run("bench.web_bench", ["--inside"], timeout=3600)
+    if failed:
+        print(f"callgrind run failed: {failed}")
+    print(f"{'request':<12} {'instructions':>14}  (one request, every thread)")
+    for name, count in totals.items():
+        print(f"{name:<12} {count:>14,}")
+
+
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--callgrind", action="store_true")
+    parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--library", help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.inside:
+        asyncio.run(main(options.library))
+        sys.exit(0)
     asyncio.run(main())
+    if options.callgrind:
+        _count()

@@ -26,7 +26,7 @@ from sqlalchemy import JSON, Connection, pool
 from sqlalchemy.ext.asyncio import async_engine_from_config
 
 from convstore.db import search_ddl
-from convstore.db.schema import metadata
+from convstore.db.schema import exists_on, metadata
 
 DEFAULT_URL = "sqlite+aiosqlite:///convstore.db"
 
@@ -81,6 +81,8 @@ def _configure(connection: Connection) -> None:
         return not (type_ == "table" and name in partitions)
 
     def include_object(obj: Any, _name: Any, type_: str, reflected: bool, _compare: Any) -> bool:
+        if not reflected and not exists_on(obj, connection.dialect.name):
+            return False  # a model's object this database does not have (POSTGRESQL_ONLY)
         # A foreign key to a partitioned table is mirrored by PostgreSQL as one key per
         # partition, each reflected as a key of the referencing table.
         return not (

@@ -84,11 +84,13 @@ def _message_ok(message: Message, max_attachment_size: int | None) -> bool:
         return False
     total = 0
     for name, value in message.__dict__.items():
+        if value is None or name == "parts":
+            continue  # most fields of most messages
         if isinstance(value, str):  # the role (an enum), ids, provider, model
             total += len(value)
             if "\x00" in value or (not value.isascii() and SURROGATE.search(value) is not None):
                 return False
-        elif value is not None and name != "parts":
+        else:
             chars = _chars_ok(value, max_attachment_size)
             if chars < 0:
                 return False
@@ -101,6 +103,21 @@ def _message_ok(message: Message, max_attachment_size: int | None) -> bool:
             return False
         total += chars
     return total <= MAX_MESSAGE_CHARS
+
+
+_MODEL, _FILE, _OTHER = 1, 2, 0
+_CLASSES: dict[type, int] = {}
+"""What each class met is (a model, a file part, anything else): ``isinstance`` against
+pydantic's ABC metaclass costs more than the rest of a part's check."""
+
+
+def _class_of(cls: type) -> int:
+    found = _CLASSES.get(cls)
+    if found is None:
+        found = _CLASSES[cls] = (
+            _FILE if issubclass(cls, FilePart) else _MODEL if issubclass(cls, BaseModel) else _OTHER
+        )
+    return found
 
 
 def _chars_ok(root: Any, max_attachment_size: int | None) -> int:
@@ -157,8 +174,8 @@ def _chars_ok(root: Any, max_attachment_size: int | None) -> int:
         elif cls is float:
             if not math.isfinite(node):
                 return -1
-        elif isinstance(node, BaseModel):
-            if isinstance(node, FilePart) and not _file_ok(node, max_attachment_size):
+        elif (kind := _class_of(cls)) != _OTHER:  # a model
+            if kind == _FILE and not _file_ok(node, max_attachment_size):
                 return -1
             for name, value in node.__dict__.items():
                 if type(value) is str:

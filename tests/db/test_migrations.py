@@ -9,6 +9,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from alembic import command
@@ -29,7 +30,7 @@ from convstore.db.migrations import (
     migrations_directory,
     upgrade_connection,
 )
-from convstore.db.schema import metadata
+from convstore.db.schema import exists_on, metadata
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = {"conversations", "messages", "blob_refs", "tool_calls", "attachments", "compactions"}
@@ -49,7 +50,11 @@ def _tables(conn: Connection) -> set[str]:
 
 
 def _drift(conn: Connection) -> list[object]:
-    context = MigrationContext.configure(conn, opts={"include_name": search_ddl.include_name})
+    def include_object(obj: Any, _name: Any, _type: str, reflected: bool, _other: Any) -> bool:
+        return reflected or exists_on(obj, conn.dialect.name)
+
+    opts = {"include_name": search_ddl.include_name, "include_object": include_object}
+    context = MigrationContext.configure(conn, opts=opts)
     return list(compare_metadata(context, metadata))
 
 

@@ -281,6 +281,10 @@ class _Mutation:
         self.mutant = mutant
         self.choose = choose
         self.values, self.keys = _vocabulary(mutant.seed.source)
+        if not self.keys:  # a format the corpus does not hold (an export): the seed's own keys
+            self.keys = tuple(
+                sorted({k for _, k, _ in _nodes(mutant.seed.payload) if isinstance(k, str)})
+            )
 
     def pick(self, items: Sequence[Any]) -> Any:
         return _pick(self.choose, items)

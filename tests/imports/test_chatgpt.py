@@ -238,10 +238,12 @@ def test_the_cli_imports_an_export_and_prints_the_report(
     capsys.readouterr()
     assert main(["import", str(export), "--format", "chatgpt-export", "--url", url]) == 0
     out = capsys.readouterr()
-    assert out.out.splitlines()[0] == "imported (chatgpt-export): 1 conversation, 3 message"
+    assert out.out.splitlines() == ["imported 1 conversation and 3 messages"]
     assert "importing (bytes of the export read): " in out.err
     assert main(["import", str(export), "--format", "chatgpt-export", "--url", url]) == 0
-    assert capsys.readouterr().out.splitlines()[1] == "already present: 1 conversation, 3 message"
+    assert capsys.readouterr().out.splitlines() == [
+        "already present (left as they were): 1 conversation and 3 messages"
+    ]
     (tmp_path / "bad.json").write_text('[{"mapping": {}')
     assert (
         main(["import", str(tmp_path / "bad.json"), "--format", "chatgpt-export", "--url", url])

@@ -100,3 +100,25 @@ async def test_a_time_in_the_future_is_the_import_time(
     (summary,) = await store.list_conversations(tenant="t-skew")
     assert before <= summary.created_at <= datetime.now(UTC)
     assert all(before <= t <= datetime.now(UTC) for t in await _times(store, summary.id))
+
+
+async def test_an_empty_conversation_is_imported_now_and_counted_once(
+    store: ConversationStore, tmp_path: Path
+) -> None:
+    """A conversation with no messages: imported (not "already present") and updated now, so
+    the next prune does not take what was just imported; a second import finds it present."""
+    started = datetime.now(UTC)
+    empty = claude_conversation([], name="Nothing said yet")
+    (tmp_path / "conversations.json").write_text(json.dumps([empty]))
+    first = await import_file(store, tmp_path / "conversations.json", "claude-export", "t-empty")
+    assert (first.imported["conversation"], first.present["conversation"]) == (1, 0)
+    (summary,) = await store.list_conversations(tenant="t-empty")
+    assert summary.message_count == 0
+    assert summary.created_at == datetime.fromisoformat(empty["created_at"])
+    assert summary.updated_at >= started
+    pruned = await store.prune(older_than=timedelta(days=30), tenant="t-empty")
+    assert pruned.deleted == 0
+
+    again = await import_file(store, tmp_path / "conversations.json", "claude-export", "t-empty")
+    assert (again.imported["conversation"], again.present["conversation"]) == (0, 1)
+    assert (await store.list_conversations(tenant="t-empty"))[0].updated_at == summary.updated_at

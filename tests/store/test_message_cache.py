@@ -10,10 +10,10 @@ deleted and created again under the same id. On SQLite and PostgreSQL.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -27,6 +27,7 @@ from convstore import (
     Message,
     ToolCallPart,
 )
+from convstore.db import pg_load
 from tests.store.test_state_machine import StoreMachine
 
 
@@ -39,14 +40,36 @@ async def _store(db_url: str, message_cache: int = 10_000) -> AsyncIterator[Conv
 
 @contextmanager
 def _decoding(store: ConversationStore) -> Iterator[list[str]]:
-    """The statements that read whole message rows (what a load decodes), while active."""
+    """The statements that read whole message rows (what a load decodes), while active.
+
+    On PostgreSQL a load is one statement (`convstore.db.pg_load`) whose message rows come
+    whole or, where the store's cache holds them, as their seq alone: it counts when any row
+    came whole.
+    """
     seen: list[str] = []
+    backend = store.backend
+    if backend.dialect_name == "postgresql":
+        fetch = backend.fetch_statement
+
+        async def fetch_statement(sql: str, arguments: Sequence[Any]) -> list[Any]:
+            records = await fetch(sql, arguments)
+            rows = pg_load.split(records)
+            if any(row[0] not in rows.held for row in rows.messages + rows.later):
+                seen.append(sql)
+            return records
+
+        backend.fetch_statement = fetch_statement  # type: ignore[method-assign]
+        try:
+            yield seen
+        finally:
+            del backend.fetch_statement
+        return
 
     def listener(sql: str) -> None:
         if "messages.parts" in sql and sql.lstrip().upper().startswith(("SELECT", "WITH")):
             seen.append(sql)
 
-    remove = store.backend.add_statement_listener(listener)
+    remove = backend.add_statement_listener(listener)
     try:
         yield seen
     finally:

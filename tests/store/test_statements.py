@@ -15,6 +15,7 @@ import pytest
 
 from convstore import ConversationStore, Message, ToolCallPart
 from convstore.db.schema import metadata
+from convstore.store.reads import load_conversation
 from tests.support.round_trips import round_trips
 
 
@@ -96,6 +97,75 @@ async def test_a_postgresql_load_or_window_is_one_round_trip(pg_store_url: str) 
                     with round_trips(store) as sent:
                         assert await store.load(cid, **window) == expected
                     assert sent == ["bind_execute"], (window, sent)
+
+
+def _executed(sent: list[str]) -> list[str]:
+    """Round trips but preparing: a statement is prepared once per pooled connection, and
+    which connection a load gets depends on what else holds one (search's catch-up)."""
+    return [request for request in sent if request != "prepare"]
+
+
+@pytest.mark.postgres
+async def test_a_postgresql_load_of_another_path_is_one_round_trip(pg_store_url: str) -> None:
+    """``head_seq=``: the stored head, another branch's tip, a message inside a path, with
+    and without a window: one round trip each, and what the transactional path reads."""
+    for message_cache in (10_000, 0):
+        blobs = f"memory://other-path-{uuid.uuid4().hex}"
+        async with ConversationStore(
+            pg_store_url, blobs=blobs, message_cache=message_cache
+        ) as store:
+            cid = await _conversation_of(store, 40)
+            await store.append(cid, _turn(99), parent_seq=30)  # a branch: 41..44, head 44
+            for head in (44, 40, 17, 30):
+                for window in ({}, {"last": 3}, {"last": 2, "before_seq": 10}):
+                    expected = await store.backend.read(
+                        lambda tx, h=head, w=window, c=cid: load_conversation(
+                            tx, c, None, w.get("last"), w.get("before_seq"), head_seq=h
+                        )
+                    )
+                    assert await store.load(cid, head_seq=head, **window) == expected
+                    with round_trips(store) as sent:
+                        assert await store.load(cid, head_seq=head, **window) == expected
+                    assert _executed(sent) == ["bind_execute"], (head, window, sent)
+            # No stored head (the active path truncated away; 31..40 stay, on the other branch).
+            await store.truncate(cid, after_seq=0)
+            for head in (40, 35):
+                expected = await store.backend.read(
+                    lambda tx, h=head, c=cid: load_conversation(tx, c, None, 2, None, head_seq=h)
+                )
+                assert await store.load(cid, head_seq=head, last=2) == expected
+
+
+@pytest.mark.postgres
+async def test_a_warm_postgresql_reload_after_another_store_wrote_is_one_round_trip(
+    pg_store_url: str,
+) -> None:
+    """A store whose cache holds a conversation reloads it in one round trip after another
+    store appended, popped and branched it: only the new rows come whole, and the result is
+    what a store with nothing cached reads."""
+    blobs = f"memory://warm-{uuid.uuid4().hex}"
+    async with (
+        ConversationStore(pg_store_url, blobs=blobs) as reader,
+        ConversationStore(pg_store_url, blobs=blobs) as writer,
+        ConversationStore(pg_store_url, blobs=blobs, message_cache=0) as fresh,
+    ):
+        cid = await _conversation_of(reader, 40)
+        writes = [
+            lambda: writer.append(cid, _turn(50)),
+            lambda: writer.pop(cid),
+            lambda: writer.append(cid, _turn(51), parent_seq=20),
+            lambda: writer.append(cid, Message.user("on the branch")),
+        ]
+        for window in ({}, {"last": 5}):
+            await reader.load(cid, **window)
+            await reader.load(cid, **window)  # prepared on this connection
+        for write in writes:
+            await write()
+            for window in ({}, {"last": 5}):
+                with round_trips(reader) as sent:
+                    loaded = await reader.load(cid, **window)
+                assert _executed(sent) == ["bind_execute"], (window, sent)
+                assert loaded == await fresh.load(cid, **window)
 
 
 async def test_append_is_one_transaction(store: ConversationStore) -> None:

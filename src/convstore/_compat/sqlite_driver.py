@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import aiosqlite
 
@@ -29,8 +29,10 @@ def run_in_connection_thread(conn: aiosqlite.Connection, fn: Callable[..., Any],
     return conn._execute(fn, conn._conn, *args)  # type: ignore[no-untyped-call]
 
 
-def _null(_: None) -> None:
-    return None
+_NOTHING: Final[dict[None, None]] = {}
+_null: Final = _NOTHING.get
+"""``None`` for ``None``: a built-in method, since it runs for every NULL bound (as a Python
+function it was 1.5 % of an append's instructions)."""
 
 
 def adapt_none_quickly() -> None:

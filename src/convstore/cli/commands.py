@@ -20,6 +20,8 @@ from convstore.db import migrate as migrate_database
 from convstore.db import parse_url, sqlite_path
 from convstore.db import partition as partition_database
 from convstore.errors import DatabaseNotFoundError, InvalidInputError
+from convstore.imports import FORMATS as IMPORT_FORMATS
+from convstore.imports.detection import check_zip
 from convstore.model import TOOL_DEFINITIONS, ToolDefinition
 from convstore.model._base import describe_validation_error
 from convstore.parsing import parse, parse_tools
@@ -141,24 +143,38 @@ async def _read_json(file: str) -> Any:
 async def import_payload(args: argparse.Namespace) -> int:
     """Parse a payload file, store it (with its tools and model) as a new conversation.
 
-    Prints the new conversation's id. An export (``--format chatgpt-export`` and the like)
-    is imported whole: see `convstore.cli.importing`.
+    Prints the new conversation's id. An export (``--format chatgpt-export`` and the like, or
+    detected as one) is imported whole: see `convstore.cli.importing`. Without ``--format``
+    the format is detected and said on stderr.
     """
-    if importing.handles(args):
+    fmt = args.format
+    if fmt is None:
+        detected = await importing.detect(args.file)
+        fmt = detected.format if detected is not None else None
+    elif args.file != "-":
+        await asyncio.to_thread(check_zip, Path(args.file))
+    if fmt is not None and importing.handles(args, fmt):
         async with _store(args) as store:
-            return await importing.import_export(store, args)
+            return await importing.import_export(store, args, fmt)
     payload = await _read_json(args.file)
-    if args.format == "convstore":
+    if fmt is None:
+        fmt = importing.detect_document(args.file, payload).format
+        if fmt in IMPORT_FORMATS and fmt != "convstore":
+            raise InvalidInputError(
+                f"{fmt} exports are read from a file, directory or zip, not stdin: save it "
+                "and import the file"
+            )
+    if fmt == "convstore":
         async with _store(args) as store:
             imported = await import_document(store, payload, title=args.title, tenant=args.tenant)
         print(imported.id)
         return 0
-    messages = parse(payload, args.format)
-    metadata = tools_metadata(parse_tools(payload, args.format))
+    messages = parse(payload, fmt)
+    metadata = tools_metadata(parse_tools(payload, fmt))
     model = payload.get("model")
     if isinstance(model, str):
         metadata[MODEL_KEY] = model
-    metadata[SOURCE_KEY] = args.format
+    metadata[SOURCE_KEY] = fmt
     async with _store(args) as store:
         conversation = await store.create_conversation(
             title=args.title, tenant=args.tenant, metadata=metadata

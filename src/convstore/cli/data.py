@@ -10,8 +10,8 @@ import asyncio
 import sys
 from typing import Final
 
+from convstore._words import plural
 from convstore.cli.commands import existing_store
-from convstore.cli.words import plural
 from convstore.errors import InvalidInputError, NotFoundError
 from convstore.progress import ProgressReporter
 from convstore.store import ConversationStore

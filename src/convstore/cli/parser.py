@@ -215,13 +215,19 @@ def _import_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format",
-        required=True,
         choices=sorted({*PAYLOAD_FORMATS, *EXPORT_FORMATS}),
-        help="the payload's wire format ('convstore': a 'show --json' document or a convstore "
-        "export); an export: chatgpt-export, claude-export, openwebui-export",
+        help="what FILE is (default: detected from its contents, and said on stderr): a "
+        "payload's wire format, 'convstore' (a 'show --json' document or a convstore export) "
+        "or an export: chatgpt-export, claude-export, openwebui-export",
     )
     parser.add_argument("--title", help="title of the new conversation")
     parser.add_argument("--tenant", help="tenant of the new conversation(s)")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="an export: stop at the first conversation that cannot be imported (default: "
+        "report it and import the rest)",
+    )
 
 
 def _render_options(parser: argparse.ArgumentParser) -> None:
@@ -449,7 +455,8 @@ COMMANDS: Final[tuple[Command, ...]] = (
     Command(
         "import",
         "import a provider request payload (its messages, tools and model), a 'show --json' "
-        "document, or another product's export (every conversation of it)",
+        "document, or another product's export (every conversation of it); the format is "
+        "detected unless --format names it",
         _import_options,
         "convstore.cli.commands:import_payload",
     ),

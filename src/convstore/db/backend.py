@@ -58,6 +58,11 @@ class Backend(Protocol):
         """Called (on the event loop) after each write commits."""
         ...
 
+    @property
+    def writing(self) -> bool:
+        """Whether a write is in flight."""
+        ...
+
     async def connect(self) -> None:
         """Connect without looking at the schema."""
         ...

@@ -70,6 +70,7 @@ __all__ = [
     "encode_message",
     "encode_parts",
     "encode_tool_call",
+    "holds_no_files",
     "new_tool_call",
     "text_column",
 ]
@@ -206,12 +207,11 @@ def _to_json(model: BaseModel) -> dict[str, Any]:
 
 def encode_parts(parts: Sequence[Any], codec: Codec) -> Any:
     """A message's parts as the backend binds ``messages.parts`` (a JSON array)."""
-    for part in parts:
-        if type(part) in _FILELESS:
-            continue  # most parts: skip the (slower) isinstance walk
-        for file in _files_of(part):
-            if file.data is not None or file.pending is not None:
-                raise InvalidMessageError("file bytes must be stored as a blob before the row")
+    if not holds_no_files(parts):
+        for part in parts:
+            for file in _files_of(part):
+                if file.data is not None or file.pending is not None:
+                    raise InvalidMessageError("file bytes must be stored as a blob before the row")
     if codec.encodes_parts_from_models:
         return to_json(parts, exclude_none=True).decode()
     return codec.dump_json([_to_json(part) for part in parts])
@@ -219,6 +219,19 @@ def encode_parts(parts: Sequence[Any], codec: Codec) -> Any:
 
 _FILELESS: Final = frozenset({TextPart, ThinkingPart, ToolCallPart})
 """Part classes that never hold a file."""
+_FILELESS_OUTPUTS: Final = frozenset({JsonOutput, ErrorOutput})
+"""Tool output classes that never hold a file."""
+
+
+def holds_no_files(parts: Sequence[Any]) -> bool:
+    """Whether none of these parts is or holds a file (by class: no ``isinstance`` walk)."""
+    for part in parts:
+        kind = type(part)
+        if kind not in _FILELESS and (
+            kind is not ToolResultPart or type(part.output) not in _FILELESS_OUTPUTS
+        ):
+            return False
+    return True
 
 
 def _files_of(part: Any) -> list[FilePart]:
@@ -250,19 +263,21 @@ def encode_message(
     codec: Codec,
 ) -> Row:
     """The ``messages`` row."""
-    native = message.native
-    usage = message.usage
+    # Fields read from the instance dict: a model's attribute lookup goes through pydantic's
+    # __getattr__ hook, ten times the cost of a dict's, and an append encodes every message.
+    fields = message.__dict__
+    native, usage, details = fields["native"], fields["usage"], fields["provider_details"]
     return (
         cid,
         seq,
-        message.role.value,
-        text_column(message.provider),
-        text_column(message.model),
+        fields["role"].value,
+        text_column(fields["provider"]),
+        text_column(fields["model"]),
         codec.dump_time(now),
-        codec.dump_json(message.provider_details),
+        None if details is None else codec.dump_json(details),
         parent_seq,
-        text_column(message.id),
-        encode_parts(message.parts, codec),
+        text_column(fields["id"]),
+        encode_parts(fields["parts"], codec),
         None if native is None else codec.dump_json({"format": native.format, "data": native.data}),
         None if usage is None else codec.dump_json(usage.__dict__),
     )

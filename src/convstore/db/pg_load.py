@@ -1,13 +1,21 @@
 """A load or window as one PostgreSQL statement: one round trip, run on the asyncpg connection.
 
-The statement reads the header (``h``), the window of the active path (``w``: newest first by
-``seq`` on an unbranched conversation, a walk up the parent pointers from the head on a
-branched one, exactly as `convstore.db.statements` reads them), the tool calls the window
-made or answered (``c``: for a whole load every call of the conversation; for a window the
-calls whose ids its parts name, found by primary key), the messages holding the results of
-those calls that lie after the window (``later``: a ``before_seq`` page), and the compactions.
-It returns them as one row set, each row tagged with its kind and its values in typed slots
-(`Slots`), ordered by kind and then by ``seq`` (compactions by id).
+The statement reads the header (``h``), where the path ends and how much of it is read (``e``:
+the stored head or the one asked for; a path other than the stored one is read whole, since its
+lifecycles are derived from all of it), the window of that path (``w``: newest first by ``seq``
+on an unbranched conversation, a walk up the parent pointers on a branched one, exactly as
+`convstore.db.statements` reads them), the tool calls (``c``: every call of the conversation
+for a whole load or another path; for a window the calls made in it or answered in it, found
+through ``ix_tool_calls_seq`` and ``ix_tool_calls_result_seq``), the messages holding the
+results of the window's calls that lie after it (``later``: a ``before_seq`` page), and the
+compactions. It returns them as one row set, each row tagged with its kind and its values in
+typed slots (`_SLOTS`), ordered by kind and then by ``seq`` (compactions by id).
+
+A reader that keeps decoded messages (`convstore.store.message_cache`) names the conversation
+instance it last saw and the range of seqs it holds of it (``held``): rows in that range come
+back as their ``seq`` alone (flag ``b``), the others whole. A row is immutable once written and
+a seq never reused, so a message the reader holds is what the row says; one in the range it
+does not hold (another branch, a page it skipped) it reads again, whole, without the range.
 
 Invariants:
 
@@ -15,19 +23,22 @@ Invariants:
   trips): the rows are those the transactional path (`convstore.store.reads`) reads inside one
   ``REPEATABLE READ`` transaction.
 - A conversation that does not exist (for the tenant, when one is given) returns no rows.
-- The window's sizes are bound, never interpolated: one prepared statement serves every load.
+- Every value is bound, never interpolated, and the choices between the shapes of a load are
+  made on values inside the statement: one prepared statement (and one cached generic plan,
+  whose every step is an index range scan) serves every load.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from operator import itemgetter
 from typing import Any, Final
 
 from convstore.db.tx import Row
 
-__all__ = ["NO_LIMIT", "SQL_KEYS", "SQL_ROWS", "LoadRows", "arguments", "split"]
+__all__ = ["NO_LIMIT", "SQL", "LoadRows", "arguments", "split"]
 
 NO_LIMIT: Final = 2**62
 """No bound on the window's size or on ``before_seq`` (bound as a ``bigint``)."""
@@ -55,14 +66,20 @@ def _select(kind: int, values: dict[str, str], source: str) -> str:
     return f"SELECT {kind}, {columns} FROM {source}"  # noqa: S608 (schema names, no values)
 
 
-def _message_values(alias: str) -> dict[str, str]:
-    a = alias
-    return {
-        "n1": f"{a}.seq", "n2": f"{a}.parent_seq", "s1": f"{a}.role", "s2": f"{a}.provider",
-        "s3": f"{a}.model", "t1": f"{a}.created_at", "j1": f"{a}.details::text",
-        "s4": f"{a}.message_id", "j2": f"{a}.parts::text", "j3": f"{a}.native::text",
-        "j4": f"{a}.usage::text",
-    }  # fmt: skip
+_HELD: Final = "((SELECT instance FROM e) AND m.seq BETWEEN $8::bigint AND $9::bigint)"
+"""Whether the reader holds the message ``m`` (of the conversation instance it names)."""
+
+_MESSAGE_WHOLE: Final = {
+    "n2": "m.parent_seq", "s1": "m.role", "s2": "m.provider", "s3": "m.model",
+    "t1": "m.created_at", "j1": "m.details::text", "s4": "m.message_id",
+    "j2": "m.parts::text", "j3": "m.native::text", "j4": "m.usage::text",
+}  # fmt: skip
+_MESSAGE_VALUES: Final = {
+    "n1": "m.seq",
+    **{slot: f"CASE WHEN NOT {_HELD} THEN {v} END" for slot, v in _MESSAGE_WHOLE.items()},
+    "b": _HELD,
+}
+"""A message row: whole, or its seq alone where the reader holds it."""
 
 
 _HEADER_VALUES: Final = {
@@ -71,7 +88,8 @@ _HEADER_VALUES: Final = {
     "j2": "h.state::text", "b": "h.branched",
 }  # fmt: skip
 
-_MADE_BEFORE: Final = "NOT $5::boolean AND c.seq < (SELECT min(seq) FROM w)"
+_EVERYTHING: Final = "(SELECT everything FROM e)"
+_MADE_BEFORE: Final = f"NOT {_EVERYTHING} AND c.seq < (SELECT min(seq) FROM w)"  # noqa: S608
 """Whether a call was made before the window: only then are its name and arguments sent."""
 
 _CALL_VALUES: Final = {
@@ -91,88 +109,117 @@ _CALL_COLUMNS: Final = (
     " t.completed_at, t.cancelled_at, t.name, t.provider_id, t.arguments"
 )
 
+_SEQS: Final = "(SELECT seqs FROM ws)::int[]"
+"""The window's seqs, as one array."""
+_LATER_SEQS: Final = "(SELECT seqs FROM later)::int[]"
+"""The seqs of the messages after the window holding results of its calls."""
+
 _CONTENTS: Final = f"""
 WITH RECURSIVE h AS (
     SELECT * FROM conversations
     WHERE id = $1::varchar AND ($2::varchar IS NULL OR tenant = $2::varchar)
+), e AS (
+    SELECT h.branched, other, COALESCE($5::bigint, h.head_seq) AS head,
+           CASE WHEN other THEN {NO_LIMIT} ELSE $3::bigint END AS n,
+           CASE WHEN other THEN {NO_LIMIT} ELSE $4::bigint END AS before,
+           $6::boolean OR other AS everything,
+           h.created_at = $7::timestamptz AS instance
+    FROM h, LATERAL (
+        SELECT $5::bigint IS NOT NULL AND $5::bigint IS DISTINCT FROM h.head_seq AS other
+    ) o
 ), walk(seq, parent_seq, taken) AS (
-    SELECT m.seq, m.parent_seq, CASE WHEN m.seq < $4::bigint THEN 1 ELSE 0 END
-    FROM h JOIN messages m ON m.conversation_id = $1::varchar AND m.seq = h.head_seq
-    WHERE h.branched
+    SELECT m.seq, m.parent_seq, CASE WHEN m.seq < e.before THEN 1 ELSE 0 END
+    FROM e JOIN messages m ON m.conversation_id = $1::varchar AND m.seq = e.head
+    WHERE e.branched
     UNION ALL
-    SELECT s.seq, s.parent_seq, p.taken + CASE WHEN s.seq < $4::bigint THEN 1 ELSE 0 END
-    FROM walk p JOIN messages s ON s.conversation_id = $1::varchar AND s.seq = p.parent_seq
-    WHERE p.taken < $3::bigint
-), w AS (
-    (SELECT m.seq, m.role, CASE WHEN NOT $5::boolean THEN m.parts END AS parts FROM messages m
-     WHERE m.conversation_id = $1::varchar AND m.seq < $4::bigint
-       AND EXISTS (SELECT 1 FROM h WHERE NOT h.branched AND h.head_seq IS NOT NULL)
-     ORDER BY m.seq DESC LIMIT $3::bigint)
+    SELECT s.seq, s.parent_seq, p.taken + CASE WHEN s.seq < e.before THEN 1 ELSE 0 END
+    FROM walk p JOIN messages s ON s.conversation_id = $1::varchar AND s.seq = p.parent_seq, e
+    WHERE p.taken < e.n
+), w AS MATERIALIZED (
+    (SELECT m.seq FROM messages m
+     WHERE m.conversation_id = $1::varchar AND m.seq <= (SELECT head FROM e)
+       AND m.seq < (SELECT before FROM e) AND (SELECT NOT branched FROM e)
+     ORDER BY m.seq DESC LIMIT (SELECT n FROM e))
     UNION ALL
-    (SELECT m.seq, m.role, CASE WHEN NOT $5::boolean THEN m.parts END AS parts FROM messages m
-     WHERE m.conversation_id = $1::varchar
-       AND m.seq IN (SELECT seq FROM walk WHERE seq < $4::bigint)
-     ORDER BY m.seq DESC LIMIT $3::bigint)
-), ids AS (
-    SELECT DISTINCT CASE w.role WHEN 'assistant' THEN p->>'id' ELSE p->>'call_id' END AS id
-    FROM w, json_array_elements(w.parts) p
-    WHERE NOT $5::boolean
-      AND ((w.role = 'assistant' AND p->>'kind' = 'tool_call')
-           OR (w.role = 'tool' AND p->>'kind' = 'tool_result'))
+    (SELECT seq FROM walk WHERE seq < (SELECT before FROM e)
+     ORDER BY seq DESC LIMIT (SELECT n FROM e))
+), ws AS (
+    SELECT COALESCE(array_agg(seq), '{{}}') AS seqs FROM w
 ), c AS (
     SELECT {_CALL_COLUMNS} FROM tool_calls t
-    WHERE $5::boolean AND t.conversation_id = $1::varchar AND EXISTS (SELECT 1 FROM h)
+    WHERE {_EVERYTHING} AND t.conversation_id = $1::varchar
     UNION ALL
     SELECT {_CALL_COLUMNS} FROM tool_calls t
-    WHERE NOT $5::boolean AND t.conversation_id = $1::varchar AND t.id IN (SELECT id FROM ids)
+    WHERE NOT {_EVERYTHING} AND t.conversation_id = $1::varchar
+      AND t.seq = ANY({_SEQS})
+    UNION ALL
+    SELECT {_CALL_COLUMNS} FROM tool_calls t
+    WHERE NOT {_EVERYTHING} AND t.conversation_id = $1::varchar
+      AND t.result_seq = ANY({_SEQS}) AND t.seq <> ALL({_SEQS})
 ), later AS (
-    SELECT DISTINCT c.result_seq AS seq FROM c
-    WHERE NOT $5::boolean AND c.result_seq IS NOT NULL
-      AND c.result_seq NOT IN (SELECT seq FROM w)
+    SELECT COALESCE(array_agg(DISTINCT c.result_seq), '{{}}') AS seqs FROM c
+    WHERE NOT {_EVERYTHING} AND c.result_seq <> ALL({_SEQS})
 )
 """  # noqa: S608 (schema names, no values)
-"""The CTEs both statements share: header, window, calls, and the seqs of later results.
-
-The window carries its parts only where the calls are found from them (not for a whole load,
-which takes every call of the conversation)."""
+"""The CTEs of the statement: header, path end, window, calls, and the seqs of later results."""
 
 
-def _statement(*, rows: bool) -> str:
-    """The load statement: with whole message rows, or (``rows=False``) with their seqs only."""
-    if rows:
-        by_seq = "JOIN messages ON messages.conversation_id = $1::varchar AND messages.seq = {}.seq"
-        window = _select(MESSAGE, _message_values("messages"), f"w {by_seq.format('w')}")
-        later = _select(LATER, _message_values("messages"), f"later {by_seq.format('later')}")
-    else:
-        window = _select(MESSAGE, {"n1": "w.seq"}, "w")
-        later = _select(LATER, {"n1": "later.seq"}, "later")
+_CHAIN: Final = f"""messages m
+WHERE m.conversation_id = $1::varchar AND (SELECT NOT branched FROM e)
+  AND m.seq <= (SELECT head FROM e) AND m.seq < (SELECT before FROM e)
+  AND m.seq >= CASE WHEN (SELECT n FROM e) < {NO_LIMIT} THEN (SELECT min(seq) FROM w) ELSE 0 END"""  # noqa: S608
+"""The window of an unbranched conversation as one range of the primary key (what ``w`` holds)."""
+
+_BY_SEQ: Final = """{0}, LATERAL (
+    SELECT seq, parent_seq, role, provider, model, created_at, details, message_id, parts,
+           native, usage
+    FROM messages WHERE conversation_id = $1::varchar AND seq = s.seq OFFSET 0
+) m{1}"""
+"""The messages whose seqs ``s`` (from ``{0}``) yields, each found by primary key (``OFFSET 0``
+keeps it a lookup per seq, whatever the planner guesses of their count)."""
+
+
+def _statement() -> str:
     compactions = "compactions k WHERE k.conversation_id = $1::varchar AND EXISTS (SELECT 1 FROM h)"
     parts = (
         _select(HEADER, _HEADER_VALUES, "h"),
-        window,
+        _select(MESSAGE, _MESSAGE_VALUES, _CHAIN),
+        _select(MESSAGE, _MESSAGE_VALUES, _BY_SEQ.format("w s", " WHERE (SELECT branched FROM e)")),
         _select(CALL, _CALL_VALUES, "c"),
         _select(COMPACTION, _COMPACTION_VALUES, compactions),
-        later,
+        _select(LATER, _MESSAGE_VALUES, _BY_SEQ.format(f"unnest({_LATER_SEQS}) AS s(seq)", "")),
     )
     return _CONTENTS + "\nUNION ALL\n".join(parts) + "\nORDER BY 1, 2\n"
 
 
-SQL_ROWS: Final = _statement(rows=True)
-"""The statement returning whole message rows; its parameters come from `arguments`."""
-SQL_KEYS: Final = _statement(rows=False)
-"""The same statement returning only the messages' seqs (for a reader that holds them decoded
-already: `convstore.store.message_cache`); the same parameters."""
+SQL: Final = _statement()
+"""The load statement; its parameters come from `arguments`."""
 
 
-def arguments(cid: str, tenant: str | None, last: int | None, before_seq: int | None) -> list[Any]:
-    """The statement's parameters for a load (``last`` and ``before_seq`` both ``None``: whole)."""
-    whole = last is None and before_seq is None
+def arguments(
+    cid: str,
+    tenant: str | None,
+    last: int | None,
+    before_seq: int | None,
+    head_seq: int | None,
+    held: tuple[datetime, int, int] | None,
+) -> list[Any]:
+    """The statement's parameters for a load (``last`` and ``before_seq`` both ``None``: whole).
+
+    ``held``: the reader's conversation instance (its header's ``created_at``) and the lowest
+    and highest seq it holds of it; rows in that range are sent as their seq alone.
+    """
+    created, lowest, highest = held if held is not None else (None, 0, -1)
     return [
         cid,
         tenant,
         NO_LIMIT if last is None else last,
         NO_LIMIT if before_seq is None else before_seq,
-        whole,
+        head_seq,
+        last is None and before_seq is None,
+        created,
+        lowest,
+        highest,
     ]
 
 
@@ -187,7 +234,7 @@ class LoadRows:
     header: Row | None = None
     """``CONVERSATION_COLUMNS``; ``None``: no such conversation (for the tenant)."""
     messages: list[Row] = field(default_factory=list)
-    """``MESSAGE_COLUMNS`` of the window, oldest first."""
+    """``MESSAGE_COLUMNS`` of the window, oldest first (``seq`` alone for those `held`)."""
     calls: list[Row] = field(default_factory=list)
     """``LIFECYCLE_COLUMNS``, then name, provider id and arguments of calls made before the
     window (``None`` otherwise)."""
@@ -195,6 +242,8 @@ class LoadRows:
     """(through_seq, summary, created_at), by id."""
     later: list[Row] = field(default_factory=list)
     """``MESSAGE_COLUMNS`` of the messages after the window holding results of its calls."""
+    held: set[int] = field(default_factory=set)
+    """Seqs of `messages` and `later` sent as their seq alone: the reader said it holds them."""
 
 
 _MESSAGE_ROW: Final = itemgetter(1, 2, 5, 6, 7, 10, 13, 8, 14, 15, 16)
@@ -206,15 +255,17 @@ _COMPACTION_ROW: Final = itemgetter(2, 5, 10)
 def split(records: Sequence[Sequence[Any]]) -> LoadRows:
     """The statement's rows sorted out by kind (each kind's rows kept in the order sent)."""
     out = LoadRows()
-    by_kind: dict[int, list[Any]] = {
-        MESSAGE: out.messages, CALL: out.calls, COMPACTION: out.compactions, LATER: out.later
-    }  # fmt: skip
-    shape = {MESSAGE: _MESSAGE_ROW, CALL: _CALL_ROW, COMPACTION: _COMPACTION_ROW,
-             LATER: _MESSAGE_ROW}  # fmt: skip
+    held = out.held
     for record in records:
         kind = record[0]
-        if kind == HEADER:
+        if kind in (MESSAGE, LATER):
+            (out.messages if kind == MESSAGE else out.later).append(_MESSAGE_ROW(record))
+            if record[17]:
+                held.add(record[1])
+        elif kind == CALL:
+            out.calls.append(_CALL_ROW(record))
+        elif kind == HEADER:
             out.header = _HEADER_ROW(record)
         else:
-            by_kind[kind].append(shape[kind](record))
+            out.compactions.append(_COMPACTION_ROW(record))
     return out

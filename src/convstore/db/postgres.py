@@ -166,8 +166,14 @@ class PostgresBackend:
         self._listeners: list[Callable[[str], None]] = []
         self.write_listeners: list[Callable[[], None]] = []
         """Called (on the event loop) after each write commits (see `SqliteBackend`)."""
+        self._writing = 0
         self._orphans: set[asyncio.Future[Any]] = set()
         """Operations still running for callers that were cancelled (see `_to_the_end`)."""
+
+    @property
+    def writing(self) -> bool:
+        """Whether a write of this backend is in flight."""
+        return self._writing > 0
 
     @property
     def engine(self) -> AsyncEngine:
@@ -272,7 +278,11 @@ class PostgresBackend:
                 raise _Abandoned  # roll back: nobody is waiting for this write any more
             return result
 
-        result = await self._to_the_end(self._write(unless_abandoned), on_cancel=abandoned.set)
+        self._writing += 1
+        try:
+            result = await self._to_the_end(self._write(unless_abandoned), on_cancel=abandoned.set)
+        finally:
+            self._writing -= 1
         for listener in self.write_listeners:
             listener()
         return result
@@ -310,7 +320,11 @@ class PostgresBackend:
         committed is unknown, so it is not retried. Cancelling the caller lets the statement
         finish in the background (see `_to_the_end`): once sent, it commits or fails whole.
         """
-        row = await self._to_the_end(self._fetch_one_statement(sql, arguments))
+        self._writing += 1
+        try:
+            row = await self._to_the_end(self._fetch_one_statement(sql, arguments))
+        finally:
+            self._writing -= 1
         if row is not None:
             for listener in self.write_listeners:
                 listener()

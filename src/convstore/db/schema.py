@@ -47,11 +47,13 @@ from sqlalchemy import (
     Text,
     text,
 )
+from sqlalchemy.schema import SchemaItem
 
 from convstore.db.types import UTCDateTime
 
 __all__ = [
     "NAMING_CONVENTION",
+    "POSTGRESQL_ONLY",
     "append_keys",
     "attachments",
     "blob_refs",
@@ -62,6 +64,7 @@ __all__ = [
     "compactions",
     "conversation_tags",
     "conversations",
+    "exists_on",
     "messages",
     "metadata",
     "released_blobs",
@@ -78,6 +81,18 @@ NAMING_CONVENTION: Final = {
 }
 
 metadata: Final = MetaData(naming_convention=NAMING_CONVENTION)
+
+POSTGRESQL_ONLY: Final = {"dialect": "postgresql"}
+"""The ``info`` of a schema object that exists on PostgreSQL only (see `exists_on`)."""
+
+
+def exists_on(obj: SchemaItem, dialect: str) -> bool:
+    """Whether a schema object of the models exists on ``dialect``.
+
+    Alembic's comparison leaves the others out (`migrations/env.py`).
+    """
+    return bool(obj.info.get("dialect", dialect) == dialect)
+
 
 NullableJSON = JSON(none_as_null=True)
 """JSON where Python ``None`` is SQL ``NULL`` (not the JSON text ``null``)."""
@@ -262,6 +277,16 @@ tool_calls: Final = Table(
         "seq",
         sqlite_where=text("status = 'pending'"),
         postgresql_where=text("status = 'pending'"),
+    ),
+    # PostgreSQL only (revision 0012): its one-statement window (`convstore.db.pg_load`) finds
+    # the calls made and answered in a window through these, in index ranges, instead of
+    # parsing the window's parts. SQLite reads a window's calls by the ids its decoded parts
+    # name (`convstore.store.reads.calls_of`); its appends do not pay for them.
+    Index("ix_tool_calls_seq", "conversation_id", "seq", info=POSTGRESQL_ONLY).ddl_if(
+        dialect="postgresql"
+    ),
+    Index("ix_tool_calls_result_seq", "conversation_id", "result_seq", info=POSTGRESQL_ONLY).ddl_if(
+        dialect="postgresql"
     ),
 )
 

@@ -1,4 +1,7 @@
-"""The full-text index's DDL, per database: kept exact by the database itself.
+"""The full-text index's DDL of revisions 0006-0010, per database.
+
+Revision 0011 replaced it with the deferred index of `convstore.db.search_index`; this is kept
+for those revisions and their downgrades, and for the text functions both share.
 
 Every write path (the lean and general appends, the one-statement PostgreSQL append,
 completions, pop, truncate, fork, deletes, tenant erasure, pruning, and anything written later)

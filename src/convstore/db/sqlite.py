@@ -123,6 +123,11 @@ class SqliteBackend:
         """Hand-offs of work to a connection's thread so far (opening connections included)."""
 
     @property
+    def writing(self) -> bool:
+        """Whether a write of this backend is running or queued."""
+        return not self._writes_done.is_set()
+
+    @property
     def database_path(self) -> Path | None:
         """The database file, or ``None`` in memory."""
         return self._path

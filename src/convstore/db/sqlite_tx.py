@@ -27,6 +27,7 @@ from convstore.db.statements import Statements
 from convstore.db.tx import Codec, Row, SqliteCodec, Statement, Tx
 
 __all__ = [
+    "CODEC",
     "WAL_CHECKPOINT_BYTES",
     "Outcome",
     "StatementCache",
@@ -39,6 +40,10 @@ __all__ = [
 T = TypeVar("T")
 
 _DIALECT: Final = sqlite_dialect.dialect(paramstyle="qmark")
+
+CODEC: Final = SqliteCodec()
+"""The codec of every SQLite transaction (and of the lean append's planning, before the hop):
+one instance, so an append's timestamp, formatted while planning, is not formatted again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +86,7 @@ class SqliteTx:
         self, raw: sqlite3.Connection, statements: Statements, cache: StatementCache
     ) -> None:
         self.statements = statements
-        self.codec: Codec = SqliteCodec()
+        self.codec: Codec = CODEC
         self._raw = raw
         self._cache = cache
 

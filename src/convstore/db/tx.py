@@ -101,7 +101,8 @@ class SqliteCodec(Codec):
         # across transactions (a reload meets the same texts again); a dict's get and set are
         # atomic, so the driver threads may share it.
         self._times = _PARSED_TIMES
-        # And an append stamps a dozen rows with one `datetime`: format it once.
+        # And an append stamps a dozen rows with one `datetime`: format it once. One pair,
+        # replaced whole, read once per call: threads sharing the codec see a pair or another.
         self._last_dumped: tuple[datetime, str] | None = None
 
     @override

@@ -145,7 +145,9 @@ async def _write(
             # A cycle, a message or title over the store's limits: this conversation only.
             problem, cause = str(exc), exc
         else:
-            (report.imported if written.messages else report.present)["conversation"] += 1
+            # A conversation this import created counts as imported even with no messages.
+            new = written.created or written.messages
+            (report.imported if new else report.present)["conversation"] += 1
             report.imported["message"] += written.messages
             report.present["message"] += written.present
             report.imported["attachment"] += written.attachments

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Final
 
+from convstore._words import listing, plural
 from convstore.progress import Progress
 
 __all__ = ["ImportReport", "Progress"]
@@ -27,16 +29,33 @@ class ImportReport:
     errors: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        """One line per count, for people."""
-
-        def counts(c: Counter[str]) -> str:
-            return ", ".join(f"{n:,} {k}" for k, n in sorted((+c).items())) or "nothing"
-
-        lines = [
-            f"imported ({self.format}): {counts(self.imported)}",
-            f"already present: {counts(self.present)}",
-        ]
-        if self.unmapped:
-            lines.append(f"kept as notes (unmapped): {counts(self.unmapped)}")
-        lines.extend(f"error: {e}" for e in self.errors)
+        """What the import did, in sentences (one a line); nothing said of an empty count."""
+        lines = []
+        imported, present = _counts(self.imported), _counts(self.present)
+        if imported:
+            lines.append(f"imported {imported}")
+        if present:
+            lines.append(f"already present (left as they were): {present}")
+        if not imported and not present and not self.errors:
+            lines.append("nothing to import: the export holds no conversations")
+        unmapped = +self.unmapped
+        if unmapped:
+            kinds = ", ".join(f"{k} ({n:,})" for k, n in sorted(unmapped.items()))
+            lines.append(
+                f"kept as notes: {plural(sum(unmapped.values()), 'item')} convstore has no "
+                f"part for: {kinds}"
+            )
+        if self.errors:
+            lines.append(f"not imported: {plural(len(self.errors), 'conversation')}:")
+            lines.extend(f"  {e}" for e in self.errors)
         return "\n".join(lines)
+
+
+_KINDS: Final = ("conversation", "message", "attachment")
+"""The kinds every format counts, in the order a report names them (others follow by name)."""
+
+
+def _counts(counter: Counter[str]) -> str:
+    """``1 conversation, 3 messages and 2 attachments`` (a kind at zero left out)."""
+    order = [*_KINDS, *sorted(k for k in counter if k not in _KINDS)]
+    return listing([plural(counter[k], k.replace("_", " ")) for k in order if counter[k] > 0])

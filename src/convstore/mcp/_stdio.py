@@ -186,7 +186,8 @@ def _wire() -> Iterator[tuple[BinaryIO, BinaryIO]]:
     wire_fd = os.dup(1)
     os.dup2(2, 1)
     try:
-        with os.fdopen(wire_fd, "wb", buffering=0, closefd=False) as stdout:
+        # Buffered: its write() hands over every byte (a raw one may be partial); flushed per line.
+        with os.fdopen(wire_fd, "wb", closefd=False) as stdout:
             yield sys.stdin.buffer, stdout
     finally:
         os.dup2(wire_fd, 1)

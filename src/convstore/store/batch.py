@@ -17,7 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -44,6 +44,7 @@ from convstore.errors import (
 from convstore.model import (
     Message,
     Role,
+    TextPart,
     ToolCall,
     ToolCallPart,
     ToolCallStatus,
@@ -95,6 +96,9 @@ class AppendPlan:
     """The blob namespace the batch's new blobs were stored in."""
     written: dict[str, datetime] = field(default_factory=dict)
     """When (storage clock) the batch's puts left each of its new blobs."""
+    created_at: Sequence[datetime] | None = None
+    """Each message's own creation time, in order (a tree write carrying an export's times);
+    ``None``: every message was created ``now``."""
 
 
 @dataclass(slots=True)
@@ -129,20 +133,31 @@ class Batch:
     def walk(self, first_seq: int, parent_seq: int | None) -> None:
         """Add the plan's messages as ``first_seq`` onwards, the first following ``parent_seq``."""
         previous_seq = parent_seq
+        times = self.plan.created_at
         for offset, message in enumerate(self.plan.messages):
-            self.add(message, first_seq + offset, previous_seq)
+            created = times[offset] if times is not None else None
+            self.add(message, first_seq + offset, previous_seq, created)
             previous_seq = first_seq + offset
 
-    def add(self, message: Message, seq: int, parent_seq: int | None) -> None:
-        """Add ``message`` as ``seq``, following ``parent_seq``: its rows and lifecycle effects."""
+    def add(
+        self, message: Message, seq: int, parent_seq: int | None, created: datetime | None = None
+    ) -> None:
+        """Add ``message`` as ``seq``, following ``parent_seq``: its rows and lifecycle effects.
+
+        ``created``: the message's creation time (default: the plan's ``now``).
+        """
         codec, cid, now = self.tx.codec, self.plan.conversation_id, self.plan.now
-        self.message_rows.append(encode_message(cid, message, seq, parent_seq, now, codec))
+        when = created if created is not None else now
+        self.message_rows.append(encode_message(cid, message, seq, parent_seq, when, codec))
         if self.namespaces:  # the batch references blobs (most reference none)
             for sha256 in {f.attachment.sha256 for f in message.files if f.attachment is not None}:
                 self.blob_rows.append((cid, seq, sha256, self.namespaces[sha256]))
-        if message.role is Role.USER:
+        fields = message.__dict__  # (model attribute lookups cost ten dict lookups)
+        if fields["role"] is Role.USER:
             self._interrupt_pending(seq)
-        for idx, part in enumerate(message.parts):
+        for idx, part in enumerate(fields["parts"]):
+            if type(part) is TextPart:
+                continue  # most parts: no lifecycle, and no isinstance walk
             if isinstance(part, ToolCallPart):
                 if part.id in self.new_calls:
                     raise ToolCallConflictError(

@@ -251,13 +251,14 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         check_seq(head_seq, "head_seq", minimum=0)
         cache = self._messages
         backend = self._backend
-        if one_statement_load.eligible(backend, head_seq):
+        if one_statement_load.eligible(backend):
             return await one_statement_load.load_in_one_statement(
                 backend,  # type: ignore[arg-type]  # eligible: a PostgresBackend
                 conversation_id,
                 tenant,
                 last,
                 before_seq,
+                head_seq,
                 cache,
             )
         return await backend.read(

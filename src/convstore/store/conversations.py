@@ -27,6 +27,7 @@ from convstore.store.reads import conversation_tenant
 
 __all__ = [
     "UNSET",
+    "create_if_absent",
     "get_or_create",
     "insert",
     "merge_patch",
@@ -72,8 +73,8 @@ def _row(
             None, new_revision(), False)  # fmt: skip
 
 
-_CREATED, _REVISION = 5, 9
-"""Where `_row` puts the new conversation's creation time and revision."""
+_CREATED, _UPDATED, _REVISION = 5, 6, 9
+"""Where `_row` puts the new conversation's creation and update times and its revision."""
 
 
 def _header(tx: Tx, cid: str, tenant: str | None) -> Conversation:
@@ -108,12 +109,33 @@ def get_or_create(
     now: datetime,
 ) -> Conversation:
     """The conversation ``cid``, created first if no conversation has that id."""
-    row = _row(cid, tenant, title, metadata, now, tx)
-    tx.insert_rows(tx.statements.insert_conversation_if_absent, [row])
+    return create_if_absent(tx, cid, tenant, title, metadata, now)[0]
+
+
+def create_if_absent(
+    tx: Tx,
+    cid: str,
+    tenant: str | None,
+    title: str | None,
+    metadata: Mapping[str, Any],
+    now: datetime,
+    *,
+    created_at: datetime | None = None,
+) -> tuple[Conversation, bool]:
+    """The conversation ``cid`` and whether this call created it.
+
+    ``created_at``: an earlier creation time to record (an import's, from the export); the
+    new conversation's ``updated_at`` is ``now`` either way, since retention counts from the
+    last write to this store.
+    """
+    row = list(_row(cid, tenant, title, metadata, created_at or now, tx))
+    row[_UPDATED] = tx.codec.dump_time(now)
+    tx.insert_rows(tx.statements.insert_conversation_if_absent, [tuple(row)])
     conversation = _header(tx, cid, tenant)
-    if conversation.revision == row[_REVISION]:  # this call created it
+    created = conversation.revision == row[_REVISION]
+    if created:
         write_tags(tx, cid, tenant, row[_CREATED], metadata)
-    return conversation
+    return conversation, created
 
 
 def update_header(

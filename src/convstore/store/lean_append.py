@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
+from convstore.db.mapping import holds_no_files
+from convstore.db.sqlite_tx import CODEC
 from convstore.db.statements import Statements
-from convstore.db.tx import SqliteCodec, Tx
+from convstore.db.tx import Tx
 from convstore.errors import ConvstoreError
 from convstore.model import Message, ToolCallStatus
 from convstore.store import header_lock, writes
@@ -38,7 +40,7 @@ from convstore.store.writes import AppendPlan, OnConflict
 
 __all__ = ["LeanAppend", "plan"]
 
-_PLANNING: Final = PlanningTx(Statements.for_dialect("sqlite"), SqliteCodec())
+_PLANNING: Final = PlanningTx(Statements.for_dialect("sqlite"), CODEC)
 """Encodes before the hop exactly as the writer's own `SqliteCodec` would inside it."""
 
 _OPEN: Final = (ToolCallStatus.PENDING.value, ToolCallStatus.INTERRUPTED.value)
@@ -91,7 +93,9 @@ def plan(
     on_conflict: OnConflict,
 ) -> LeanAppend | None:
     """The lean write of a batch without idempotency key; ``None``: the general path's."""
-    if any(m.files for m in messages) or planning_cannot_decide(messages):
+    if any(not holds_no_files(m.parts) and m.files for m in messages) or planning_cannot_decide(
+        messages
+    ):
         return None
     append = AppendPlan(
         conversation_id=cid,

@@ -57,6 +57,8 @@ class MessageCache:
         """Messages held, over every conversation."""
         self._seen: dict[str, Any] = {}
         """The instance of each conversation id most recently loaded (where appends go)."""
+        self._bounds: dict[Instance, tuple[int, int]] = {}
+        """The lowest and highest seq kept of each conversation instance."""
         self._calls: dict[tuple[str, str], KeptCall] = {}
         """Tool calls built by earlier loads, with what each was built from."""
         self._lock = threading.Lock()
@@ -72,6 +74,17 @@ class MessageCache:
         """Whether messages of the instance of ``cid`` last seen are kept (worth asking for)."""
         created = self._seen.get(cid)
         return created is not None and (cid, created) in self._conversations
+
+    def held_range(self, cid: str) -> tuple[Any, int, int] | None:
+        """What is kept of ``cid``: (its instance's ``created_at``, lowest seq, highest seq).
+
+        Of the instance last seen; ``None`` if nothing is kept. Seqs in the range need not all
+        be kept (another branch, a page not read).
+        """
+        with self._lock:
+            created = self._seen.get(cid)
+            bounds = self._bounds.get((cid, created))
+        return None if bounds is None else (created, *bounds)
 
     def lookup(
         self, instance: Instance, seqs: Sequence[int]
@@ -100,10 +113,18 @@ class MessageCache:
             else:
                 self._conversations.move_to_end(instance)
             before = len(kept)
+            seqs = []
             for message in messages[-self.capacity :]:
                 if message.seq is not None:
                     kept[message.seq] = message
+                    seqs.append(message.seq)
             self._count += len(kept) - before
+            if seqs:
+                bounds = self._bounds.get(instance)
+                low, high = min(seqs), max(seqs)
+                self._bounds[instance] = (
+                    (low, high) if bounds is None else (min(bounds[0], low), max(bounds[1], high))
+                )
             self._evict()
 
     def _evict(self) -> None:
@@ -116,8 +137,10 @@ class MessageCache:
                     del kept[seq]
                     self._count -= 1
                 if kept:
+                    self._bounds[oldest] = (min(kept), max(kept))
                     continue
             del conversations[oldest]
+            self._bounds.pop(oldest, None)
             self._count -= len(kept)
             if self._seen.get(oldest[0]) == oldest[1]:
                 del self._seen[oldest[0]]
@@ -148,4 +171,5 @@ class MessageCache:
             self._conversations.clear()
             self._count = 0
             self._seen.clear()
+            self._bounds.clear()
             self._calls.clear()

@@ -2,15 +2,16 @@
 
 Invariants:
 
-- Taken for every `ConversationStore.load` on PostgreSQL that reads the stored head (no
-  ``head_seq=``: another path's lifecycles are derived from all of it, in a transaction, by
-  `convstore.store.reads`). The result equals what `convstore.store.reads.load_conversation`
-  returns for the same arguments at the same snapshot: the same rows, decoded by the same
-  functions (`convstore.store.message_reads.MessageDecoder`, `convstore.store.reads.calls_of`).
-- The message cache works as on the transactional path: a load of a conversation it holds asks
-  for the window's seqs, and reads (and decodes) whole rows only if the cache misses some; then
-  that second statement's snapshot is the whole result. So a load is one round trip, two when
-  another store wrote messages this one has not seen (or evicted them).
+- Taken for every `ConversationStore.load` on PostgreSQL. The result equals what
+  `convstore.store.reads.load_conversation` returns for the same arguments at the same
+  snapshot: the same rows, decoded by the same functions (`convstore.store.message_reads.
+  MessageDecoder`, `convstore.store.reads.calls_of`, and `convstore.store.reads.other_path`
+  for a ``head_seq`` that is not the stored head).
+- The message cache works as on the transactional path, in the same round trip: the statement
+  is told the range of seqs the cache holds of the conversation (`MessageCache.held_range`)
+  and sends those rows as their seq alone. Only if the cache turns out not to keep one of them
+  (a seq in the range it never read, or one evicted meanwhile) is the load run again, without
+  the range: a load is one round trip, two only then.
 """
 
 from __future__ import annotations
@@ -21,14 +22,14 @@ from pydantic_core import from_json
 from typing_extensions import override
 
 from convstore.db import pg_load
-from convstore.db.mapping import decode_compactions, decode_conversation
+from convstore.db.mapping import decode_compactions, decode_conversation, decode_messages
 from convstore.db.postgres import PostgresBackend
 from convstore.db.tx import PassthroughCodec, Row
 from convstore.errors import ConversationNotFoundError
 from convstore.model import Conversation, Message
 from convstore.store.message_cache import MessageCache
 from convstore.store.message_reads import MessageDecoder
-from convstore.store.reads import calls_of
+from convstore.store.reads import calls_of, other_path
 
 __all__ = ["eligible", "load_in_one_statement"]
 
@@ -54,65 +55,78 @@ class _Fetched(MessageDecoder):
         assert rows.header is not None
         super().__init__(cid, rows.header[5], cache, _CODEC)
         self.rows = rows
-        self.later_messages: list[Message] | None = None
-        """The later messages, when the cache held them (the statement sent only seqs)."""
+        self.later_messages: list[Message] = []
+        """The messages after the window holding results of its calls (`pg_load.LoadRows`)."""
 
     @override
     def call_rows(
         self, *, everything: bool, reaching_back: bool, ids: list[str], first: int | None
     ) -> list[Row]:
-        # The statement chose the same calls (every call, or those the window's parts name).
+        # The statement chose the calls that matter: every call, or those made or answered in
+        # the window (of the calls its parts name, the others are skipped by `calls_of`).
         return self.rows.calls
 
     @override
     def later(self, seqs: list[int]) -> list[Message]:
         # The statement returned exactly these: the results after the window of its calls.
-        if self.later_messages is not None:
-            return self.later_messages
-        return self.decoded(self.rows.later)
+        return self.later_messages
+
+    def window(self, rows: list[Row]) -> list[Message] | None:
+        """The messages of ``rows`` (oldest first).
+
+        ``None`` if one was sent as its seq alone and the cache does not keep it.
+        """
+        held = self.rows.held
+        if not held:
+            return self.decoded(rows)
+        if self.cache is None:
+            return None
+        found, missing = self.cache.lookup(self.instance, [row[0] for row in rows])
+        if not missing:
+            return found  # type: ignore[return-value]  # no None when nothing is missing
+        if not held.isdisjoint(missing):
+            return None
+        wanted = set(missing)
+        decoded = decode_messages(self.cid, [row for row in rows if row[0] in wanted], _CODEC)
+        return self._merged(found, [row[0] for row in rows], decoded)
 
 
-def eligible(backend: object, head_seq: int | None) -> bool:
+def eligible(backend: object) -> bool:
     """Whether a load may take the one-statement path on ``backend``."""
-    return (
-        head_seq is None
-        and isinstance(backend, PostgresBackend)
-        and backend.dialect_name == "postgresql"
-    )
+    return isinstance(backend, PostgresBackend) and backend.dialect_name == "postgresql"
 
 
-async def load_in_one_statement(
+async def load_in_one_statement(  # noqa: PLR0917 (load's own arguments, in its order)
     backend: PostgresBackend,
     cid: str,
     tenant: str | None,
     last: int | None,
     before_seq: int | None,
+    head_seq: int | None,
     cache: MessageCache | None,
 ) -> Conversation:
-    """The path root → head, whole or the newest ``last`` messages below ``before_seq``.
+    """The path root → head (the stored one, or ``head_seq``).
 
-    A cache holding this conversation is asked first for the seqs the statement names
-    (`pg_load.SQL_KEYS`); if it misses any (written by another store, or evicted), the whole
-    rows are read, in a snapshot of their own, and only the misses decoded.
+    Whole, or the newest ``last`` messages below ``before_seq``.
     """
-    arguments = pg_load.arguments(cid, tenant, last, before_seq)
-    if cache is not None and cache.holds_any(cid):
-        rows = _split(await backend.fetch_statement(pg_load.SQL_KEYS, arguments), cid)
+    held = None if cache is None else cache.held_range(cid)
+    while True:
+        arguments = pg_load.arguments(cid, tenant, last, before_seq, head_seq, held)
+        rows = pg_load.split(await backend.fetch_statement(pg_load.SQL, arguments))
+        if rows.header is None:
+            raise ConversationNotFoundError(cid)
         reader = _Fetched(cid, rows, cache)
-        messages = reader.kept([row[0] for row in rows.messages])
-        reader.later_messages = reader.kept([row[0] for row in rows.later])
-        if messages is not None and reader.later_messages is not None:
-            return _conversation(reader, messages, last, before_seq)
-    rows = _split(await backend.fetch_statement(pg_load.SQL_ROWS, arguments), cid)
-    reader = _Fetched(cid, rows, cache)
-    return _conversation(reader, reader.decoded(rows.messages), last, before_seq)
-
-
-def _split(records: list[Any], cid: str) -> pg_load.LoadRows:
-    rows = pg_load.split(records)
-    if rows.header is None:
-        raise ConversationNotFoundError(cid)
-    return rows
+        messages = reader.window(rows.messages)
+        later = reader.window(rows.later)
+        if messages is not None and later is not None:
+            break
+        held = None  # the cache lacks a message of the range: read the rows whole
+    reader.later_messages = later
+    header = rows.header
+    if head_seq is not None and head_seq != header[8]:
+        return other_path(header, _CODEC, messages, rows.calls, rows.compactions, head_seq,
+                          last, before_seq)  # fmt: skip
+    return _conversation(reader, messages, last, before_seq)
 
 
 def _conversation(

@@ -26,7 +26,7 @@ from convstore.db.mapping import (
     new_tool_call,
     outputs_of,
 )
-from convstore.db.tx import Row, Tx
+from convstore.db.tx import Codec, Row, Tx
 from convstore.errors import ConversationNotFoundError, MessageNotFoundError
 from convstore.limits import MAX_SEQ
 from convstore.model import (
@@ -54,6 +54,7 @@ __all__ = [
     "load_conversation",
     "messages_at",
     "messages_by_seq",
+    "other_path",
     "path_seqs",
     "referenced_blobs",
     "tombstoned",
@@ -271,13 +272,8 @@ def _load_other_path(
     last: int | None,
     before_seq: int | None,
 ) -> Conversation:
-    """The path root → ``head_seq`` (not the stored head), its lifecycles derived from it.
-
-    Stored lifecycles describe the active path; another path's are derived from its own
-    messages (`path_lifecycles`), so a call answered only on the active branch is unanswered
-    here. The whole path is read: its lifecycles depend on all of it.
-    """
-    st, codec, cid = tx.statements, tx.codec, reader.cid
+    """The path root → ``head_seq`` (not the stored head): see `other_path`."""
+    st, cid = tx.statements, reader.cid
     # ``seq < before``: bounded so that a head of MAX_SEQ (no message has it) binds as a 64-bit
     # integer and finds nothing, instead of overflowing the driver.
     before = min(head_seq + 1, MAX_SEQ)
@@ -286,13 +282,35 @@ def _load_other_path(
         path = reader.read(st.select_path_window, st.select_path_window_keys, params)
     else:
         path = reader.read(st.select_messages_before, st.select_message_keys_before, params)
-    if not path or path[0].seq != head_seq:
-        raise MessageNotFoundError(f"head_seq {head_seq}", cid)
     path.reverse()
-    rows = tx.fetch(st.select_call_states, {"cid": cid})
-    made_at = {row[0]: row[1] for row in rows}
-    created = {row[0]: codec.load_time(row[7]) for row in rows}
-    cancelled = {row[0]: codec.load_time(row[9]) for row in rows if row[9] is not None}
+    calls = tx.fetch(st.select_call_states, {"cid": cid})
+    compactions = tx.fetch(st.select_compactions, {"cid": cid})
+    return other_path(header, tx.codec, path, calls, compactions, head_seq, last, before_seq)
+
+
+def other_path(  # noqa: PLR0917 (the rows a load read, and its arguments)
+    header: Row,
+    codec: Codec,
+    path: list[Message],
+    call_rows: list[Row],
+    compaction_rows: list[Row],
+    head_seq: int,
+    last: int | None,
+    before_seq: int | None,
+) -> Conversation:
+    """The path root → ``head_seq`` (not the stored head), its lifecycles derived from it.
+
+    ``path`` is the whole of it, oldest first; ``call_rows`` are `LIFECYCLE_COLUMNS` of every
+    call of the conversation. Stored lifecycles describe the active path; another path's are
+    derived from its own messages (`path_lifecycles`), so a call answered only on the active
+    branch is unanswered here. The whole path is read: its lifecycles depend on all of it.
+    """
+    cid = header[0]
+    if not path or path[-1].seq != head_seq:
+        raise MessageNotFoundError(f"head_seq {head_seq}", cid)
+    made_at = {row[0]: row[1] for row in call_rows}
+    created = {row[0]: codec.load_time(row[7]) for row in call_rows}
+    cancelled = {row[0]: codec.load_time(row[9]) for row in call_rows if row[9] is not None}
     derived = path_lifecycles(path, made_at, cancelled)
     below = [m for m in path if before_seq is None or (m.seq or 0) < before_seq]
     messages = below if last is None else below[max(len(below) - last, 0) :] if last else []
@@ -305,7 +323,7 @@ def _load_other_path(
     }  # fmt: skip
     made = [(m.seq or 0, p) for m in path for p in m.parts if isinstance(p, ToolCallPart)]
     tool_calls = _built_calls(made, wanted.get, outputs_of(path), _as_is)
-    compactions = decode_compactions(tx.fetch(st.select_compactions, {"cid": cid}), codec)
+    compactions = decode_compactions(compaction_rows, codec)
     header = (*header[:8], head_seq, *header[9:])  # the path read ends there
     return decode_conversation(header, codec, messages, tool_calls, compactions)
 

@@ -1,10 +1,10 @@
 """Full-text search over messages and conversation titles (`ConversationStore.search`).
 
-The index is the database's own (`convstore.db.search_ddl`): triggers on SQLite, generated
-columns on PostgreSQL, written by the same statement as the rows, so a search never returns a
-deleted message and never misses an acknowledged one, whichever code path wrote them. This
-module parses the query, picks the statement for its shape (`convstore.db.search_statements`)
-and turns rows into hits.
+The index is the database's own, built off the write path and caught up before a query reads
+it (`convstore.db.search_index`, `convstore.store.search_index`), so a search never returns a
+deleted message and never misses one committed before it began, whichever code path wrote
+them. This module parses the query, picks the statement for its shape
+(`convstore.db.search_statements`) and turns rows into hits.
 
 Query syntax, the same on both databases: words, ``"phrases"`` and ``-excluded`` words or
 phrases. A document matches when it contains every included term and no excluded one as a

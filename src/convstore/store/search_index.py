@@ -9,7 +9,8 @@ decides when they run:
   committed before the search started is then indexed, and a row deleted or changed since it
   was indexed is excluded by the log the query reads.
 - **In the background**: every write to the store tells `SearchIndex` (a backend write
-  listener: a clock reading, nothing else); once the writer has been idle for `IDLE_SECONDS`
+  listener: a clock reading, nothing else); once no write is in flight and none has ended for
+  `IDLE_SECONDS`
   (or `MAX_DELAY_SECONDS` have passed with writes never pausing), one catch-up runs and then a
   few bounded steps of FTS5 segment merging, each its own transaction, while the writer stays
   idle. So a search rarely finds more than the last turn pending, and merging never runs
@@ -44,6 +45,7 @@ from convstore.db.errors import is_transient, translate
 from convstore.db.sqlite import SqliteBackend
 from convstore.db.sqlite_connections import close_quietly, configure, daemon_connection
 from convstore.db.sqlite_tx import SqliteTx, StatementCache
+from convstore.db.statements import Statements
 from convstore.db.tx import Tx
 
 __all__ = ["IDLE_SECONDS", "MAX_DELAY_SECONDS", "SearchIndex"]
@@ -64,12 +66,12 @@ _BUSY_MS: Final = 5000
 _log = logging.getLogger(__name__)
 
 
-def _in_write(raw: sqlite3.Connection, fn: Callable[[Tx], T], cache: StatementCache) -> T:
-    from convstore.db.statements import Statements
-
+def _in_write(
+    raw: sqlite3.Connection, fn: Callable[[Tx], T], statements: Statements, cache: StatementCache
+) -> T:
     raw.execute("BEGIN IMMEDIATE")
     try:
-        result = fn(SqliteTx(raw, Statements.for_dialect("sqlite"), cache))
+        result = fn(SqliteTx(raw, statements, cache))
         raw.execute("COMMIT")
     except BaseException:
         if raw.in_transaction:
@@ -78,10 +80,11 @@ def _in_write(raw: sqlite3.Connection, fn: Callable[[Tx], T], cache: StatementCa
     return result
 
 
-def _merge_step(raw: sqlite3.Connection, cache: StatementCache) -> bool:
+def _merge_step(raw: sqlite3.Connection, statements: Statements, cache: StatementCache) -> bool:
     """One bounded merge step; whether it did any work."""
     before = raw.total_changes
-    _in_write(raw, lambda tx: tx.execute(search_index.MERGE, {"pages": MERGE_PAGES}), cache)  # type: ignore[arg-type]
+    merge = search_index.MERGE
+    _in_write(raw, lambda tx: tx.execute(merge, {"pages": MERGE_PAGES}), statements, cache)  # type: ignore[arg-type]
     return raw.total_changes - before > 1
 
 
@@ -185,7 +188,7 @@ class SearchIndex:
                 return await self._backend.write(fn)
             finally:
                 self._own.discard(task)
-        return await self._raw(_in_write, fn, self._cache)
+        return await self._raw(_in_write, fn, self._backend.statements, self._cache)
 
     # -- background -------------------------------------------------------------------------
 
@@ -202,10 +205,10 @@ class SearchIndex:
         loop = asyncio.get_running_loop()
         while True:
             first = loop.time()
-            while (idle := loop.time() - self._last_write) < IDLE_SECONDS:
+            while (idle := loop.time() - self._last_write) < IDLE_SECONDS or self._backend.writing:
                 if loop.time() - first >= MAX_DELAY_SECONDS:
                     break
-                await asyncio.sleep(IDLE_SECONDS - idle)
+                await asyncio.sleep(max(IDLE_SECONDS - idle, IDLE_SECONDS / 4))
             seen = self._last_write
             try:
                 async with self._lock:
@@ -213,7 +216,7 @@ class SearchIndex:
                     if self._path is not None:
                         for _ in range(MERGE_STEPS):
                             if self._last_write != seen or not await self._raw(
-                                _merge_step, self._cache
+                                _merge_step, self._backend.statements, self._cache
                             ):
                                 break
             except Exception:  # a search catches up itself and reports what fails

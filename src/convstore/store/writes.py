@@ -16,7 +16,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from convstore.db.tx import Tx
@@ -126,7 +126,9 @@ def _append(tx: Tx, plan: AppendPlan, *, completion: bool) -> AppendResult:
     header.last_seq = first_seq + count - 1
     header.head_seq = header.last_seq
     revision = advance(tx, header, plan.now)
-    return stored_copies(plan.messages, cid, first_seq, parent, plan.now, revision)
+    return stored_copies(
+        plan.messages, cid, first_seq, parent, plan.now, revision, times=plan.created_at
+    )
 
 
 def stored_copies(
@@ -136,8 +138,13 @@ def stored_copies(
     parent: int | None,
     now: datetime,
     revision: str,
+    *,
+    times: Sequence[datetime] | None = None,
 ) -> AppendResult:
-    """What an append returns: its messages as stored from ``first_seq`` on, after ``parent``."""
+    """What an append returns: its messages as stored from ``first_seq`` on, after ``parent``.
+
+    ``times``: each message's creation time, when not ``now`` (`AppendPlan.created_at`).
+    """
     stored = AppendResult(revision=revision)
     for offset, m in enumerate(messages):
         seq = first_seq + offset
@@ -146,7 +153,7 @@ def stored_copies(
                 {
                     **m.__dict__,
                     "seq": seq,
-                    "created_at": now,
+                    "created_at": times[offset] if times is not None else now,
                     "parent_seq": parent if offset == 0 else seq - 1,
                     "conversation_id": cid,
                 }

@@ -11,6 +11,9 @@ Invariants (what makes the returned markup safe to mark as such):
 - Code blocks are highlighted on the server into ``<span class>`` elements (Pygments escapes
   the code); the colours live in the stylesheet. No script, no inline style.
 - Text over `MARKDOWN_CHARS` is shown as plain, cut text: a page stays bounded in size and time.
+- Text with nothing Markdown could read as syntax (`_SYNTAX` finds nothing) skips the parser:
+  its paragraphs are escaped and wrapped as the parser would wrap them (half a page's time
+  went into parsing plain chat text).
 """
 
 from __future__ import annotations
@@ -36,6 +39,14 @@ MARKDOWN_CHARS: Final = 100_000
 _SCHEMES: Final = ("http://", "https://", "mailto:")
 _ATTACHMENT: Final = re.compile(r"/attachments/[0-9a-f]{64}\Z")
 _FORMATTER: Final = HtmlFormatter(nowrap=True)
+_SYNTAX: Final = re.compile(
+    r"[*_`#\[\]!<>|~\\&\t]"  # emphasis, code, headings, links, HTML, tables, escapes, tabs
+    r"|^ {0,3}(?:[-+=]|\d{1,9}[.)])"  # lists, setext underlines, ordered lists
+    r"|^ {4}"  # indented code
+    r"| {2,}$",  # hard line breaks
+    re.MULTILINE,
+)
+_BLANK_LINE: Final = re.compile(r"\n[ \t]*\n\s*")
 
 
 def _highlight(code: str, lang: str, _attrs: str) -> str:
@@ -111,6 +122,15 @@ def render_markdown(text: str, *, root: str = "") -> Markup:
         note = escape(f"… (cut: {len(text):,} characters; the whole is in the .json document)")
         return Markup('<div class="text plain">{}<span class="meta">{}</span></div>').format(
             cut, note
+        )
+    # Line ends normalised as the parser does (CommonMark: \r\n and \r are line ends).
+    plain = text.replace("\r\n", "\n").replace("\r", "\n")
+    if _SYNTAX.search(plain) is None:
+        paragraphs = _BLANK_LINE.split(plain.strip())
+        return Markup("").join(
+            Markup("<p>{}</p>\n").format("\n".join(line.strip(" ") for line in p.split("\n")))
+            for p in paragraphs
+            if p.strip()
         )
     env: dict[str, Any] = {"root": root}
     return Markup(_MD.render(text, env))  # noqa: S704 - safe by the module's invariants

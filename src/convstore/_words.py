@@ -1,8 +1,8 @@
-"""Counts in plain English for the command line's reports: ``1 message``, ``2 messages``."""
+"""Counts in plain English for reports people read: ``1 message``, ``2 messages``."""
 
 from __future__ import annotations
 
-__all__ = ["plural"]
+__all__ = ["listing", "plural"]
 
 _IRREGULAR = {"entry": "entries", "reply": "replies", "summary": "summaries"}
 
@@ -13,3 +13,10 @@ def plural(count: int, noun: str) -> str:
         return f"1 {noun}"
     many = _IRREGULAR.get(noun) or (noun + "es" if noun.endswith(("s", "x", "ch")) else noun + "s")
     return f"{count:,} {many}"
+
+
+def listing(words: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    if len(words) > 1:
+        return f"{', '.join(words[:-1])} and {words[-1]}"
+    return words[0] if words else ""
