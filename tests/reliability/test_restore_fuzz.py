@@ -18,6 +18,7 @@ import copy
 import json
 import os
 import random
+import uuid
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -34,6 +35,7 @@ from convstore import (
 )
 from convstore.errors import ConversationNotFoundError, ConvstoreError
 from convstore.imports import import_file
+from convstore.limits import MAX_CONVERSATION_ID_LENGTH, check_text
 from convstore.store.checkpoints import ChannelValue, PendingWrite
 from tests.support.images import noise_png
 
@@ -49,8 +51,8 @@ HOSTILE: list[Any] = [
 ]  # fmt: skip
 
 
-async def _seed(store: ConversationStore) -> None:
-    conv = await store.create_conversation(title="plans", tenant="t", metadata={"k": [1, 2]})
+async def _seed(store: ConversationStore, tenant: str) -> None:
+    conv = await store.create_conversation(title="plans", tenant=tenant, metadata={"k": [1, 2]})
     cid = conv.id
     png, photo = noise_png(41, 24, 24), noise_png(42, 20, 20)
     first = await store.append(
@@ -62,25 +64,25 @@ async def _seed(store: ConversationStore) -> None:
             Message.tool_result("call_1", JsonOutput(value={"hits": [1]})),
             Message.assistant("done", provider="openai", model="gpt-5"),
         ],
-        tenant="t",
+        tenant=tenant,
         idempotency_key="k1",
     )
-    await store.append(cid, [Message.assistant("other")], tenant="t", parent_seq=first[1].seq)
-    await store.switch_branch(cid, head_seq=first[-1].seq or 0, tenant="t")
-    await store.append(cid, [Message.user("oops")], tenant="t")
-    await store.pop(cid, tenant="t")
+    await store.append(cid, [Message.assistant("other")], tenant=tenant, parent_seq=first[1].seq)
+    await store.switch_branch(cid, head_seq=first[-1].seq or 0, tenant=tenant)
+    await store.append(cid, [Message.user("oops")], tenant=tenant)
+    await store.pop(cid, tenant=tenant)
     await store.append(
         cid,
         [
             Message.user("more", FilePart.from_bytes(photo)),
             Message.assistant(ToolCallPart(id="call_2", name="slow", arguments={})),
         ],
-        tenant="t",
+        tenant=tenant,
     )
-    await store.update_state(cid, {"step": 2}, tenant="t")
+    await store.update_state(cid, {"step": 2}, tenant=tenant)
     await store.compact(cid, through_seq=first[3].seq or 0, summary="so far")
-    graph = await store.create_conversation(title="graph", tenant="t")
-    await store.append(graph.id, [Message.user("thread")], tenant="t")
+    graph = await store.create_conversation(title="graph", tenant=tenant)
+    await store.append(graph.id, [Message.user("thread")], tenant=tenant)
     await store.checkpoints.put(
         graph.id,
         checkpoint_ns="",
@@ -91,14 +93,14 @@ async def _seed(store: ConversationStore) -> None:
         channel_versions={"plan": "1"},
         metadata={"step": 1},
         values=[ChannelValue("plan", "1", "msgpack", b"\x01")],
-        tenant="t",
+        tenant=tenant,
     )
     await store.checkpoints.put_writes(
         graph.id,
         checkpoint_ns="",
         checkpoint_id="1ef01",
         writes=[PendingWrite("task-1", 0, "plan", "msgpack", b"\x02")],
-        tenant="t",
+        tenant=tenant,
     )
 
 
@@ -131,6 +133,7 @@ class Mutator:
         members["manifest.json"] = json.dumps(manifest).encode()
         for name, document in documents.items():
             members[name] = json.dumps(document).encode()
+        self.ids = sorted({i for d in documents.values() if _valid_id(i := _id_of(d))})
         return members, done
 
     def mutate(self, manifest: dict[str, Any], documents: dict[str, Any]) -> str:
@@ -199,6 +202,24 @@ class Mutator:
             return
 
 
+def _id_of(document: Any) -> Any:
+    """The conversation id a (mutated) document's rows name, if they still name one."""
+    try:
+        body = document["archive"]["tables"]["conversations"]
+        return body["rows"][0][body["columns"].index("id")]
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
+def _valid_id(value: Any) -> bool:
+    """Whether ``value`` is an id `load` takes (others cannot have been restored)."""
+    try:
+        check_text(value, "id", max_length=MAX_CONVERSATION_ID_LENGTH)
+    except ConvstoreError:
+        return False
+    return isinstance(value, str)
+
+
 def _write(path: Path, members: dict[str, bytes], rng: random.Random) -> None:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as out:
         for name, data in members.items():
@@ -226,10 +247,11 @@ async def _check_loadable(store: ConversationStore, cid: str) -> None:
 async def test_mutated_archives_raise_only_convstore_errors(
     store: ConversationStore, db_url: str, tmp_path: Path
 ) -> None:
-    await _seed(store)
+    tenant = f"fuzz-{uuid.uuid4().hex[:8]}"  # the PostgreSQL database is shared by tests
+    await _seed(store, tenant)
     source = tmp_path / "source.zip"
-    await store.export(source)
-    ids = [c.id for c in await store.list_conversations()]
+    await store.export(source, tenant=tenant)
+    ids = [c.id for c in await store.list_conversations(tenant=tenant)]
     for cid in ids:
         await store.delete_conversation(cid)
     with zipfile.ZipFile(source) as archive:
@@ -249,7 +271,7 @@ async def test_mutated_archives_raise_only_convstore_errors(
             outcomes[type(exc).__name__] += 1
         except Exception as exc:  # the failure this test exists to find
             pytest.fail(f"seed {SEED}, case {n} ({done}): {type(exc).__name__}: {exc}")
-        for cid in ids:
+        for cid in sorted({*ids, *mutator.ids}):  # a mutated id restores under that id
             try:
                 await _check_loadable(store, cid)
             except ConversationNotFoundError:

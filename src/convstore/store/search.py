@@ -322,7 +322,9 @@ def run_search(
     long_excluded = [t for t in query.excluded if len(t) >= MIN_INDEXED]
     short_excluded = [t for t in query.excluded if len(t) < MIN_INDEXED]
     mode = Mode.SHORT if not longs else Mode.MIXED if shorts else Mode.LONG
+    ranked_spellings = [_rank_spellings(t) for t in longs] if dialect == "sqlite" else []
     shape = Shape(
+        spellings=tuple(len(forms) for forms in ranked_spellings),
         dialect="sqlite" if dialect == "sqlite" else "postgresql",
         mode=mode,
         short_excluded=bool(short_excluded) and dialect == "sqlite",
@@ -342,8 +344,9 @@ def run_search(
     }
     if shape.dialect == "sqlite":
         params.update(_sqlite_params(request, longs, shorts, long_excluded, short_excluded))
-        terms = json.dumps([_rank_spellings(t) for t in longs])
-        params.update(low=scope[0], high=scope[1], terms=terms)
+        params.update(low=scope[0], high=scope[1])
+        for t, spellings in enumerate(ranked_spellings):
+            params.update({f"r{t}_{v}": form for v, form in enumerate(spellings)})
     else:
         ordered = [*longs, *shorts]
         params.update(
