@@ -106,6 +106,8 @@ def test_the_flask_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         assert errors == []
         rows = app.test_client().get("/chats/shared/messages").get_json()
         _check(rows)
+        unknown = app.test_client().get("/chats/nobody-started-this/messages")
+        assert (unknown.status_code, unknown.get_json()) == (404, {"error": "no such chat"})
         assert [r["seq"] for r in rows] == sorted(r["seq"] for r in rows)
     finally:
         store.close()
