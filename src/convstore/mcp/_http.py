@@ -23,7 +23,6 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
-import socket
 from collections.abc import Callable
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -32,6 +31,8 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from convstore._serving import AnnouncingServer
 
 __all__ = ["MCP_PATH", "HttpGuard", "http_app", "is_loopback", "serve_http"]
 
@@ -155,20 +156,6 @@ def http_app(server: MCPServer[Any], *, host: str, token: str | None) -> ASGIApp
     return HttpGuard(app, loopback=is_loopback(host), token=token)
 
 
-class _AnnouncingServer(uvicorn.Server):
-    """A uvicorn server that says where it listens once it does (the real port for 0)."""
-
-    def __init__(self, config: uvicorn.Config, announce: Callable[[str, int], None]) -> None:
-        super().__init__(config)
-        self._announce = announce
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        if not self.should_exit and self.servers:
-            host, port = self.servers[0].sockets[0].getsockname()[:2]
-            self._announce(str(host), int(port))
-
-
 async def serve_http(
     server: MCPServer[Any],
     *,
@@ -188,4 +175,4 @@ async def serve_http(
         # Open MCP sessions would otherwise hold a stop (SIGTERM, Ctrl-C) until clients leave.
         timeout_graceful_shutdown=SHUTDOWN_GRACE,
     )
-    await _AnnouncingServer(config, announce).serve()
+    await AnnouncingServer(config, announce).serve()

@@ -3,28 +3,15 @@
 from __future__ import annotations
 
 import copy
-import socket
 from collections.abc import Callable
 from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
 
+from convstore._serving import AnnouncingServer
+
 __all__ = ["run"]
-
-
-class _AnnouncingServer(uvicorn.Server):
-    """A uvicorn server that says where it listens once it does (the real port for 0)."""
-
-    def __init__(self, config: uvicorn.Config, announce: Callable[[str, int], None]) -> None:
-        super().__init__(config)
-        self._announce = announce
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        if not self.should_exit and self.servers:
-            host, port = self.servers[0].sockets[0].getsockname()[:2]
-            self._announce(str(host), int(port))
 
 
 async def run(
@@ -52,4 +39,4 @@ async def run(
         log_config=log_config,
         server_header=False,
     )
-    await _AnnouncingServer(config, announce).serve()
+    await AnnouncingServer(config, announce).serve()
