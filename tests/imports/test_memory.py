@@ -88,7 +88,7 @@ def test_zero_filled_assets(tmp_path: Path, size: int, max_attachment: int | Non
     assert result["outcome"] == "ok"
     assert result["peak_mib"] < _PEAK_MIB
     if max_attachment is None:
-        assert "4 file over the attachment size limit" in result["report"]
+        assert "file over the attachment size limit (kept as a reference) (4)" in result["report"]
     else:
         assert "4 attachment" in result["report"]
 
