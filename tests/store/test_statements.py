@@ -123,6 +123,7 @@ async def test_a_postgresql_load_of_another_path_is_one_round_trip(pg_store_url:
         async with ConversationStore(
             pg_store_url, blobs=blobs, message_cache=message_cache
         ) as store:
+            quiet(store)
             cid = await _conversation_of(store, 40)
             await store.append(cid, _turn(99), parent_seq=30)  # a branch: 41..44, head 44
             for head in (44, 40, 17, 30):
@@ -158,6 +159,8 @@ async def test_a_warm_postgresql_reload_after_another_store_wrote_is_one_round_t
         ConversationStore(pg_store_url, blobs=blobs) as writer,
         ConversationStore(pg_store_url, blobs=blobs, message_cache=0) as fresh,
     ):
+        quiet(reader)
+        quiet(writer)
         cid = await _conversation_of(reader, 40)
         writes = [
             lambda: writer.append(cid, _turn(50)),

@@ -358,17 +358,21 @@ class PostgresBackend:
     async def _fetch_statement(self, sql: str, arguments: Sequence[Any]) -> list[Any]:
         import asyncpg
 
-        for attempt in (1, 2):
+        disconnected = False
+        for attempt in range(1, _NEVER_SENT_ATTEMPTS + 1):
             try:
                 async with self._driver(sql) as driver:
                     rows: list[Any] = await driver.fetch(sql, *arguments)
             except asyncpg.InternalClientError as exc:
-                if attempt == 1 and _never_sent(exc):
-                    continue  # nothing was sent: run it on a fresh connection
+                # Nothing was sent: run it on another connection. The pool may hold several
+                # the server ended (each is invalidated as it is found), so more than one try.
+                if attempt < _NEVER_SENT_ATTEMPTS and _never_sent(exc):
+                    continue
                 raise
             except (sa_exc.SQLAlchemyError, OSError, asyncpg.PostgresError,
                     asyncpg.InterfaceError) as exc:  # fmt: skip
-                if attempt == 1 and is_disconnect(exc):
+                if not disconnected and attempt < _NEVER_SENT_ATTEMPTS and is_disconnect(exc):
+                    disconnected = True
                     continue  # a read is safe to run again on a fresh connection
                 raise translate(exc) from exc
             return rows
@@ -462,6 +466,10 @@ class PostgresBackend:
     def _trace(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
         for listener in list(self._listeners):
             listener(statement)
+
+
+_NEVER_SENT_ATTEMPTS: Final = 8
+"""Tries of a one-statement read refused before it was sent (`_never_sent`)."""
 
 
 def _never_sent(exc: BaseException) -> bool:
