@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
-from convstore.db.checkpoint_statements import CheckpointStatements, checkpoint_statements
+from convstore.db.statements.checkpoints import CheckpointStatements, checkpoint_statements
 from convstore.db.tx import Row, Tx
 from convstore.errors import ConversationNotFoundError, InvalidInputError
 from convstore.limits import (

@@ -4,7 +4,7 @@ The index is the database's own, built off the write path and caught up before a
 it (`convstore.db.search_index`, `convstore.store.search_index`), so a search never returns a
 deleted message and never misses one committed before it began, whichever code path wrote
 them. This module parses the query, picks the statement for its shape
-(`convstore.db.search_statements`) and turns rows into hits.
+(`convstore.db.statements.search`) and turns rows into hits.
 
 Query syntax, the same on both databases: words, ``"phrases"`` and ``-excluded`` words or
 phrases. A document matches when it contains every included term and no excluded one as a
@@ -41,7 +41,7 @@ from typing import Any, Final
 from pydantic_core import from_json
 
 from convstore.db import search_index
-from convstore.db.search_statements import POSTGRES_WEIGHTS, Mode, Shape, search_statement
+from convstore.db.statements.search import POSTGRES_WEIGHTS, Mode, Shape, search_statement
 from convstore.db.tx import Row, Tx
 from convstore.errors import InvalidInputError
 from convstore.limits import check_count, check_text
