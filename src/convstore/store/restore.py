@@ -33,14 +33,12 @@ import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cache
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
-from sqlalchemy import Select, bindparam, select
-
 from convstore.blobs import BlobStore, StoredBlob
 from convstore.db import schema
+from convstore.db.statements.conversations import CONVERSATION_EXISTS
 from convstore.db.tx import Tx
 from convstore.errors import AttachmentNotFoundError, InvalidInputError, MalformedExportError
 from convstore.progress import Progress, silent
@@ -336,14 +334,8 @@ async def _restore_one(
         report.rows[name] = report.rows.get(name, 0) + n
 
 
-@cache
-def _exists() -> Select[Any]:
-    c = schema.conversations.c
-    return select(c.id).where(c.id == bindparam("cid"))
-
-
 def _held(tx: Tx, cid: str) -> bool:
-    return bool(tx.fetch(_exists(), {"cid": cid}))
+    return bool(tx.fetch(CONVERSATION_EXISTS, {"cid": cid}))
 
 
 def _created(tx: Tx, checked: CheckedConversation) -> Any:

@@ -1,467 +1,87 @@
-"""Every statement the store runs, built once from the schema for one dialect.
+"""Every statement the store runs, by table, and the set a backend runs for its dialect.
+
+Where the SQL for each table lives (module-level Core statements, LangGraph's
+``checkpoint-postgres`` style; builders, cached, where a statement depends on the dialect):
+
+- ``conversations``: headers and metadata tags: create, lock, read, list pages, prune.
+- ``messages``: paths and windows, the tree's shape, message deletes, compactions, append keys.
+- ``tool_calls``: call rows and lifecycles, pending and cancelled calls.
+- ``blobs``: blob references, the attachment catalogue, tombstones, releases.
+- ``maintenance``: settings, a tenant's erase, a conversation's rows whole (export, restore).
+- ``search``: the search query, one statement set per database.
+- ``checkpoints``: LangGraph's checkpoint tables.
+- ``_common``: what they share (tenant scoping, upserts, JSON lists, row positions).
+
+This module holds the append's own statements (its message and call inserts, the head update,
+the interrupt of calls a new turn leaves pending) and `Statements`, the set a `Tx` carries.
 
 Invariants:
 
 - Statements are SQLAlchemy Core objects with named bind parameters. A `Tx` either compiles
   them to the driver's SQL (SQLite hot path) or executes them through SQLAlchemy (PostgreSQL);
-  the SQL text has one source either way.
+  the SQL text has one source either way. No module outside ``convstore.db`` writes SQL.
 - ``INSERT`` statements bind every column in table order, so the row builders in
   `convstore.store` produce plain tuples in `column_names(table)` order.
+- Rows are read by name: each column list has a class of its positions beside it (`HeaderAt`,
+  `MessageAt`, `LifecycleAt`, ...), derived from the list.
 - Upserts use the dialect's own ``ON CONFLICT`` construct; nothing else is dialect-specific.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
-from typing import Any, Generic, TypeVar
+from typing import Any
 
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    Delete,
-    Insert,
-    Integer,
-    Select,
-    Table,
-    Update,
-    bindparam,
-    case,
-    cast,
-    delete,
-    func,
-    insert,
-    literal,
-    literal_column,
-    null,
-    select,
-    true,
-    tuple_,
-    union_all,
-    update,
-)
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy import Delete, Insert, Select, Update, bindparam, insert, update
 
-from convstore.db.schema import (
-    append_keys,
-    attachments,
-    blob_refs,
-    blob_tombstones,
-    compactions,
-    conversation_tags,
-    conversations,
-    messages,
-    settings,
-    tool_calls,
+from convstore.db import schema
+from convstore.db.statements import blobs as b
+from convstore.db.statements import conversations as c
+from convstore.db.statements import maintenance as mt
+from convstore.db.statements import messages as m
+from convstore.db.statements import tool_calls as t
+from convstore.db.statements._common import PENDING, Scoped, column_names
+
+__all__ = ["Scoped", "Statements", "column_names"]
+
+_CID: Any = bindparam("cid")
+
+# ---------------------------------------------------------------------------------------------
+# the append's statements
+
+# Names of table modules are attributes of this package: the tables are reached via `schema`.
+_INSERT_MESSAGE = insert(schema.messages)
+
+_INSERT_TOOL_CALL = insert(schema.tool_calls)
+
+_ADVANCE_CONVERSATION = (
+    update(schema.conversations)
+    .where(schema.conversations.c.id == _CID)
+    .values(
+        last_seq=bindparam("last_seq"),
+        head_seq=bindparam("head_seq"),
+        branched=bindparam("branched"),
+        revision=bindparam("revision"),
+        updated_at=bindparam("now"),
+    )
 )
 
-__all__ = [
-    "CONVERSATION_COLUMNS",
-    "LIFECYCLE_COLUMNS",
-    "MESSAGE_COLUMNS",
-    "MESSAGE_KEY_COLUMNS",
-    "Scoped",
-    "Statements",
-    "column_names",
-    "list_page",
-]
-
-S = TypeVar("S", Select[Any], Update, Delete)
-
-
-def column_names(table: Table) -> tuple[str, ...]:
-    """Column names in table order: the tuple layout of that table's rows."""
-    return tuple(c.name for c in table.columns)
-
-
-@dataclass(frozen=True, slots=True)
-class Scoped(Generic[S]):
-    """One statement in two forms: for any tenant, and restricted to ``:for_tenant``."""
-
-    any_tenant: S
-    one_tenant: S
-
-    def pick(self, tenant: str | None) -> S:
-        """The form to run when the caller passed ``tenant``."""
-        return self.any_tenant if tenant is None else self.one_tenant
-
-
-def _scoped(build: Callable[[bool], S]) -> Scoped[S]:
-    return Scoped(any_tenant=build(False), one_tenant=build(True))
-
-
-def _by_conversation(tenant_scoped: bool) -> ColumnElement[bool]:
-    where = conversations.c.id == bindparam("cid")
-    if tenant_scoped:
-        where = where & (conversations.c.tenant == bindparam("for_tenant"))
-    return where
-
-
-def _upsert_ignore(dialect_name: str, table: Table) -> Insert:
-    match dialect_name:
-        case "sqlite":
-            return sqlite.insert(table).on_conflict_do_nothing()
-        case "postgresql":
-            return postgresql.insert(table).on_conflict_do_nothing()
-        case _:
-            raise NotImplementedError(f"no upsert for dialect {dialect_name!r}")
-
-
-def _json_list(dialect_name: str, name: str, *, integers: bool = False) -> Select[Any]:
-    """The values of a JSON array of strings or integers bound as ``:name``, as a subquery.
-
-    One parameter however long the list, so the statement compiles once (an expanding ``IN``
-    would compile per length on the raw SQLite path).
-    """
-    match dialect_name:
-        case "sqlite":
-            return select(literal_column("value")).select_from(func.json_each(bindparam(name)))
-        case "postgresql":
-            values = func.json_array_elements_text(cast(bindparam(name, type_=JSON), JSON))
-            return select(cast(values, Integer) if integers else values)
-        case _:
-            raise NotImplementedError(f"no JSON arrays for dialect {dialect_name!r}")
-
-
-_PENDING: Any = literal_column("'pending'")
-"""Written into the SQL rather than bound: SQLite matches a query to the partial index on
-pending calls by this value, and a bound value makes it re-prepare the statement on every
-execution (a twentieth of an append)."""
-
-CONVERSATION_COLUMNS = (
-    conversations.c.id,
-    conversations.c.tenant,
-    conversations.c.title,
-    conversations.c.metadata,
-    conversations.c.last_seq,
-    conversations.c.created_at,
-    conversations.c.updated_at,
-    conversations.c.state,
-    conversations.c.head_seq,
-    conversations.c.revision,
-    conversations.c.branched,
+_INTERRUPT_PENDING = (
+    update(schema.tool_calls)
+    .where(schema.tool_calls.c.conversation_id == _CID)
+    .where(schema.tool_calls.c.status == PENDING)
+    .where(schema.tool_calls.c.seq < bindparam("before_seq"))
+    .values(status="interrupted", completed_at=bindparam("now"))
 )
-"""A conversation's header, in the order `convstore.db.mapping.decode_conversation` reads it."""
-
-MESSAGE_COLUMNS = (
-    messages.c.seq,
-    messages.c.parent_seq,
-    messages.c.role,
-    messages.c.provider,
-    messages.c.model,
-    messages.c.created_at,
-    messages.c.details,
-    messages.c.message_id,
-    messages.c.parts,
-    messages.c.native,
-    messages.c.usage,
-)
-"""A message, in the order `convstore.db.mapping.decode_messages` reads it."""
-
-MESSAGE_KEY_COLUMNS = (messages.c.seq,)
-"""What a load asks of a message it may hold decoded already (`convstore.store.message_cache`):
-on an unbranched conversation the primary key index alone answers."""
-
-LIFECYCLE_COLUMNS = (
-    tool_calls.c.id,
-    tool_calls.c.seq,
-    tool_calls.c.idx,
-    tool_calls.c.status,
-    tool_calls.c.result_kind,
-    tool_calls.c.result_seq,
-    tool_calls.c.result_idx,
-    tool_calls.c.created_at,
-    tool_calls.c.completed_at,
-    tool_calls.c.cancelled_at,
-)
-"""A call's lifecycle without what its part already says (name, arguments): what a load reads
-of the calls its messages made, which it builds from their parts."""
-
-_MADE_BEFORE_COLUMNS = (tool_calls.c.name, tool_calls.c.provider_id, tool_calls.c.arguments)
-
-_NATIVE_COLUMNS = (messages.c.seq, messages.c.message_id, messages.c.native)
-"""What a native read takes of a message: one JSON column, beside its seq and application id."""
-
-_TOOL_CALL_COLUMNS = (
-    tool_calls.c.id,
-    tool_calls.c.seq,
-    tool_calls.c.name,
-    tool_calls.c.provider_id,
-    tool_calls.c.arguments,
-    tool_calls.c.raw_arguments,
-    tool_calls.c.status,
-    tool_calls.c.result_kind,
-    tool_calls.c.result_seq,
-    tool_calls.c.result_idx,
-    tool_calls.c.details,
-    tool_calls.c.created_at,
-    tool_calls.c.completed_at,
-)
-"""The columns a `ToolCall` is built from, in the order `store.load` reads them."""
-
-
-def _message_count() -> Any:
-    return (
-        select(func.count())
-        .where(messages.c.conversation_id == conversations.c.id)
-        .scalar_subquery()
-    )
-
-
-@cache
-def list_page(*, tenant_scoped: bool, after_cursor: bool, tags: int) -> Select[Any]:
-    """One page of conversations, newest first: one index range, whatever the page's depth.
-
-    ``tags``: how many metadata entries (``:tag0`` ...) a conversation must hold
-    (`convstore.store.metadata_tags`). One entry: the page is found among its tag's rows
-    (`conversation_tags`, where tenant and creation are copied). Two or more: among the
-    first two entries' pair tag (``:pair``), the others checked by primary key, merged with
-    the conversations too wide to hold pair tags (``:wide``), each entry checked. Only the
-    page's conversations are read. Without entries the conversations' own listing indexes
-    are walked. The cursor is one row comparison, ``(created_at, id) < (:after_created,
-    :after_id)``, which both databases answer as an index range (an ``OR`` of the two
-    conditions they would filter row by row). Built once per shape (the raw SQLite path
-    compiles each statement object once).
-    """
-    limit = bindparam("limit", type_=BigInteger)
-    columns = (*CONVERSATION_COLUMNS, _message_count())
-    if not tags:
-        conv = conversations.c
-        stmt = select(*columns)
-        if tenant_scoped:
-            stmt = stmt.where(conv.tenant == bindparam("for_tenant"))
-        if after_cursor:
-            stmt = stmt.where(tuple_(conv.created_at, conv.id) < _after())
-        # Creation order never changes, so a cursor walk neither skips nor repeats anything
-        # while other writers update conversations.
-        return stmt.order_by(conv.created_at.desc(), conv.id.desc()).limit(limit)
-    if tags == 1:
-        found = _tag_walk("tag0", [], tenant_scoped=tenant_scoped, after_cursor=after_cursor)
-    else:
-        paired = _tag_walk(
-            "pair", [f"tag{i}" for i in range(2, tags)], tenant_scoped, after_cursor
-        ).subquery("paired")
-        wide = _tag_walk(
-            "wide", [f"tag{i}" for i in range(tags)], tenant_scoped, after_cursor
-        ).subquery("wide")
-        either = union_all(select(*paired.c), select(*wide.c)).subquery("either")
-        found = (
-            select(*either.c)
-            .order_by(either.c.created_at.desc(), either.c.conversation_id.desc())
-            .limit(limit)
-        )
-    # The page is settled among the tags alone, before any conversation row is read: a
-    # planner that joined first could scan the conversations to hash them.
-    page = found.subquery("page")
-    return (
-        select(*columns)
-        .select_from(page.join(conversations, conversations.c.id == page.c.conversation_id))
-        .order_by(page.c.created_at.desc(), page.c.conversation_id.desc())
-    )
-
-
-def _after() -> Any:
-    created = bindparam("after_created", type_=conversations.c.created_at.type)
-    return tuple_(created, bindparam("after_id"))
-
-
-def _tag_walk(
-    walked: str, checked: list[str], tenant_scoped: bool, after_cursor: bool
-) -> Select[Any]:
-    """The newest ``:limit`` conversations holding tag ``:walked`` and each of ``checked``.
-
-    ``:walked`` is an index range walked newest first; each of ``checked`` one probe of the
-    primary key (the index alone).
-    """
-    walk = conversation_tags.alias(f"w_{walked}")
-    found = select(walk.c.conversation_id, walk.c.created_at).where(walk.c.tag == bindparam(walked))
-    for name in checked:
-        other = conversation_tags.alias(f"c_{walked}_{name}")
-        found = found.where(
-            select(other.c.conversation_id)
-            .where(other.c.conversation_id == walk.c.conversation_id)
-            .where(other.c.tag == bindparam(name))
-            .exists()
-        )
-    if tenant_scoped:
-        found = found.where(walk.c.tenant == bindparam("for_tenant"))
-    if after_cursor:
-        found = found.where(tuple_(walk.c.created_at, walk.c.conversation_id) < _after())
-    return found.order_by(walk.c.created_at.desc(), walk.c.conversation_id.desc()).limit(
-        bindparam("limit", type_=BigInteger)
-    )
-
-
-def _attachment_namespaces(tenant_scoped: bool) -> Select[Any]:
-    stmt = select(blob_refs.c.namespace).where(blob_refs.c.sha256 == bindparam("sha256"))
-    if tenant_scoped:
-        stmt = stmt.join(conversations, conversations.c.id == blob_refs.c.conversation_id).where(
-            conversations.c.tenant == bindparam("for_tenant")
-        )
-    return stmt.distinct()
-
-
-def _attachment_visible(tenant_scoped: bool) -> Select[Any]:
-    return _attachment_namespaces(tenant_scoped).limit(1)
-
-
-def _find_message(tenant_scoped: bool) -> Select[Any]:
-    stmt = (
-        select(messages.c.conversation_id, *MESSAGE_COLUMNS)
-        .join(conversations, conversations.c.id == messages.c.conversation_id)
-        .where(messages.c.message_id == bindparam("message_id"))
-    )
-    if tenant_scoped:
-        stmt = stmt.where(conversations.c.tenant == bindparam("for_tenant"))
-    return stmt.order_by(messages.c.created_at.desc(), messages.c.conversation_id.desc()).limit(1)
-
-
-def _chain(*columns: Any) -> Select[Any]:
-    """``columns`` of every message of ``:cid``, by ``seq`` (an unbranched path, whole)."""
-    return (
-        select(*columns)
-        .where(messages.c.conversation_id == bindparam("cid"))
-        .order_by(messages.c.seq)
-    )
-
-
-def _chain_before(*columns: Any) -> Select[Any]:
-    """``columns`` of the newest ``:n`` messages below ``:before`` by ``seq``, newest first."""
-    return (
-        select(*columns)
-        .where(messages.c.conversation_id == bindparam("cid"))
-        .where(messages.c.seq < bindparam("before", type_=BigInteger))
-        .order_by(messages.c.seq.desc())
-        .limit(bindparam("n", type_=BigInteger))
-    )
-
-
-def _path_window(*columns: Any) -> Select[Any]:
-    """``columns`` of the newest ``:n`` messages before ``:before`` on the path to ``:head``.
-
-    A recursive walk up the parent pointers that stops once it has ``:n`` messages below
-    ``:before``: its cost follows the window (and its distance from the head), not the size of
-    the conversation or how many branches it has.
-    """
-    cid: Any = bindparam("cid")
-    before = bindparam("before", type_=BigInteger)
-    n = bindparam("n", type_=BigInteger)
-    below = case((messages.c.seq < before, 1), else_=0)
-    path = (
-        select(messages.c.seq, messages.c.parent_seq, below.label("taken"))
-        .where(messages.c.conversation_id == cid)
-        .where(messages.c.seq == bindparam("head"))
-        .cte("path", recursive=True)
-    )
-    step = messages.alias("step")
-    path = path.union_all(
-        select(
-            step.c.seq,
-            step.c.parent_seq,
-            path.c.taken + case((step.c.seq < before, 1), else_=0),
-        )
-        .where(step.c.conversation_id == cid)
-        .where(step.c.seq == path.c.parent_seq)
-        .where(path.c.taken < n)
-    )
-    return (
-        select(*columns)
-        .where(messages.c.conversation_id == cid)
-        .where(messages.c.seq.in_(select(path.c.seq).where(path.c.seq < before)))
-        .order_by(messages.c.seq.desc())
-        .limit(n)
-    )
-
-
-def _path_up() -> Select[Any]:
-    """(seq, parent_seq, role) of the path ending at ``:start``, walked up from ``:start``.
-
-    The walk goes on while the message it stands on is above ``:floor`` or, when ``:to_user``
-    is 1, until it has passed a user message: it costs the distance walked, never the length
-    of the conversation. Rows come in no particular order.
-    """
-    cid: Any = bindparam("cid")
-    floor = bindparam("floor", type_=BigInteger)
-    to_user = bindparam("to_user", type_=Integer)
-    is_user = case((messages.c.role == "user", 1), else_=0)
-    up = (
-        select(messages.c.seq, messages.c.parent_seq, messages.c.role, is_user.label("seen"))
-        .where(messages.c.conversation_id == cid)
-        .where(messages.c.seq == bindparam("start", type_=BigInteger))
-        .cte("up", recursive=True)
-    )
-    step = messages.alias("step")
-    up = up.union_all(
-        select(
-            step.c.seq,
-            step.c.parent_seq,
-            step.c.role,
-            case((step.c.role == "user", 1), else_=up.c.seen),
-        )
-        .where(step.c.conversation_id == cid)
-        .where(step.c.seq == up.c.parent_seq)
-        .where((up.c.seq > floor) | ((up.c.seen == 0) & (to_user == 1)))
-    )
-    return select(up.c.seq, up.c.parent_seq, up.c.role)
-
-
-def _child() -> Select[Any]:
-    """A child of message ``:seq``, found by two index lookups.
-
-    The message ``:seq + 1`` if it is one (a chain's child), else one found by
-    ``ix_messages_branch_children`` (every other child is in that index).
-    """
-    msg = messages.c
-    cid: Any = bindparam("cid")
-    seq = bindparam("seq", type_=Integer)
-    children = union_all(
-        select(msg.seq)
-        .where(msg.conversation_id == cid)
-        .where(msg.seq == seq + 1)
-        .where(msg.parent_seq == seq),
-        select(msg.seq)
-        .where(msg.conversation_id == cid)
-        .where(msg.parent_seq == seq)
-        # The index's condition, with its literal (a parameter would hide from PostgreSQL's
-        # generic plans that the index applies).
-        .where(msg.parent_seq != msg.seq - literal_column("1")),
-    ).subquery("children")
-    return select(children.c.seq).limit(1)
-
-
-def _meet() -> Select[Any]:
-    """Walk up from ``:a`` and ``:b`` (0: the empty path) until the two walks meet.
-
-    Each step moves whichever side stands on the larger ``seq`` (a parent's ``seq`` is always
-    smaller than its child's) to its parent, 0 above a root. One row per step: the ``a``
-    values are the first path's messages after the meeting point, the ``b`` values the
-    second's, and the last row holds the meeting point (the paths' last shared message, or 0)
-    twice. The cost is the two paths' distance from it, not the conversation's length.
-    """
-    cid: Any = bindparam("cid")
-    start = select(
-        cast(bindparam("a", type_=Integer), Integer).label("a"),
-        cast(bindparam("b", type_=Integer), Integer).label("b"),
-    ).cte("meet", recursive=True)
-    step = messages.alias("step")
-    a_higher = start.c.a > start.c.b
-    meet = start.union_all(
-        select(
-            case((a_higher, func.coalesce(step.c.parent_seq, 0)), else_=start.c.a),
-            case((start.c.b > start.c.a, func.coalesce(step.c.parent_seq, 0)), else_=start.c.b),
-        )
-        .where(step.c.conversation_id == cid)
-        .where(step.c.seq == case((a_higher, start.c.a), else_=start.c.b))
-        .where(start.c.a != start.c.b)
-    )
-    return select(meet.c.a, meet.c.b)
 
 
 @dataclass(frozen=True, slots=True)
 class Statements:
-    """The store's statements for one dialect."""
+    """The store's statements for one dialect: what a `Tx` carries (``tx.statements``).
+
+    Each field is the statement of the same name in its table's module (upper case there, or
+    its builder called with the dialect).
+    """
 
     # conversations
     insert_conversation: Insert
@@ -593,256 +213,81 @@ class Statements:
 
     @classmethod
     def for_dialect(cls, dialect_name: str) -> Statements:
-        """Build every statement for ``dialect_name`` (``sqlite`` or ``postgresql``)."""
-        conv = conversations.c
-        msg = messages.c
-        call = tool_calls.c
-        cid: Any = bindparam("cid")
-        seqs = _json_list(dialect_name, "seqs", integers=True)
-        ids = _json_list(dialect_name, "ids")
-        digests = _json_list(dialect_name, "digests")
-        digest_values = digests.subquery()
-        seq_in = msg.seq.in_(seqs)
+        """The statements for ``dialect_name`` (``sqlite`` or ``postgresql``)."""
+        d = dialect_name
         return cls(
-            insert_conversation=insert(conversations),
-            insert_conversation_if_absent=_upsert_ignore(dialect_name, conversations),
-            lock_conversation=_scoped(
-                lambda s: select(*CONVERSATION_COLUMNS).where(_by_conversation(s)).with_for_update()
-            ),
-            select_conversation=_scoped(
-                lambda s: select(*CONVERSATION_COLUMNS).where(_by_conversation(s))
-            ),
-            select_summary=_scoped(
-                lambda s: select(*CONVERSATION_COLUMNS, _message_count()).where(_by_conversation(s))
-            ),
-            advance_conversation=update(conversations)
-            .where(conv.id == cid)
-            .values(
-                last_seq=bindparam("last_seq"),
-                head_seq=bindparam("head_seq"),
-                branched=bindparam("branched"),
-                revision=bindparam("revision"),
-                updated_at=bindparam("now"),
-            ),
-            set_header=update(conversations)
-            .where(conv.id == cid)
-            .values(
-                title=bindparam("title"),
-                metadata=bindparam("metadata", type_=conversations.c.metadata.type),
-                state=bindparam("state", type_=conversations.c.state.type),
-                revision=bindparam("revision"),
-                updated_at=bindparam("now"),
-            ),
-            delete_conversation=_scoped(lambda s: delete(conversations).where(_by_conversation(s))),
-            insert_conversation_tags=insert(conversation_tags),
-            delete_conversation_tags=delete(conversation_tags).where(
-                conversation_tags.c.conversation_id == cid
-            ),
-            insert_message=insert(messages),
-            insert_blob_ref=_upsert_ignore(dialect_name, blob_refs),
-            insert_attachment=_upsert_ignore(dialect_name, attachments),
-            select_messages=_chain(*MESSAGE_COLUMNS),
-            select_messages_before=_chain_before(*MESSAGE_COLUMNS),
-            select_path_window=_path_window(*MESSAGE_COLUMNS),
-            select_path_up=_path_up(),
-            select_meet=_meet(),
-            select_native=_chain(*_NATIVE_COLUMNS),
-            select_native_before=_chain_before(*_NATIVE_COLUMNS),
-            select_native_path_window=_path_window(*_NATIVE_COLUMNS),
-            select_messages_in=select(*MESSAGE_COLUMNS)
-            .where(msg.conversation_id == cid)
-            .where(seq_in)
-            .order_by(msg.seq),
-            select_message_keys=_chain(*MESSAGE_KEY_COLUMNS),
-            select_message_keys_before=_chain_before(*MESSAGE_KEY_COLUMNS),
-            select_path_window_keys=_path_window(*MESSAGE_KEY_COLUMNS),
-            select_message_keys_in=select(*MESSAGE_KEY_COLUMNS)
-            .where(msg.conversation_id == cid)
-            .where(seq_in)
-            .order_by(msg.seq),
-            select_tree=select(msg.seq, msg.parent_seq, msg.role, msg.created_at)
-            .where(msg.conversation_id == cid)
-            .order_by(msg.seq),
-            select_message_by_id=select(*MESSAGE_COLUMNS)
-            .where(msg.conversation_id == cid)
-            .where(msg.message_id == bindparam("message_id")),
-            find_message=_scoped(_find_message),
-            select_child=_child(),
-            delete_message=delete(messages)
-            .where(msg.conversation_id == cid)
-            .where(msg.seq == bindparam("seq")),
-            delete_calls_of=delete(tool_calls)
-            .where(call.conversation_id == cid)
-            .where(call.id.in_(ids))
-            .where(call.seq == bindparam("seq")),
-            message_id_taken=select(msg.message_id)
-            .where(msg.conversation_id == cid)
-            .where(msg.message_id.in_(ids)),
-            copy_messages=select(messages).where(msg.conversation_id == cid).where(seq_in),
-            insert_tool_call=insert(tool_calls),
-            select_tool_call=select(*_TOOL_CALL_COLUMNS)
-            .where(call.conversation_id == cid)
-            .where(call.id == bindparam("call_id")),
-            select_tool_calls=select(*_TOOL_CALL_COLUMNS)
-            .where(call.conversation_id == cid)
-            .order_by(call.seq, call.idx),
-            select_tool_calls_in=select(*_TOOL_CALL_COLUMNS)
-            .where(call.conversation_id == cid)
-            .where(call.id.in_(ids))
-            .order_by(call.seq, call.idx),
-            # No ORDER BY: a load orders calls by the messages and parts that made them.
-            select_call_states=select(*LIFECYCLE_COLUMNS).where(call.conversation_id == cid),
-            select_call_states_in=select(*LIFECYCLE_COLUMNS)
-            .where(call.conversation_id == cid)
-            .where(call.id.in_(ids)),
-            select_call_states_reaching_back=select(
-                *LIFECYCLE_COLUMNS,
-                *(case((call.seq < bindparam("first"), c)) for c in _MADE_BEFORE_COLUMNS),
-            )
-            .where(call.conversation_id == cid)
-            .where(call.id.in_(ids)),
-            select_lifecycles_in=select(
-                call.id,
-                call.seq,
-                call.status,
-                call.result_kind,
-                call.result_seq,
-                call.result_idx,
-                call.cancelled_at,
-            )
-            .where(call.conversation_id == cid)
-            .where(call.id.in_(ids)),
-            copy_tool_calls=select(tool_calls)
-            .where(call.conversation_id == cid)
-            .where(call.id.in_(ids)),
-            set_lifecycle=update(tool_calls)
-            .where(call.conversation_id == cid)
-            .where(call.id == bindparam("call_id"))
-            .values(
-                status=bindparam("status"),
-                result_kind=bindparam("result_kind"),
-                result_seq=bindparam("result_seq"),
-                result_idx=bindparam("result_idx"),
-                completed_at=bindparam("completed_at"),
-            ),
-            interrupt_pending=update(tool_calls)
-            .where(call.conversation_id == cid)
-            .where(call.status == _PENDING)
-            .where(call.seq < bindparam("before_seq"))
-            .values(status="interrupted", completed_at=bindparam("now")),
-            select_pending=select(call.id, call.seq)
-            .where(call.conversation_id == cid)
-            .where(call.status == _PENDING)
-            .order_by(call.seq, call.idx),
-            cancel_pending=update(tool_calls)
-            .where(call.conversation_id == cid)
-            .where(call.status == _PENDING)
-            .values(
-                status="cancelled", completed_at=bindparam("now"), cancelled_at=bindparam("now")
-            )
-            .returning(call.id, call.seq, call.idx),
-            cancel_call=update(tool_calls)
-            .where(call.conversation_id == cid)
-            .where(call.id == bindparam("call_id"))
-            .values(
-                status="cancelled", completed_at=bindparam("now"), cancelled_at=bindparam("now")
-            ),
-            insert_compaction=insert(compactions).from_select(
-                ["conversation_id", "id", "through_seq", "summary", "created_at"],
-                select(
-                    cid,
-                    func.coalesce(func.max(compactions.c.id), 0) + 1,
-                    bindparam("through_seq"),
-                    bindparam("summary"),
-                    bindparam("now", type_=compactions.c.created_at.type),
-                ).where(compactions.c.conversation_id == cid),
-            ),
-            select_compactions=select(
-                compactions.c.through_seq, compactions.c.summary, compactions.c.created_at
-            )
-            .where(compactions.c.conversation_id == cid)
-            .order_by(compactions.c.id),
-            copy_compactions=select(compactions)
-            .where(compactions.c.conversation_id == cid)
-            .where(compactions.c.through_seq <= bindparam("at_seq"))
-            .order_by(compactions.c.id),
-            insert_compaction_row=insert(compactions),
-            insert_append_key=insert(append_keys),
-            select_append_key=select(append_keys.c.first_seq, append_keys.c.count)
-            .where(append_keys.c.conversation_id == cid)
-            .where(append_keys.c.key == bindparam("key")),
-            select_blob_refs=select(blob_refs)
-            .where(blob_refs.c.conversation_id == cid)
-            .where(blob_refs.c.seq.in_(seqs)),
-            select_referenced_blobs=select(blob_refs.c.namespace, blob_refs.c.sha256).distinct(),
-            select_blob_namespaces=select(blob_refs.c.sha256, blob_refs.c.namespace)
-            .where(blob_refs.c.conversation_id == cid)
-            .distinct(),
-            select_blob_referenced_in=select(blob_refs.c.seq)
-            .where(blob_refs.c.sha256 == bindparam("sha256"))
-            .where(blob_refs.c.namespace == bindparam("namespace"))
-            .limit(1),
-            select_attachment_visible=_scoped(_attachment_visible),
-            select_attachment_namespaces=_scoped(_attachment_namespaces),
-            lock_attachment_shared=select(attachments.c.sha256)
-            .where(attachments.c.sha256 == bindparam("sha256"))
-            .with_for_update(read=True),
-            lock_attachments_exclusive=select(attachments.c.sha256)
-            .where(attachments.c.sha256.in_(digests))
-            .order_by(attachments.c.sha256)
-            .with_for_update(),
-            select_blobs_referenced_in=select(blob_refs.c.sha256)
-            .distinct()
-            .where(blob_refs.c.namespace == bindparam("namespace"))
-            .where(blob_refs.c.sha256.in_(digests)),
-            select_setting=select(settings.c.value).where(settings.c.key == bindparam("key")),
-            insert_setting_if_absent=_upsert_ignore(dialect_name, settings),
-            delete_setting=delete(settings).where(settings.c.key == bindparam("key")),
-            catalogue_attachments=_upsert_ignore(dialect_name, attachments).from_select(
-                list(attachments.c.keys()),
-                select(
-                    digest_values.c[0],
-                    literal(0, BigInteger),
-                    literal("application/octet-stream"),
-                    bindparam("stamp", type_=attachments.c.created_at.type),
-                )
-                # SQLite reads ``ON CONFLICT`` after a bare ``FROM`` as a join constraint.
-                .where(true())
-                .order_by(digest_values.c[0]),  # the order appends lock catalogue rows in
-            ),
-            mark_tombstones=insert(blob_tombstones).from_select(
-                list(blob_tombstones.c.keys()),
-                select(
-                    bindparam("ns", type_=blob_tombstones.c.namespace.type),
-                    digest_values.c[0],
-                    bindparam("stamp", type_=blob_tombstones.c.created_at.type),
-                    null(),
-                ),
-            ),
-            delete_tombstones_in=delete(blob_tombstones)
-            .where(blob_tombstones.c.namespace == bindparam("ns"))
-            .where(blob_tombstones.c.sha256.in_(digests)),
-            # Parameters named apart from the columns: SQLAlchemy reserves column names in the
-            # SET clause of an UPDATE for the values it sets.
-            finish_tombstones_in=update(blob_tombstones)
-            .where(blob_tombstones.c.namespace == bindparam("ns"))
-            .where(blob_tombstones.c.sha256.in_(digests))
-            .values(deleted_at=bindparam("deleted_at")),
-            delete_unreferenced_attachments_in=delete(attachments)
-            .where(attachments.c.sha256.in_(digests))
-            .where(
-                ~select(blob_refs.c.sha256)
-                .where(blob_refs.c.sha256 == attachments.c.sha256)
-                .exists()
-            ),
-            finish_tombstone=update(blob_tombstones)
-            .where(blob_tombstones.c.namespace == bindparam("ns"))
-            .where(blob_tombstones.c.sha256 == bindparam("digest"))
-            .values(deleted_at=bindparam("deleted_at")),
-            purge_tombstones=delete(blob_tombstones).where(
-                blob_tombstones.c.deleted_at < bindparam("before")
-            ),
-            select_tombstone=select(blob_tombstones.c.deleted_at)
-            .where(blob_tombstones.c.namespace == bindparam("ns"))
-            .where(blob_tombstones.c.sha256 == bindparam("digest")),
+            insert_conversation=c.INSERT_CONVERSATION,
+            insert_conversation_if_absent=c.insert_conversation_if_absent(d),
+            lock_conversation=c.LOCK_CONVERSATION,
+            select_conversation=c.SELECT_CONVERSATION,
+            select_summary=c.SELECT_SUMMARY,
+            advance_conversation=_ADVANCE_CONVERSATION,
+            set_header=c.SET_HEADER,
+            delete_conversation=c.DELETE_CONVERSATION,
+            insert_conversation_tags=c.INSERT_CONVERSATION_TAGS,
+            delete_conversation_tags=c.DELETE_CONVERSATION_TAGS,
+            insert_message=_INSERT_MESSAGE,
+            insert_blob_ref=b.insert_blob_ref(d),
+            insert_attachment=b.insert_attachment(d),
+            select_messages=m.SELECT_MESSAGES,
+            select_messages_before=m.SELECT_MESSAGES_BEFORE,
+            select_path_window=m.SELECT_PATH_WINDOW,
+            select_path_up=m.SELECT_PATH_UP,
+            select_meet=m.SELECT_MEET,
+            select_native=m.SELECT_NATIVE,
+            select_native_before=m.SELECT_NATIVE_BEFORE,
+            select_native_path_window=m.SELECT_NATIVE_PATH_WINDOW,
+            select_messages_in=m.select_messages_in(d),
+            select_message_keys=m.SELECT_MESSAGE_KEYS,
+            select_message_keys_before=m.SELECT_MESSAGE_KEYS_BEFORE,
+            select_path_window_keys=m.SELECT_PATH_WINDOW_KEYS,
+            select_message_keys_in=m.select_message_keys_in(d),
+            select_tree=m.SELECT_TREE,
+            select_message_by_id=m.SELECT_MESSAGE_BY_ID,
+            find_message=m.FIND_MESSAGE,
+            select_child=m.SELECT_CHILD,
+            delete_message=m.DELETE_MESSAGE,
+            delete_calls_of=t.delete_calls_of(d),
+            message_id_taken=m.message_id_taken(d),
+            copy_messages=m.copy_messages(d),
+            insert_tool_call=_INSERT_TOOL_CALL,
+            select_tool_call=t.SELECT_TOOL_CALL,
+            select_tool_calls=t.SELECT_TOOL_CALLS,
+            select_tool_calls_in=t.select_tool_calls_in(d),
+            select_call_states=t.SELECT_CALL_STATES,
+            select_call_states_in=t.select_call_states_in(d),
+            select_call_states_reaching_back=t.select_call_states_reaching_back(d),
+            select_lifecycles_in=t.select_lifecycles_in(d),
+            copy_tool_calls=t.copy_tool_calls(d),
+            set_lifecycle=t.SET_LIFECYCLE,
+            interrupt_pending=_INTERRUPT_PENDING,
+            select_pending=t.SELECT_PENDING,
+            cancel_pending=t.CANCEL_PENDING,
+            cancel_call=t.CANCEL_CALL,
+            insert_compaction=m.INSERT_COMPACTION,
+            select_compactions=m.SELECT_COMPACTIONS,
+            copy_compactions=m.COPY_COMPACTIONS,
+            insert_compaction_row=m.INSERT_COMPACTION_ROW,
+            insert_append_key=m.INSERT_APPEND_KEY,
+            select_append_key=m.SELECT_APPEND_KEY,
+            select_blob_refs=b.select_blob_refs(d),
+            select_referenced_blobs=b.SELECT_REFERENCED_BLOBS,
+            select_blob_namespaces=b.SELECT_BLOB_NAMESPACES,
+            select_blob_referenced_in=b.SELECT_BLOB_REFERENCED_IN,
+            select_attachment_visible=b.SELECT_ATTACHMENT_VISIBLE,
+            select_attachment_namespaces=b.SELECT_ATTACHMENT_NAMESPACES,
+            lock_attachment_shared=b.LOCK_ATTACHMENT_SHARED,
+            lock_attachments_exclusive=b.lock_attachments_exclusive(d),
+            select_blobs_referenced_in=b.select_blobs_referenced_in(d),
+            select_setting=mt.SELECT_SETTING,
+            insert_setting_if_absent=mt.insert_setting_if_absent(d),
+            delete_setting=mt.DELETE_SETTING,
+            catalogue_attachments=b.catalogue_attachments(d),
+            mark_tombstones=b.mark_tombstones(d),
+            delete_tombstones_in=b.delete_tombstones_in(d),
+            finish_tombstones_in=b.finish_tombstones_in(d),
+            delete_unreferenced_attachments_in=b.delete_unreferenced_attachments_in(d),
+            finish_tombstone=b.FINISH_TOMBSTONE,
+            purge_tombstones=b.PURGE_TOMBSTONES,
+            select_tombstone=b.SELECT_TOMBSTONE,
         )

@@ -33,7 +33,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 
 from convstore.db.schema import checkpoint_values, checkpoint_writes, checkpoints, conversations
-from convstore.db.statements import Scoped, _scoped
+from convstore.db.statements._common import Scoped
+from convstore.db.statements._common import scoped as _scoped
 
 __all__ = ["CHECKPOINT_COLUMNS", "CheckpointStatements", "checkpoint_statements"]
 
