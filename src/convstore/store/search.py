@@ -394,7 +394,7 @@ def _sqlite_params(
 def _hit(
     tx: Tx, row: Row, query: ParsedQuery, thinking: bool, paths: dict[str, PathAbove]
 ) -> SearchHit:
-    cid, title, seq, role, message_id, parts, head_seq, branched = row[:8]
+    cid, title, seq, role, message_id, parts, head_seq, branched, rank, _created = row
     if seq is None:
         return SearchHit(
             conversation_id=cid,
@@ -403,7 +403,7 @@ def _hit(
             message_id=None,
             role=None,
             snippet=make_snippet(title or "", query.included),
-            rank=float(row[8]),
+            rank=float(rank),
             on_active_path=True,
         )
     decoded = from_json(parts) if isinstance(parts, (str, bytes)) else parts
@@ -423,7 +423,7 @@ def _hit(
         message_id=message_id,
         role=Role(role),
         snippet=make_snippet(text, query.included),
-        rank=float(row[8]),
+        rank=float(rank),
         on_active_path=on_path,
     )
 

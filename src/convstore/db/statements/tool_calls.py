@@ -107,9 +107,17 @@ class ToolCallAt:
 
     id: Final = _TC["id"]
     seq: Final = _TC["seq"]
+    name: Final = _TC["name"]
+    provider_id: Final = _TC["provider_id"]
+    arguments: Final = _TC["arguments"]
+    raw_arguments: Final = _TC["raw_arguments"]
     status: Final = _TC["status"]
+    result_kind: Final = _TC["result_kind"]
     result_seq: Final = _TC["result_seq"]
     result_idx: Final = _TC["result_idx"]
+    details: Final = _TC["details"]
+    created_at: Final = _TC["created_at"]
+    completed_at: Final = _TC["completed_at"]
 
 
 SELECT_TOOL_CALL: Final = (
