@@ -21,6 +21,7 @@ Writes, each a function of one transaction:
 - ``lifecycle``: the tool-call state machine, as pure functions.
 - ``appending``: the general append path: files into the blob store, then rows; gc retries.
 - ``tree_writes``: a whole tree of messages (restore, importers) through the same checks.
+- ``gc_retry``: files first, then rows, retried when garbage collection races the files.
 - ``lean_append``: SQLite's lean append (planned before the hop), falling back to ``writes``.
 - ``one_statement``: PostgreSQL's append in one statement, falling back to ``writes``.
 - ``planning``: planning an append's rows without running a statement (for the two above).
