@@ -55,7 +55,7 @@ def test_an_unexpected_error_is_one_line_and_the_traceback_on_request(
     async def broken(args: object) -> int:
         raise RuntimeError("the disk\nis on fire")
 
-    monkeypatch.setattr("convstore.cli.commands.list_conversations", broken)
+    monkeypatch.setattr("convstore.cli.reading.list_conversations", broken)
     monkeypatch.delenv("CONVSTORE_DEBUG", raising=False)
     assert main(["list", "--url", f"sqlite+aiosqlite:///{tmp_path}/x.db"]) == 1
     err = capsys.readouterr().err
