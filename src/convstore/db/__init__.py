@@ -11,6 +11,7 @@ The schema and its statements:
 - ``statements``: every statement the store runs, one module per table (see its docstring).
 - ``mapping``: rows to the canonical model and back.
 - ``migrations``: the programmatic face of the Alembic migrations.
+- ``revisions``: where the migration scripts are and which is newest, without Alembic.
 - ``partitioning``: hash partitioning of the per-conversation tables on PostgreSQL.
 
 Running operations:
