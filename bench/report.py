@@ -170,7 +170,7 @@ def document(saved: dict[str, Any]) -> str:
         "",
         "## Targets",
         "",
-        targets_table(saved["results"], scale, saved.get("callgrind")),
+        targets_table(saved),
         "",
         WHY,
         "",

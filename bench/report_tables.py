@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from bench.harness.fixtures import V1_COMMIT
+from bench.harness.timing import spread
 from bench.moves_bench import moves_table
 from bench.peers import BASELINE, POSTGRES_BASELINE, POSTGRES_STORES
-from bench.peers.convstore_v1 import V1_COMMIT
-from bench.peers.runner import spread
 
 METRICS: tuple[tuple[str, str, str], ...] = (
     ("append_items_s", "append items/s", ",.0f"),
