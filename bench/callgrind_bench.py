@@ -12,8 +12,11 @@ callgrind's client requests (a tiny C helper compiled here with the system's
 loads (10), each after one unmeasured call of the same kind; for adapters with a turn-loop
 ``request``, one request built from the whole history and one from the newest 50; for adapters
 with ``pop_last``, ``--lasts`` pops after a turn's worth of unmeasured ones. Every thread
-counts (the driver threads of the async stores too). Results: instructions per call, from
-callgrind's dumps.
+counts (the driver threads of the async stores too). A store with a deferred search index
+(an adapter with ``settle``: convstore) catches up before the appends and has the catch-up of
+the counted appends counted on its own (``catch_up``, per append), with its idle-time
+catch-up off, so that no section counts work an idle timer happened to start in it. Results:
+instructions per call, from callgrind's dumps.
 """
 
 from __future__ import annotations
@@ -44,9 +47,15 @@ async def _measure(peer_name: str, counter: Counter, turns: int, appends: int, l
             for payload in payloads[:turns]:
                 await call(store.append_turn, conversation, payload)
             await call(store.append_turn, conversation, payloads[turns])
+            settle = getattr(store, "settle", None)  # convstore: the deferred search index
+            if settle is not None:
+                await settle()
             with counter.section("append"):
                 for payload in payloads[turns + 1 :]:
                     await call(store.append_turn, conversation, payload)
+            if settle is not None:
+                with counter.section("catch_up"):
+                    await settle()
             await call(store.load_all, conversation)
             with counter.section("full_load"):
                 await call(store.load_all, conversation)
@@ -89,6 +98,7 @@ def run_peer(peer: str, env: dict[str, str], args: argparse.Namespace) -> dict[s
         "request_full": totals.get("request_full"),
         "request_50": totals.get("request_50"),
         "pop": totals["pop"] / args.lasts if "pop" in totals else None,
+        "catch_up": totals["catch_up"] / args.appends if "catch_up" in totals else None,
         "turns": args.turns,
         "history_turns": args.turns + 1 + args.appends,
     }

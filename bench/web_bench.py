@@ -89,10 +89,10 @@ def _paths(ids: dict[int, str]) -> list[tuple[str, str]]:
     return [*paths, ("list-50", "/")]
 
 
-def _count() -> None:
-    totals, failed = counted_run("bench.web_bench", ["--inside"], timeout=3600)
+def _count(sizes: str) -> None:
+    totals, failed = counted_run("bench.web_bench", ["--inside", "--sizes", sizes], timeout=3600)
     if failed:
-        print(f"callgrind run failed: {failed}")
+        raise SystemExit(f"callgrind run failed: {failed}")
     print(f"{'request':<12} {'instructions':>14}  (one request, every thread)")
     for name, count in totals.items():
         print(f"{name:<12} {count:>14,}")
@@ -108,11 +108,11 @@ def main() -> None:
     options = parser.parse_args()
     sizes = tuple(int(s) for s in options.sizes.split(",") if s)
     if options.inside:
-        asyncio.run(run(counter=Counter(options.library)))
+        asyncio.run(run(sizes, counter=Counter(options.library)))
         return
     asyncio.run(run(sizes, options.rounds))
     if options.callgrind:
-        _count()
+        _count(options.sizes)
 
 
 if __name__ == "__main__":

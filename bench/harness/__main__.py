@@ -106,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--env", default="dev", help="comma-separated environments (dev)")
     run.add_argument("--only", default="", help="comma-separated scenario names")
     run.add_argument("--jobs", type=int, default=2, help="scenarios at once (2)")
-    run.add_argument("--timeout", type=float, default=300, help="seconds per scenario, at most")
+    run.add_argument("--timeout", type=float, default=900, help="seconds per scenario, at most")
     sub.add_parser("list", help="every scenario")
     args = parser.parse_args(argv)
     if args.command == "list":

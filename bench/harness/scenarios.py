@@ -35,7 +35,7 @@ class Scenario:
     full: tuple[str, ...] = ()
     needs: tuple[Fixture, ...] = ()
     """``postgres``: a cluster (``BENCH_POSTGRES_DSN``); ``v1``: convstore v1's source."""
-    smoke_timeout: float = 120.0
+    smoke_timeout: float = 600.0
 
 
 _PEER_SMOKE: Final = (
@@ -71,12 +71,12 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
         "docs/performance.md",
         "bench",
         smoke=("--reps", "1", "--turns", "6", "--loop-turns", "3", "--stores",
-               "convstore_store,agents_sqlite,convstore_pg", "--skip-scale", "--skip-callgrind",
+               "convstore_store,convstore_pg", "--skip-scale", "--skip-callgrind",
                "--search-messages", "400", "--listing-sizes", "", "--skip-render",
                "--output", "{tmp}/performance.md", "--save-json", "{tmp}/performance.json"),
         full=("--save-json", "docs/performance.json", "--search-json", "docs/search-bench.json",
               "--frameworks-json", "docs/frameworks-adk.json,docs/frameworks-pydantic-ai.json"),
-        needs=("postgres",), smoke_timeout=400,
+        needs=("postgres",), smoke_timeout=900,
     ),
     Scenario(
         "callgrind", "bench.callgrind_bench",
@@ -94,7 +94,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
                "--appends-per-round", "3", "--queries-per-kind", "4", "--callgrind",
                "--json-out", "{tmp}/search.json"),
         full=("--callgrind",),
-        needs=("postgres",), smoke_timeout=240,
+        needs=("postgres",), smoke_timeout=900,
     ),
     Scenario(
         "render", "bench.render_bench", "render of a 500-turn history to every target", "dev",
@@ -103,7 +103,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
     Scenario(
         "scale", "bench.scale_bench",
         "append, last-50, pop, truncate and switch at 1k vs 100k messages", "dev",
-        smoke=("--messages", "300", "--branches", "3", "--lasts", "2", "--moves-reps", "0"),
+        smoke=("--messages", "300", "--branches", "3", "--lasts", "2", "--moves-reps", "1"),
     ),
     Scenario(
         "listing", "bench.listing_bench", "the conversation list and gc at 1k-1M conversations",
@@ -117,11 +117,11 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
     ),
     Scenario(
         "cold_load", "bench.cold_load_bench", "a cold typed load in a fresh process", "bench",
-        smoke=("--turns", "6", "--repeat", "1", "--peers", "convstore_nocache,agents_sqlite"),
+        smoke=("--turns", "6", "--repeat", "1", "--peers", "convstore_nocache"),
     ),
     Scenario(
         "reload", "bench.reload_bench", "a reload after the cache was dropped", "bench",
-        smoke=("--turns", "6", "--repeat", "1", "--peers", "convstore_store,agents_sqlite"),
+        smoke=("--turns", "6", "--repeat", "1", "--peers", "convstore_store"),
     ),
     Scenario(
         "concurrent", "bench.concurrent_bench", "many writers on one store", "dev",
@@ -134,7 +134,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
     ),
     Scenario(
         "gc", "bench.gc_bench", "blob garbage collection, alone and beside a writer", "dev",
-        smoke=("--blobs", "20", "--reps", "1", "--callgrind-blobs", "0"),
+        smoke=("--blobs", "20", "--reps", "1", "--callgrind-blobs", "5"),
     ),
     Scenario(
         "blobs", "bench.blobs_bench", "attachment streaming and dedupe", "dev",
@@ -154,22 +154,22 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
     ),
     Scenario(
         "web", "bench.web_bench", "the inspector's pages on long conversations", "dev",
-        smoke=("--sizes", "300", "--rounds", "1"),
+        smoke=("--sizes", "300", "--rounds", "1", "--callgrind"),
     ),
     Scenario(
         "mcp", "bench.mcp_bench", "the MCP server's tools", "dev",
-        smoke=("--rounds", "1", "--copies", "1", "--startups", "1"),
+        smoke=("--rounds", "1", "--copies", "1", "--startups", "1", "--callgrind"),
     ),
     Scenario(
         "peer_paths", "bench.peer_paths_bench", "PostgreSQL and pop paths beside the peers",
         "bench",
-        smoke=("--reps", "1", "--pops", "2", "--turns", "6"), needs=("postgres",),
-        smoke_timeout=300,
+        smoke=("--reps", "1", "--sections", "pg", "--turns", "6"), needs=("postgres",),
+        smoke_timeout=900,
     ),
     Scenario(
         "langgraph", "bench.langgraph_bench", "ConvstoreSaver beside AsyncSqliteSaver",
         "langgraph",
-        smoke=("--turns", "3", "--reps", "1", "--callgrind-turns", "0"),
+        smoke=("--turns", "3", "--reps", "1", "--callgrind-turns", "2", "--counted-turns", "1"),
         full=("--json-out", "docs/langgraph-bench.json"),
     ),
     Scenario(
