@@ -32,6 +32,7 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import sqlite3
@@ -137,9 +138,8 @@ async def one_repetition(turns: int, directory: Path) -> dict[str, dict[str, Any
                 cold_ms[name].append((time.perf_counter() - start) * 1000)
         for name, graph in graphs.items():
             results[name]["aget_state ms (cold)"] = statistics.median(cold_ms[name])
-            results[name]["aget_state ms (warm)"] = await _median_ms(
-                lambda graph=graph: graph.aget_state(config(THREAD))
-            )
+            warm = functools.partial(graph.aget_state, config(THREAD))
+            results[name]["aget_state ms (warm)"] = await _median_ms(warm)
     return results
 
 
@@ -263,8 +263,10 @@ def report(
         lines.append(f"callgrind, after {counted_at} turns (instructions, every thread):")
         a_counts, b_counts = counts["ConvstoreSaver"], counts["AsyncSqliteSaver"]
         for key in a_counts:
-            a, b = a_counts[key], b_counts[key]
-            lines.append(f"{key:32}{a / 1e6:>17.2f}M{b / 1e6:>17.2f}M{b / a:>9.2f}x")
+            ours_n, theirs_n = a_counts[key], b_counts[key]
+            lines.append(
+                f"{key:32}{ours_n / 1e6:>17.2f}M{theirs_n / 1e6:>17.2f}M{theirs_n / ours_n:>9.2f}x"
+            )
     return "\n".join(lines)
 
 

@@ -200,7 +200,7 @@ _CACHE_HIT, _CACHE_MISS = 7, 8
 
 async def _postgres_buffers(store: ConversationStore, stmt: Any, params: dict[str, Any]) -> int:
     """Shared buffers (hit + read) of the statement, from ``EXPLAIN (ANALYZE, BUFFERS)``."""
-    compiled = stmt.compile(dialect=pg_dialect.asyncpg.dialect())
+    compiled = stmt.compile(dialect=pg_dialect.asyncpg.dialect())  # type: ignore[no-untyped-call]
     values = {**compiled.params, **params}
     args = [values[name] for name in compiled.positiontup or ()]
     engine = store.backend.engine  # type: ignore[attr-defined]

@@ -204,8 +204,8 @@ def main() -> None:
             return
         print("\n| tool | store call, instructions | server.call_tool | SDK client call |")
         print("|---|---:|---:|---:|")
-        for name, kinds in counts.items():
-            cells = " | ".join(f"{kinds.get(kind, 0):,}" for kind in KINDS)
+        for name, by_kind in counts.items():
+            cells = " | ".join(f"{by_kind.get(kind, 0):,}" for kind in KINDS)
             print(f"| {name} | {cells} |")
 
 

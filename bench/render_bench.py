@@ -47,6 +47,7 @@ from convstore import (
     ConversationStore,
     FilePart,
     Message,
+    Role,
     TextPart,
     ToolResultPart,
     render,
@@ -95,7 +96,8 @@ def history_turn(n: int) -> list[Message]:
         output = ContentOutput(
             parts=[TextPart(text=text), FilePart.from_bytes(noise_png(n), filename=f"{n}.png")]
         )
-        messages[2] = Message(role="tool", parts=[ToolResultPart(call_id=call_id, output=output)])
+        result = ToolResultPart(call_id=call_id, output=output)
+        messages[2] = Message(role=Role.TOOL, parts=[result])
     return messages
 
 

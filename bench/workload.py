@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from convstore import JsonOutput, Message, TextPart, ToolCallPart, ToolResultPart
+from pydantic import JsonValue
+
+from convstore import JsonOutput, Message, Role, TextPart, ToolCallPart, ToolResultPart
 
 ITEMS_PER_TURN = 6
 
@@ -30,19 +32,19 @@ class Turn:
     """One turn's plain data, for stores that take their own item shapes."""
 
     user: str
-    calls: tuple[tuple[str, str, dict[str, object]], ...]
+    calls: tuple[tuple[str, str, dict[str, JsonValue]], ...]
     results: tuple[tuple[str, str], ...]
     reply: str
 
 
 def turn_data(n: int) -> Turn:
     """The plain data of turn ``n``."""
+
+    def arguments(k: int) -> dict[str, JsonValue]:
+        return {"query": _text(n * 7 + k, 120), "limit": 10 + k, "path": f"/data/{n}/{k}.txt"}
+
     calls = tuple(
-        (
-            f"call_{n}_{k}",
-            "search_documents" if k == 0 else "read_file",
-            {"query": _text(n * 7 + k, 120), "limit": 10 + k, "path": f"/data/{n}/{k}.txt"},
-        )
+        (f"call_{n}_{k}", "search_documents" if k == 0 else "read_file", arguments(k))
         for k in range(2)
     )
     results = tuple((f"call_{n}_{k}", _text(n * 13 + k, 1000)) for k in range(2))
@@ -53,17 +55,17 @@ def turn_messages(n: int) -> list[Message]:
     """Turn ``n`` as five canonical messages (six items)."""
     turn = turn_data(n)
     return [
-        Message(role="user", parts=[TextPart(text=turn.user)]),
+        Message(role=Role.USER, parts=[TextPart(text=turn.user)]),
         Message(
-            role="assistant",
+            role=Role.ASSISTANT,
             parts=[ToolCallPart(id=i, name=name, arguments=args) for i, name, args in turn.calls],
         ),
         *(
             Message(
-                role="tool",
+                role=Role.TOOL,
                 parts=[ToolResultPart(call_id=call_id, output=JsonOutput(value=value))],
             )
             for call_id, value in turn.results
         ),
-        Message(role="assistant", parts=[TextPart(text=turn.reply)]),
+        Message(role=Role.ASSISTANT, parts=[TextPart(text=turn.reply)]),
     ]

@@ -64,7 +64,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from bench.workload import ITEMS_PER_TURN
 
@@ -242,7 +242,7 @@ def _go_offline() -> None:
             raise socket.gaierror(socket.EAI_NONAME, "network access is disabled")
         return real_getaddrinfo(host, *args, **kwargs)
 
-    socket.socket.connect = connect  # type: ignore[method-assign]
+    socket.socket.connect = connect  # type: ignore[method-assign,assignment]
     socket.getaddrinfo = getaddrinfo
 
 
@@ -400,7 +400,7 @@ async def _turn_loop(open_store: OpenStore, path: Path, s: Settings, last: int |
         gc.collect()
         start = time.perf_counter()
         for payload in payloads:
-            counts.append(await _call(store.request, conversation, last))
+            counts.append(await _call(cast("RequestingStore", store).request, conversation, last))
             await _call(store.append_turn, conversation, payload)
         elapsed = time.perf_counter() - start
     for turn, count in enumerate(counts):
@@ -437,7 +437,7 @@ async def _wal_pages(open_store: OpenStore, path: Path, turns: int) -> float:
                 await _call(store.append_turn, conversation, payload)
             after = wal.stat().st_size
             observer.execute("COMMIT")
-    return (after - before) / (page_size + _WAL_FRAME_HEADER) / turns
+    return float((after - before) / (page_size + _WAL_FRAME_HEADER) / turns)
 
 
 def postgres_dsn() -> str:
