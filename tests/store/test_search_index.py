@@ -179,6 +179,22 @@ async def test_an_append_indexes_nothing_until_a_search(store: ConversationStore
     assert not await store.backend.read(lambda tx: search_index.pending(tx, dialect))
 
 
+async def test_switching_the_background_off_stops_a_watcher_already_started(
+    store: ConversationStore,
+) -> None:
+    # The switch is read before each catch-up, not only when a watcher starts: tests switch
+    # it off after opening, by which time the store's own writes have started one.
+    tenant = f"t-{uuid.uuid4().hex}"
+    conv = await store.create_conversation(tenant=tenant)
+    await store.append(conv.id, Message.user("a walrus on the ice"), tenant=tenant)
+    watcher = store.search_index._task
+    assert watcher is not None and not watcher.done()
+    store.search_index.background = False
+    await watcher
+    dialect = store.backend.dialect_name
+    assert await store.backend.read(lambda tx: search_index.pending(tx, dialect))
+
+
 async def test_a_popped_message_is_not_found_before_any_catch_up(
     store: ConversationStore,
 ) -> None:
@@ -311,21 +327,38 @@ async def _counted(store: ConversationStore, query: str, tenant: str) -> tuple[l
     return await store.backend.read(run)
 
 
+async def _analyze(store: ConversationStore) -> None:
+    """Fresh planner statistics, as autovacuum keeps them on a live PostgreSQL database."""
+    if store.backend.dialect_name != "sqlite":
+        sql = text("ANALYZE search_docs, search_titles")
+        await store.backend.write(lambda tx: tx.execute(sql))  # type: ignore[arg-type]
+
+
 async def test_a_tenants_search_does_not_depend_on_other_tenants(store: ConversationStore) -> None:
     # Issue 32, finding 7: the same hits, in the same order with the same ranks, for the same
-    # work, with and without another tenant's 500 messages of the term.
+    # work, with and without another tenant's 500 messages (and 50 titles) of the term. On
+    # PostgreSQL the work is the rows read from the index's tables, and it must be A's own
+    # documents only, whatever else the (shared) database holds: before revision 0013 the title
+    # arm read every tenant's titles (an absent term: ~1,000 rows on the test database).
     run = uuid.uuid4().hex[:8]
     a, b = f"a-{run}", f"b-{run}"
     word = f"walrus{run}"
     conv = await store.create_conversation(tenant=a, title=f"{word} notes")
     texts = [f"the {word} swims", f"a {word} and another {word}", "nothing here", f"{word}!"]
     await store.append(conv.id, [Message.user(t) for t in texts], tenant=a)
-    alone = {q: await _counted(store, q, a) for q in (word, f"{word} swims", "absent-term")}
-    other = await store.create_conversation(tenant=b, title=f"{word} of b")
-    for start in range(0, 500, 50):
-        batch = [Message.user(f"b says {word} number {n}") for n in range(start, start + 50)]
+    own = len(texts) + 1  # A's documents: four messages and a title
+    queries = (word, f"{word} swims", "absent-term")
+    await store.search(word, tenant=a)  # caught up before the statistics
+    await _analyze(store)
+    alone = {q: await _counted(store, q, a) for q in queries}
+    for n in range(50):
+        other = await store.create_conversation(tenant=b, title=f"{word} of b {n}")
+        batch = [Message.user(f"b says {word} number {n}.{k}") for k in range(10)]
         await store.append(other.id, batch, tenant=b)
-    beside = {q: await _counted(store, q, a) for q in alone}
+    await store.search(word, tenant=b)
+    await _analyze(store)
+    beside = {q: await _counted(store, q, a) for q in queries}
+    postgres = store.backend.dialect_name != "sqlite"
     for query, (hits, work) in alone.items():
         assert beside[query][0] == hits, query
         ratio = beside[query][1] / max(work, 1)
@@ -333,16 +366,20 @@ async def test_a_tenants_search_does_not_depend_on_other_tenants(store: Conversa
             f"{store.backend.dialect_name} {query!r}: work {work} alone, {beside[query][1]} beside"
             f" b's 500 messages ({ratio:.2f}x)"
         )
-        # SQLite: FTS5 reads a few more bytes of the term's doclist; PostgreSQL: a tiny titles
-        # table is scanned whole (the planner's choice at this size), one row more.
-        assert beside[query][1] <= work * 1.1 + 2, (query, work, beside[query][1])
+        if postgres:
+            # Rows of A's own documents only, alone and beside B.
+            assert work == beside[query][1] <= own, (query, work, beside[query][1])
+        else:
+            # B's documents are skipped inside the index (another id range), but FTS5 reads the
+            # leaf pages of the term's doclist that hold B's entries ahead of A's range: the
+            # title arm's scan, newest first, starts past B's titles (measured: +1.6 to +2.2 %
+            # per 50 of B's titles of the term, nothing for B's messages; 2,000 titles +11 %).
+            assert beside[query][1] <= work * 1.15 + 2, (query, work, beside[query][1])
     assert sorted(seq or 0 for _, seq, _, _ in alone[word][0]) == [0, 1, 2, 4]
-    # The count sees work where there is some: B's term costs B more than A's costs A, over the
-    # fixed part an absent term costs too (on a PostgreSQL database shared with other tests that
-    # part is large: the titles arm reads rows of every conversation; see docs/search.md).
-    fixed = alone["absent-term"][1]
+    # The count sees work where there is some: B's search for the term reads B's 550
+    # documents' worth (up to the candidates cap), many times A's.
     b_work = (await _counted(store, word, b))[1]
-    assert b_work - fixed > 2 * (alone[word][1] - fixed), (b_work, fixed)
+    assert b_work > 10 * alone[word][1], (b_work, alone[word][1])
 
 
 async def test_a_lone_surrogate_in_a_query_is_refused(store: ConversationStore) -> None:

@@ -46,7 +46,7 @@ from sqlalchemy import TextClause, text
 
 from convstore.db.search_index import DOC_MASK, title_doc
 
-__all__ = ["Mode", "Shape", "search_statement"]
+__all__ = ["TENANT_PLANS", "Mode", "Shape", "search_statement"]
 
 
 class Mode(Enum):
@@ -80,6 +80,15 @@ class Shape:
 SQLITE_WEIGHTS: Final = "2.0, 1.0, 0.5"
 POSTGRES_WEIGHTS: Final = (0.2, 0.0, 0.4, 0.8)
 """``ts_rank_cd`` weights for D, C, B, A: thinking, (unused), body, title."""
+
+TENANT_PLANS: Final = text("SELECT set_config('enable_seqscan', 'off', true)")
+"""PostgreSQL, before a tenant's search, in its read transaction: plan the search without
+sequential scans, so each arm reads through the tenant-leading indexes (the ``(tenant, text)``
+GINs, ``(tenant, created_at)``) and only that tenant's rows. A table of a few pages (every
+tenant's titles, or messages, on a young database) is cheaper to scan whole than through an
+index, and the planner would read other tenants' rows to answer one tenant: the work, and
+time, of a tenant's search would then follow other tenants' data (issue 32, finding 7). Local
+to the transaction."""
 
 _ORDER: Final = (
     "ORDER BY rank DESC, created DESC, cid, coalesce(seq, 0) LIMIT :limit OFFSET :offset"

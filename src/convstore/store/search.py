@@ -40,7 +40,7 @@ from typing import Any, Final
 
 from pydantic_core import from_json
 
-from convstore.db import search_index
+from convstore.db import search_index, search_statements
 from convstore.db.search_statements import POSTGRES_WEIGHTS, Mode, Shape, search_statement
 from convstore.db.tx import Row, Tx
 from convstore.errors import InvalidInputError
@@ -300,7 +300,6 @@ def run_search(
 
     ``None`` when the deferred index lacks rows this snapshot holds and ``check_pending``:
     the caller catches up and asks again (`convstore.store.search_index`).
-    the caller catches up and asks again (`convstore.store.search_index`).
     """
     page = SearchPage()
     query = request.query
@@ -359,6 +358,8 @@ def run_search(
             ],
             roles=list(request.roles) if request.roles is not None else None,
         )
+    if shape.dialect == "postgresql" and shape.tenant:
+        tx.fetch(search_statements.TENANT_PLANS)  # type: ignore[arg-type]
     rows = tx.fetch(search_statement(shape), params)  # type: ignore[arg-type]
     paths: dict[str, PathAbove] = {}
     for row in rows[: request.limit]:
