@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.harness.callgrind import Counter, counted_run
+from bench.harness.callgrind import Counter, counted_run, dry_run
 from convstore import ConversationStore, Message
 from convstore.web import create_app
 
@@ -93,6 +93,9 @@ def _count(sizes: str) -> None:
     totals, failed = counted_run("bench.web_bench", ["--inside", "--sizes", sizes], timeout=3600)
     if failed:
         raise SystemExit(f"callgrind run failed: {failed}")
+    if dry_run():
+        print(f"callgrind dry run: {', '.join(totals)} ran, nothing counted")
+        return
     print(f"{'request':<12} {'instructions':>14}  (one request, every thread)")
     for name, count in totals.items():
         print(f"{name:<12} {count:>14,}")
