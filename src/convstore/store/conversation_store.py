@@ -171,7 +171,7 @@ class ConversationStore(ConversationMethods, HistoryMethods):
             else None
         )
         if metadata is not None:
-            checked = arguments.stored_object(metadata, "metadata")
+            checked = arguments.metadata_object(metadata)
             also = conversations.metadata_setter(
                 conversation_id, checked, arguments.now(), after=also
             )
