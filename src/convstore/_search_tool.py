@@ -21,7 +21,9 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, Literal, TypedDict
+from typing import Annotated, Any, Final, TypedDict
+
+from pydantic import WithJsonSchema
 
 from convstore.errors import InvalidInputError
 from convstore.store import ConversationStore
@@ -29,8 +31,6 @@ from convstore.store import ConversationStore
 __all__ = ["SEARCH_TOOL_PARAMETERS", "SearchToolHit", "search_tool"]
 
 MAX_TOOL_LIMIT: Final = 50
-
-RoleName = Literal["system", "user", "assistant", "tool"]
 
 
 class SearchToolHit(TypedDict):
@@ -100,16 +100,34 @@ def _refusal(query: object, conversation_id: object, limit: object) -> str | Non
     return None
 
 
+def _described(name: str) -> WithJsonSchema:
+    """The JSON Schema a framework shows the model for parameter ``name``, validating nothing.
+
+    Frameworks validate a tool's arguments against its signature before calling it, and answer
+    a mismatch with their own generic error text; with these annotations every argument
+    reaches the tool, which refuses what it cannot use in words the model can act on.
+    """
+    schema = dict(SEARCH_TOOL_PARAMETERS["properties"][name])
+    schema.pop("default", None)  # the signature's default is the framework's to state
+    return WithJsonSchema(schema)
+
+
+_Query = Annotated[Any, _described("query")]
+_ConversationId = Annotated[Any, _described("conversation_id")]
+_Roles = Annotated[Any, _described("roles")]
+_Limit = Annotated[Any, _described("limit")]
+
+
 def search_tool(
     store: ConversationStore, *, tenant: str | None = None, include_thinking: bool = False
 ) -> Callable[..., Awaitable[list[SearchToolHit] | str]]:
     """A ``search_conversations`` tool over ``store``, confined to ``tenant``."""
 
     async def search_conversations(
-        query: str,
-        conversation_id: str | None = None,
-        roles: list[RoleName] | None = None,
-        limit: int = 10,
+        query: _Query,
+        conversation_id: _ConversationId = None,
+        roles: _Roles = None,
+        limit: _Limit = 10,
     ) -> list[SearchToolHit] | str:
         """Search past conversations for messages and titles containing the query.
 

@@ -6,6 +6,9 @@
   on first use and is the object its module defines.
 - The names the parser spells out (targets, formats, the default URL) are the library's.
 - Every command's handler is an async function where the command table says it is.
+- ``search`` and ``list`` on an existing, current database open the store and read it without
+  Alembic, SQLAlchemy's ORM or asyncio extension, the pydantic models, the renderers and
+  providers, the importers or the append pipeline; ``show`` builds models but renders nothing.
 
 Timing (the ratio against ``python -c pass``) is measured by ``bench/cli_startup.py``.
 """
@@ -76,6 +79,84 @@ def test_import_convstore_loads_the_errors_only() -> None:
     loaded = _modules_after("import convstore")
     assert [m for m in loaded if m.startswith("convstore")] == ["convstore", "convstore.errors"]
     assert _heavy(loaded) == []
+
+
+# What a reading command must not load: Alembic (and Mako, Pygments behind it), SQLAlchemy's ORM
+# and asyncio extension (PostgreSQL only), the renderers and providers, the importers and the
+# append pipeline.
+NOT_FOR_READING = (
+    "alembic",
+    "mako",
+    "pygments",
+    "sqlalchemy.orm",
+    "sqlalchemy.ext.asyncio",
+    "convstore.rendering",
+    "convstore.providers",
+    "convstore.transcript",
+    "convstore.imports",
+    "convstore.store.appending",
+    "convstore.store.writes",
+    "convstore.store.batch",
+    "convstore.store.lean_append",
+    "convstore.store.one_statement",
+    "convstore.store.planning",
+    "convstore.db.migrations",
+    "convstore.db.postgres",
+)
+# ...and, for search and list, no pydantic model either (pydantic_core's JSON parser is fine).
+NO_MODELS = ("pydantic.main", "convstore.model.messages", "convstore.model.content")
+
+
+@pytest.fixture(scope="module")
+def demo_database(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A current SQLite database holding the demo conversation, made by another process."""
+    where = tmp_path_factory.mktemp("lazy-cli")
+    url, blobs = f"sqlite+aiosqlite:///{where / 'demo.db'}", str(where / "blobs")
+    code = f"from convstore.cli import main\nmain(['demo', '--url', {url!r}, '--blobs', {blobs!r}])"
+    subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+    return url, blobs
+
+
+def _loaded_by(argv: list[str]) -> tuple[list[str], str]:
+    code = (
+        "import contextlib, io\n"
+        "from convstore.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    assert main({argv!r}) == 0\n"
+        "print(json.dumps(out.getvalue()))"
+    )
+    probe = f"import json\n{code}\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", f"import sys\n{probe}"], capture_output=True, text=True, check=True
+    )
+    *_, printed, modules = done.stdout.splitlines()
+    return json.loads(modules), json.loads(printed)
+
+
+def _matching(modules: list[str], prefixes: tuple[str, ...]) -> list[str]:
+    return [m for m in modules if any(m == p or m.startswith(p + ".") for p in prefixes)]
+
+
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        (["search", "weather"], "get_⟦weather⟧"),
+        (["list"], "demo-trip-to-lisbon"),
+        (["show", "demo-trip-to-lisbon"], "#2 user"),
+    ],
+    ids=["search", "list", "show"],
+)
+def test_reading_commands_load_only_what_they_use(
+    demo_database: tuple[str, str], command: list[str], says: str
+) -> None:
+    url, blobs = demo_database
+    modules, printed = _loaded_by([*command, "--url", url, "--blobs", blobs])
+    assert says in printed  # the command did its work
+    assert "convstore.store.conversation_store" in modules  # through the store's public API
+    assert _matching(modules, NOT_FOR_READING) == []
+    if command[0] != "show":
+        assert _matching(modules, NO_MODELS) == []
 
 
 def test_a_public_name_loads_its_module_on_first_use() -> None:

@@ -20,7 +20,7 @@ from sqlalchemy import Connection, inspect
 from sqlalchemy.ext.asyncio import create_async_engine
 
 import convstore.db.migrations as migrate_module
-import convstore.db.sqlite_schema as sqlite_schema_module
+import convstore.db.revisions as revisions_module
 from convstore import ConversationStore, Message, SchemaError, SchemaOutOfDateError
 from convstore.db import search_ddl
 from convstore.db.migrations import (
@@ -62,6 +62,32 @@ def test_single_head() -> None:
     heads = ScriptDirectory.from_config(alembic_config()).get_heads()
     assert heads == [head_revision()]
     assert migrations_directory() == ROOT / "migrations"
+
+
+def test_the_quick_head_is_alembics_and_gives_up_on_what_it_cannot_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Opening a current database compares its revision with this, without importing Alembic.
+    assert revisions_module.quick_head() == head_revision()
+    versions = tmp_path / "versions"
+    versions.mkdir()
+    (tmp_path / "env.py").write_text("")
+    monkeypatch.setattr(revisions_module, "migrations_directory", lambda: tmp_path)
+    linear = {"a.py": ('"1"', "None"), "b.py": ('"2"', '"1"'), "c.py": ("'3'", '"2"')}
+    for name, (revision, down) in linear.items():
+        (versions / name).write_text(
+            f"revision: str = {revision}\ndown_revision: str | None = {down}\n"
+        )
+    revisions_module.quick_head.cache_clear()
+    assert revisions_module.quick_head() == "3"
+    # Two heads, a merge (a tuple of parents): Alembic decides.
+    (versions / "d.py").write_text('revision = "4"\ndown_revision = "2"\n')
+    revisions_module.quick_head.cache_clear()
+    assert revisions_module.quick_head() is None
+    (versions / "d.py").write_text('revision = "4"\ndown_revision = ("3", "2")\n')
+    revisions_module.quick_head.cache_clear()
+    assert revisions_module.quick_head() is None
+    revisions_module.quick_head.cache_clear()
 
 
 async def test_upgrade_from_empty_matches_the_models(empty_url: str) -> None:
@@ -111,10 +137,7 @@ async def test_database_behind_head_names_the_command(
     # Pretend this convstore is one migration ahead of the database.
     newer = "9999_future"
     monkeypatch.setattr(migrate_module, "head_revision", lambda: newer)
-    monkeypatch.setattr(sqlite_schema_module, "head_revision", lambda: newer)
-    import convstore.db.postgres as postgres_module
-
-    monkeypatch.setattr(postgres_module, "head_revision", lambda: newer)
+    monkeypatch.setattr(revisions_module, "quick_head", lambda: newer)
     store = ConversationStore(empty_url, blobs="memory://x", auto_migrate=True)
     with pytest.raises(SchemaOutOfDateError, match="convstore migrate") as behind:
         await store.open()

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from convstore import ConversationStore, Role
 from tests.integrations.pydantic_ai_google_adk_support import require
 
@@ -222,3 +224,23 @@ async def test_removed_and_edited_messages_make_the_conversation_follow(
         # Every checkpoint reads back as the reference's, through a saver that saw nothing yet.
         fresh = build(ConvstoreSaver(store=store))
         assert await _states(fresh, cfg) == await _states(reference, cfg)
+
+
+async def test_a_thread_id_another_tenant_holds_is_refused_by_name(db_url: str) -> None:
+    """The first checkpoint of a thread whose id another tenant's conversation holds raises
+    `ConversationOwnedByAnotherTenantError` (not "not found" while creating it), and leaves
+    that conversation as it was."""
+    from convstore import ConversationOwnedByAnotherTenantError
+
+    thread = f"lg-thread-{uuid.uuid4().hex}"
+    async with ConversationStore(db_url, blobs="memory://lg-tenants", auto_migrate=True) as store:
+        acme = build(ConvstoreSaver(store=store, tenant="acme"))
+        await acme.ainvoke({"messages": [question(1)]}, config(thread))
+        before = await store.load(thread, tenant="acme")
+        saver = ConvstoreSaver(store=store, tenant="other")
+        with pytest.raises(ConversationOwnedByAnotherTenantError, match=thread):
+            await build(saver).ainvoke({"messages": [question(2)]}, config(thread))
+        assert await saver.aget_tuple(config(thread)) is None  # reading: as if missing
+        after = await store.load(thread, tenant="acme")
+        assert after.revision == before.revision
+        assert [m.id for m in after.messages] == [m.id for m in before.messages]

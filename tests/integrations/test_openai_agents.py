@@ -6,6 +6,7 @@ Runs in ``.venv-agents`` (``make pytest-agents``); the SDK's own suites are in
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import base64
 import copy
@@ -28,10 +29,13 @@ from agents.testing import ModelStep, ScriptedModel, function_call  # noqa: E402
 from convstore import (  # noqa: E402
     ContentOutput,
     ConversationNotFoundError,
+    ConversationOwnedByAnotherTenantError,
     ConversationStore,
     FilePart,
     JsonOutput,
+    Message,
     TextPart,
+    search_tool,
 )
 from convstore.integrations.openai_agents import ConvstoreSession  # noqa: E402
 
@@ -249,6 +253,102 @@ async def test_a_runner_passes_its_context_to_the_tenant_function(db: Path) -> N
     async with ConversationStore(url) as store:
         conversation = await store.load("run", tenant="acme")
         assert [c.status for c in conversation.tool_calls] == ["complete"]
+
+
+async def test_a_session_id_another_tenant_holds_is_refused_by_name(db: Path) -> None:
+    url = f"sqlite+aiosqlite:///{db}"
+    acme = ConvstoreSession("shared-id", url=url, tenant="acme")
+    other = ConvstoreSession("shared-id", url=url, tenant="other")
+    try:
+        await acme.add_items([{"role": "user", "content": "acme's secret"}])
+        with pytest.raises(ConversationOwnedByAnotherTenantError, match="shared-id"):
+            await other.add_items([{"role": "user", "content": "other's words"}])
+        assert await other.get_items() == []  # reading it: as if missing, nothing told
+    finally:
+        acme.close()
+        other.close()
+    async with ConversationStore(url) as store:
+        kept = await store.load("shared-id", tenant="acme")
+        assert [m.text for m in kept.messages] == ["acme's secret"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "why"),
+    [
+        ({"query": "tent", "roles": ["wizard"]}, "unknown role 'wizard'"),
+        ({"query": "tent", "limit": "abc"}, "limit must be a whole number from 1 to 50, not 'abc'"),
+        ({"query": "tent", "limit": 2.5}, "limit must be a whole number from 1 to 50, not 2.5"),
+        ({"query": 5}, "query must be text"),
+        ({"query": "tent", "conversation_id": 7}, "conversation_id must be text or null"),
+    ],
+    ids=["role", "limit-text", "limit-fraction", "query-number", "conversation-number"],
+)
+async def test_a_search_refusal_reaches_the_model_as_the_documented_text(
+    db: Path, arguments: dict[str, Any], why: str
+) -> None:
+    """Through ``function_tool`` and the SDK's own Runner, the model's next request carries the
+    tool's ``"search refused: …"`` (docs/search.md), not the SDK's generic error text: the SDK
+    validates arguments against the tool's signature, which describes but does not restrict."""
+    requests: list[Any] = []
+
+    def answer(call: Any) -> list[Any]:
+        requests.append(call.input)
+        return [agents_text("Understood.")]
+
+    model = ScriptedModel(
+        [
+            ModelStep.respond(
+                lambda call: [function_call("search_conversations", arguments, call_id="c1")]
+            ),
+            ModelStep.respond(answer),
+        ]
+    )
+    async with ConversationStore(f"sqlite+aiosqlite:///{db}") as store:
+        conv = await store.create_conversation(tenant="u")
+        await store.append(conv.id, Message.user("pack the tent"), tenant="u")
+        tool = function_tool(search_tool(store, tenant="u"))
+        schema = tool.params_json_schema["properties"]
+        assert schema["roles"]["anyOf"][0]["items"]["enum"] == [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+        ]
+        assert (schema["limit"]["minimum"], schema["limit"]["maximum"]) == (1, 50)
+        agent = Agent(name="a", model=model, tools=[tool])
+        result = await Runner.run(agent, "find my tent")
+    assert result.final_output == "Understood."
+    (request,) = requests
+    outputs = _tool_outputs(request)
+    assert [o["call_id"] for o in outputs] == ["c1"]
+    assert outputs[0]["output"].startswith("search refused: ")
+    assert why in outputs[0]["output"]
+
+
+async def test_a_valid_search_reaches_the_model_as_hits(db: Path) -> None:
+    requests: list[Any] = []
+
+    def answer(call: Any) -> list[Any]:
+        requests.append(call.input)
+        return [agents_text("Found it.")]
+
+    call = function_call("search_conversations", {"query": "tent", "roles": ["user"]}, call_id="c1")
+    model = ScriptedModel([ModelStep.respond(lambda _: [call]), ModelStep.respond(answer)])
+    async with ConversationStore(f"sqlite+aiosqlite:///{db}") as store:
+        conv = await store.create_conversation(tenant="u")
+        await store.append(
+            conv.id, [Message.user("pack the tent"), Message.assistant("tent packed")], tenant="u"
+        )
+        agent = Agent(name="a", model=model, tools=[function_tool(search_tool(store, tenant="u"))])
+        await Runner.run(agent, "find my tent")
+    (request,) = requests
+    (output,) = _tool_outputs(request)
+    hits = ast.literal_eval(output["output"])  # the SDK sends a list result as its str()
+    assert [(h["seq"], h["role"], h["snippet"]) for h in hits] == [(1, "user", "pack the ⟦tent⟧")]
+
+
+def _tool_outputs(request: list[Any]) -> list[dict[str, Any]]:
+    return [i for i in request if isinstance(i, dict) and i.get("type") == "function_call_output"]
 
 
 def agents_text(text: str) -> Any:

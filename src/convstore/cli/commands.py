@@ -14,11 +14,11 @@ from pydantic import ValidationError
 
 from convstore.cli import importing
 from convstore.cli.demo import run_demo
-from convstore.cli.transfer import conversation_document, import_document
-from convstore.cli.views import conversation_view, summary_table
+from convstore.cli.stores import existing_store, masked_url, open_store, recorded_location_notice
+from convstore.cli.transfer import import_document
 from convstore.db import migrate as migrate_database
-from convstore.db import parse_url, sqlite_path
 from convstore.db import partition as partition_database
+from convstore.db import sqlite_path
 from convstore.errors import DatabaseNotFoundError, InvalidInputError
 from convstore.imports import FORMATS as IMPORT_FORMATS
 from convstore.imports.detection import check_zip
@@ -43,42 +43,16 @@ __all__ = [
     "fsck_command",
     "gc",
     "import_payload",
-    "list_conversations",
     "migrate",
     "partition",
     "recorded_location_notice",
     "render",
-    "show",
 ]
-
-
-def _store(args: argparse.Namespace) -> ConversationStore:
-    return ConversationStore(args.url, blobs=args.blobs)
-
-
-def existing_store(args: argparse.Namespace) -> ConversationStore:
-    """A store on a database that must already exist: reading commands never create one.
-
-    A mistyped ``--url`` would otherwise create an empty SQLite file, migrate it and report an
-    empty, successful listing.
-    """
-    path = sqlite_path(args.url)
-    if path is not None and not path.exists():
-        raise DatabaseNotFoundError(str(path))
-    return _store(args)
-
-
-def masked_url(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (for anything printed)."""
-    try:
-        return parse_url(url).render_as_string(hide_password=True)
-    except InvalidInputError:
-        return "<an unparsable URL>"
 
 
 async def demo(args: argparse.Namespace) -> int:
     """Store a sample conversation and print what was stored."""
-    async with _store(args) as store:
+    async with open_store(args) as store:
         await run_demo(store)
     return 0
 
@@ -97,31 +71,6 @@ async def partition(args: argparse.Namespace) -> int:
         print(f"partitioned {', '.join(rebuilt)} into {args.modulus} hash partitions each")
     else:
         print(f"already in {args.modulus} hash partitions per table: nothing to do")
-    return 0
-
-
-async def list_conversations(args: argparse.Namespace) -> int:
-    """Print a page of conversations, newest first, and how to get the next one."""
-    async with existing_store(args) as store:
-        page = await store.list_conversations(
-            tenant=args.tenant, limit=args.limit, cursor=args.cursor
-        )
-    print(summary_table(page))
-    if page.next_cursor is not None:
-        print(f"more: convstore list --cursor {page.next_cursor}")
-    return 0
-
-
-async def show(args: argparse.Namespace) -> int:
-    """Print one conversation."""
-    async with existing_store(args) as store:
-        conversation = await store.load(args.id, tenant=args.tenant, head_seq=args.head)
-        tips = await store.branches(args.id, tenant=args.tenant)
-    if args.json:
-        document = conversation_document(conversation)
-        print(json.dumps(document, indent=2, ensure_ascii=False))
-    else:
-        print(conversation_view(conversation, tips))
     return 0
 
 
@@ -154,7 +103,7 @@ async def import_payload(args: argparse.Namespace) -> int:
     elif args.file != "-":
         await asyncio.to_thread(check_zip, Path(args.file))
     if fmt is not None and importing.handles(args, fmt):
-        async with _store(args) as store:
+        async with open_store(args) as store:
             return await importing.import_export(store, args, fmt)
     payload = await _read_json(args.file)
     if fmt is None:
@@ -165,7 +114,7 @@ async def import_payload(args: argparse.Namespace) -> int:
                 "and import the file"
             )
     if fmt == "convstore":
-        async with _store(args) as store:
+        async with open_store(args) as store:
             imported = await import_document(store, payload, title=args.title, tenant=args.tenant)
         print(imported.id)
         return 0
@@ -175,7 +124,7 @@ async def import_payload(args: argparse.Namespace) -> int:
     if isinstance(model, str):
         metadata[MODEL_KEY] = model
     metadata[SOURCE_KEY] = fmt
-    async with _store(args) as store:
+    async with open_store(args) as store:
         conversation = await store.create_conversation(
             title=args.title, tenant=args.tenant, metadata=metadata
         )
@@ -305,20 +254,3 @@ async def blobs_command(args: argparse.Namespace) -> int:
             "present and intact"
         )
     return 0
-
-
-async def recorded_location_notice(args: argparse.Namespace) -> str | None:
-    """What to say when ``--blobs`` is given and the recorded location no longer exists."""
-    path = sqlite_path(args.url)
-    if path is not None and not path.exists():
-        return None
-    # memory:// blobs: reading the recorded location must not record one.
-    async with ConversationStore(args.url, blobs="memory://convstore-cli-notice") as store:
-        recorded = store.recorded_blobs_url
-    if recorded is None or "://" in recorded or await asyncio.to_thread(Path(recorded).exists):
-        return None
-    return (
-        f"the blob location recorded in the database ({recorded}) does not exist (moved?); "
-        f"using --blobs {args.blobs}. To record it for every later command, run: "
-        f"convstore blobs set {args.blobs} --url {masked_url(args.url)}"
-    )

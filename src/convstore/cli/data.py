@@ -11,7 +11,7 @@ import sys
 from typing import Final
 
 from convstore._words import plural
-from convstore.cli.commands import existing_store
+from convstore.cli.stores import existing_store
 from convstore.errors import InvalidInputError, NotFoundError
 from convstore.progress import ProgressReporter
 from convstore.store import ConversationStore

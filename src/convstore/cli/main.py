@@ -109,7 +109,7 @@ def _run(handler: Handler, args: argparse.Namespace) -> int:
     import asyncio  # here, not at the top: --help and usage errors do without it
 
     if args.blobs is not None and args.command not in ("blobs", "demo", "migrate"):
-        from convstore.cli.commands import recorded_location_notice
+        from convstore.cli.stores import recorded_location_notice
 
         notice = asyncio.run(recorded_location_notice(args))
         if notice is not None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from convstore.cli.commands import existing_store
+from convstore.cli.stores import existing_store
 from convstore.errors import MissingDependencyError
 
 __all__ = ["mcp_command"]

@@ -444,13 +444,13 @@ COMMANDS: Final[tuple[Command, ...]] = (
         "list",
         "list conversations, newest first, a page at a time",
         _list_options,
-        "convstore.cli.commands:list_conversations",
+        "convstore.cli.reading:list_conversations",
     ),
     Command(
         "show",
         "show one conversation: messages, parts, tool calls, attachments",
         _show_options,
-        "convstore.cli.commands:show",
+        "convstore.cli.reading:show",
     ),
     Command(
         "import",

@@ -15,7 +15,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from convstore.cli.commands import existing_store
+from convstore.cli.stores import existing_store
 from convstore.store.search import MARK_END, MARK_START, SearchHit, parse_query
 
 __all__ = ["hit_document", "hit_line", "search"]

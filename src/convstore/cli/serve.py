@@ -17,7 +17,7 @@ import argparse
 import ipaddress
 import sys
 
-from convstore.cli.commands import existing_store
+from convstore.cli.stores import existing_store
 from convstore.errors import MissingDependencyError
 
 __all__ = ["allowed_hosts", "is_loopback", "serve"]

@@ -24,9 +24,8 @@ from convstore.model import (
     ToolOutput,
     ToolResultPart,
 )
-from convstore.store import ConversationSummary
 
-__all__ = ["conversation_view", "summary_table"]
+__all__ = ["conversation_view"]
 
 _WIDTH: Final = 96
 
@@ -139,18 +138,3 @@ def conversation_view(conversation: Conversation, branches: Sequence[Branch] = (
     for compaction in conversation.compactions:
         lines += ["", f"compaction through #{compaction.through_seq}: {_clip(compaction.summary)}"]
     return "\n".join(lines)
-
-
-def summary_table(rows: list[ConversationSummary]) -> str:
-    """Conversations as an aligned table."""
-    if not rows:
-        return "no conversations"
-    header = f"{'id':<28} {'updated (UTC)':<19} {'msgs':>5}  {'tenant':<12} title"
-    return "\n".join(
-        [header]
-        + [
-            f"{row.id:<28} {row.updated_at:%Y-%m-%d %H:%M:%S} {row.message_count:>5}  "
-            f"{(row.tenant or '-'):<12} {row.title or '-'}"
-            for row in rows
-        ]
-    )

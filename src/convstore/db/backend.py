@@ -13,16 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from convstore.db.postgres import PostgresBackend
 from convstore.db.sqlite import SqliteBackend
 from convstore.db.statements import Statements
 from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError, MissingDependencyError
+
+if TYPE_CHECKING:
+    # Imported when a PostgreSQL URL is opened: SQLAlchemy's asyncio extension (and with it
+    # the ORM) is not something an SQLite store needs to load.
+    from convstore.db.postgres import PostgresBackend
 
 __all__ = [
     "DEFAULT_URL",
@@ -131,6 +135,8 @@ def create_backend(
             auto_migrate=True if auto_migrate is None else auto_migrate,
         )
     _require_asyncpg()
+    from convstore.db.postgres import PostgresBackend
+
     return PostgresBackend(parsed, auto_migrate=bool(auto_migrate))
 
 
@@ -164,11 +170,15 @@ async def compact(backend: Backend) -> None:
 
     SQLite: ``VACUUM`` and a WAL truncation; PostgreSQL: ``VACUUM FULL`` of every table.
     """
-    if isinstance(backend, SqliteBackend) or (
-        isinstance(backend, PostgresBackend) and backend.dialect_name == "postgresql"
-    ):
+    if isinstance(backend, SqliteBackend):
         await backend.compact()
         return
+    if backend.dialect_name == "postgresql":
+        from convstore.db.postgres import PostgresBackend
+
+        if isinstance(backend, PostgresBackend):
+            await backend.compact()
+            return
     raise InvalidInputError(f"compaction is not available for {backend.dialect_name}")
 
 
@@ -178,6 +188,8 @@ async def partition(url: str | URL, modulus: int) -> list[str]:
     What ``convstore partition`` runs (see `convstore.db.partitioning`): the tables rebuilt,
     none when they already had ``modulus`` partitions.
     """
+    from convstore.db.postgres import PostgresBackend
+
     backend = create_backend(url, auto_migrate=False)
     if not isinstance(backend, PostgresBackend) or backend.dialect_name != "postgresql":
         raise InvalidInputError("partitioning is for PostgreSQL databases only")

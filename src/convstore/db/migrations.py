@@ -20,7 +20,6 @@ from __future__ import annotations
 import enum
 import threading
 from functools import cache
-from pathlib import Path
 from typing import Final
 
 from alembic import command
@@ -29,6 +28,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, inspect
 
+from convstore.db.revisions import migrations_directory
 from convstore.errors import SchemaError
 
 __all__ = [
@@ -41,18 +41,6 @@ __all__ = [
     "unknown_schema_error",
     "upgrade_connection",
 ]
-
-
-def migrations_directory() -> Path:
-    """Where the Alembic scripts are: packaged in a wheel, or at the repository root."""
-    package = Path(__file__).resolve().parent.parent
-    packaged = package / "_migrations"
-    if (packaged / "env.py").is_file():
-        return packaged
-    checkout = package.parent.parent / "migrations"
-    if (checkout / "env.py").is_file():
-        return checkout
-    raise SchemaError(f"convstore's migrations are missing (looked in {packaged} and {checkout})")
 
 
 def alembic_config(connection: Connection | None = None) -> Config:

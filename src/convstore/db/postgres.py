@@ -37,14 +37,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from convstore.db.errors import is_disconnect, is_transient, translate
-from convstore.db.migrations import (
-    SchemaState,
-    head_revision,
-    schema_state,
-    unknown_schema_error,
-    upgrade_connection,
-)
-from convstore.db.partitioning import partition_tables
+from convstore.db.revisions import at_head
 from convstore.db.statements import Statements, column_names
 from convstore.db.tx import Codec, PassthroughCodec, Row, Statement, Tx
 from convstore.errors import ClosedError, SchemaOutOfDateError
@@ -212,22 +205,28 @@ class PostgresBackend:
             raise
 
     def _prepare_schema(self, conn: Connection) -> None:
+        if at_head(conn):
+            return
+        from convstore.db import migrations  # Alembic only when not plainly current
+
         if self._auto_migrate:
             # Checked under the lock: a worker that waited finds the schema current.
             _lock_migrations(conn)
-        state, revision = schema_state(conn)
+        state, revision = migrations.schema_state(conn)
         match state:
-            case SchemaState.CURRENT:
+            case migrations.SchemaState.CURRENT:
                 pass
-            case SchemaState.EMPTY if self._auto_migrate:
-                upgrade_connection(conn)
-            case SchemaState.EMPTY | SchemaState.BEHIND:
-                raise SchemaOutOfDateError(revision, head_revision())
-            case SchemaState.UNKNOWN:
-                raise unknown_schema_error(revision)
+            case migrations.SchemaState.EMPTY if self._auto_migrate:
+                migrations.upgrade_connection(conn)
+            case migrations.SchemaState.EMPTY | migrations.SchemaState.BEHIND:
+                raise SchemaOutOfDateError(revision, migrations.head_revision())
+            case migrations.SchemaState.UNKNOWN:
+                raise migrations.unknown_schema_error(revision)
 
     async def migrate(self, revision: str = "head") -> None:
         """Upgrade the schema to ``revision`` in one transaction."""
+        from convstore.db.migrations import upgrade_connection
+
         try:
             async with _loop_migration_lock(), self.engine.begin() as conn:
                 await conn.run_sync(_lock_migrations)
@@ -237,6 +236,8 @@ class PostgresBackend:
 
     async def partition(self, modulus: int) -> list[str]:
         """Hash-partition the per-conversation tables (`convstore.db.partitioning`)."""
+        from convstore.db.partitioning import partition_tables
+
         try:
             async with _loop_migration_lock(), self.engine.begin() as conn:
                 await conn.run_sync(_lock_migrations)

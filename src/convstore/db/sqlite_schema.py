@@ -15,13 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.pool import StaticPool
 
-from convstore.db.migrations import (
-    SchemaState,
-    head_revision,
-    schema_state,
-    unknown_schema_error,
-    upgrade_connection,
-)
+from convstore.db.revisions import sqlite_at_head
 from convstore.errors import SchemaOutOfDateError
 
 __all__ = ["migrate_schema", "prepare_schema"]
@@ -53,6 +47,17 @@ def _sqlalchemy_connection_on(raw: sqlite3.Connection) -> Connection:
 
 def prepare_schema(raw: sqlite3.Connection, auto_migrate: bool) -> None:
     """Check the schema is current; create it in an empty database if ``auto_migrate``."""
+    if sqlite_at_head(raw):
+        return
+    # Alembic only when the database is not plainly current (`convstore.db.revisions`).
+    from convstore.db.migrations import (
+        SchemaState,
+        head_revision,
+        schema_state,
+        unknown_schema_error,
+        upgrade_connection,
+    )
+
     # Table rebuilds in batch migrations must not trigger ON DELETE CASCADE.
     raw.execute("PRAGMA foreign_keys = OFF")
     try:
@@ -75,6 +80,8 @@ def prepare_schema(raw: sqlite3.Connection, auto_migrate: bool) -> None:
 
 def migrate_schema(raw: sqlite3.Connection, revision: str) -> None:
     """Upgrade the schema to ``revision`` in one transaction."""
+    from convstore.db.migrations import upgrade_connection
+
     raw.execute("PRAGMA foreign_keys = OFF")
     try:
         with _sqlalchemy_connection_on(raw) as conn, conn.begin():

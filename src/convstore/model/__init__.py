@@ -3,24 +3,76 @@
 Frozen pydantic v2 values, tagged by a literal ``kind`` (parts, outputs) or a `Role` enum
 (messages). Nothing in this package does I/O or knows a provider's wire format; the store maps
 these values to rows and the renderers map them to provider JSON.
+
+The names load their modules on first use (module ``__getattr__``, as ``convstore`` does):
+reading a `Role` or a `TreeNode` does not build the pydantic models.
 """
 
-from convstore.model.content import AttachmentRef, FilePart, TextPart
-from convstore.model.conversation import (
-    Branch,
-    Compaction,
-    Conversation,
-    OrphanResult,
-    ToolCall,
-    ToolCallStatus,
-)
-from convstore.model.messages import Message, Role
-from convstore.model.outputs import ContentOutput, ErrorOutput, JsonOutput, ResultKind, ToolOutput
-from convstore.model.parts import Part, ThinkingPart, ToolCallPart, ToolResultPart
-from convstore.model.records import NativeRecord, Usage
-from convstore.model.serialization import FORMAT_VERSION, dump_messages, load_messages
-from convstore.model.tool_definitions import TOOL_DEFINITIONS, ToolDefinition
-from convstore.model.tree import MessageTree, TreeNode
+from __future__ import annotations
+
+import importlib
+
+# Not `typing.TYPE_CHECKING` (see ``convstore/__init__.py``); type checkers treat it as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from convstore.model.content import AttachmentRef, FilePart, TextPart
+    from convstore.model.conversation import (
+        Branch,
+        Compaction,
+        Conversation,
+        OrphanResult,
+        ToolCall,
+        ToolCallStatus,
+    )
+    from convstore.model.messages import Message
+    from convstore.model.outputs import (
+        ContentOutput,
+        ErrorOutput,
+        JsonOutput,
+        ResultKind,
+        ToolOutput,
+    )
+    from convstore.model.parts import Part, ThinkingPart, ToolCallPart, ToolResultPart
+    from convstore.model.records import NativeRecord, Usage
+    from convstore.model.roles import Role
+    from convstore.model.serialization import FORMAT_VERSION, dump_messages, load_messages
+    from convstore.model.tool_definitions import TOOL_DEFINITIONS, ToolDefinition
+    from convstore.model.tree import MessageTree, TreeNode
+
+_LAZY: dict[str, str] = {
+    "AttachmentRef": "convstore.model.content",
+    "FilePart": "convstore.model.content",
+    "TextPart": "convstore.model.content",
+    "Branch": "convstore.model.conversation",
+    "Compaction": "convstore.model.conversation",
+    "Conversation": "convstore.model.conversation",
+    "OrphanResult": "convstore.model.conversation",
+    "ToolCall": "convstore.model.conversation",
+    "ToolCallStatus": "convstore.model.conversation",
+    "Message": "convstore.model.messages",
+    "Role": "convstore.model.roles",
+    "ContentOutput": "convstore.model.outputs",
+    "ErrorOutput": "convstore.model.outputs",
+    "JsonOutput": "convstore.model.outputs",
+    "ResultKind": "convstore.model.outputs",
+    "ToolOutput": "convstore.model.outputs",
+    "Part": "convstore.model.parts",
+    "ThinkingPart": "convstore.model.parts",
+    "ToolCallPart": "convstore.model.parts",
+    "ToolResultPart": "convstore.model.parts",
+    "NativeRecord": "convstore.model.records",
+    "Usage": "convstore.model.records",
+    "FORMAT_VERSION": "convstore.model.serialization",
+    "dump_messages": "convstore.model.serialization",
+    "load_messages": "convstore.model.serialization",
+    "TOOL_DEFINITIONS": "convstore.model.tool_definitions",
+    "ToolDefinition": "convstore.model.tool_definitions",
+    "MessageTree": "convstore.model.tree",
+    "TreeNode": "convstore.model.tree",
+}
+"""Each lazily loaded name and the module that defines it."""
 
 __all__ = [
     "FORMAT_VERSION",
@@ -53,3 +105,16 @@ __all__ = [
     "dump_messages",
     "load_messages",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'convstore.model' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

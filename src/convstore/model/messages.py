@@ -24,7 +24,6 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from enum import StrEnum
 from typing import Annotated, Final, Self
 
 from pydantic import AwareDatetime, Field, JsonValue, model_validator
@@ -34,17 +33,9 @@ from convstore.model.content import FilePart, TextPart
 from convstore.model.outputs import ContentOutput, JsonOutput, ToolOutput
 from convstore.model.parts import Part, ThinkingPart, ToolCallPart, ToolResultPart
 from convstore.model.records import NativeRecord, Usage
+from convstore.model.roles import Role
 
 __all__ = ["Message", "Role"]
-
-
-class Role(StrEnum):
-    """Who a message is from."""
-
-    SYSTEM = "system"
-    USER = "user"
-    ASSISTANT = "assistant"
-    TOOL = "tool"
 
 
 _ALLOWED: Final[dict[Role, frozenset[str]]] = {

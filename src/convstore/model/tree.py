@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from convstore.model.messages import Role
+from convstore.model.roles import Role
 
 __all__ = ["MessageTree", "TreeNode"]
 

@@ -8,6 +8,7 @@ The public face (each method checks its arguments, opens one transaction, calls 
 - ``conversation_methods``: the methods on conversations as a whole (create, list, search,
   update, delete).
 - ``history_methods``: the methods that edit a history (pop, truncate, fork, branches, compact).
+- ``retention_methods``: the methods that delete by policy (erase a tenant, prune by age).
 - ``arguments``: arguments checked and turned into model values, before any storage is touched.
 
 Writes, each a function of one transaction:
@@ -51,20 +52,54 @@ Blobs and the rest:
 - ``tools``: tool definitions kept with a conversation, in its metadata.
 - ``results``: what writes hand back beyond the stored values (`AppendResult`).
 - ``ids``: identifiers the store mints.
+
+The names below load their modules on first use (module ``__getattr__``, as ``convstore``
+does): a process that only searches loads the search and its connection, not the append
+pipeline or the renderers behind `ConversationStore`'s other methods.
 """
 
-from convstore.store.conversation_store import DEFAULT_MAX_ATTACHMENT_SIZE, ConversationStore
-from convstore.store.listing import ConversationPage, ConversationSummary
-from convstore.store.maintenance import (
-    FsckReport,
-    GarbageReport,
-    collect_garbage,
-    fsck,
-    record_blob_location,
-)
-from convstore.store.native import NativeEntry, NativePath
-from convstore.store.results import AppendResult
-from convstore.store.search import SearchHit, SearchPage
+from __future__ import annotations
+
+import importlib
+
+# Not `typing.TYPE_CHECKING` (see ``convstore/__init__.py``); type checkers treat it as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from convstore.store.conversation_store import (
+        DEFAULT_MAX_ATTACHMENT_SIZE,
+        ConversationStore,
+    )
+    from convstore.store.listing import ConversationPage, ConversationSummary
+    from convstore.store.maintenance import (
+        FsckReport,
+        GarbageReport,
+        collect_garbage,
+        fsck,
+        record_blob_location,
+    )
+    from convstore.store.native import NativeEntry, NativePath
+    from convstore.store.results import AppendResult
+    from convstore.store.search import SearchHit, SearchPage
+
+_LAZY: dict[str, str] = {
+    "DEFAULT_MAX_ATTACHMENT_SIZE": "convstore.store.conversation_store",
+    "ConversationStore": "convstore.store.conversation_store",
+    "ConversationPage": "convstore.store.listing",
+    "ConversationSummary": "convstore.store.listing",
+    "FsckReport": "convstore.store.maintenance",
+    "GarbageReport": "convstore.store.maintenance",
+    "collect_garbage": "convstore.store.maintenance",
+    "fsck": "convstore.store.maintenance",
+    "record_blob_location": "convstore.store.maintenance",
+    "NativeEntry": "convstore.store.native",
+    "NativePath": "convstore.store.native",
+    "AppendResult": "convstore.store.results",
+    "SearchHit": "convstore.store.search",
+    "SearchPage": "convstore.store.search",
+}
+"""Each lazily loaded name and the module that defines it."""
 
 __all__ = [
     "DEFAULT_MAX_ATTACHMENT_SIZE",
@@ -82,3 +117,16 @@ __all__ = [
     "fsck",
     "record_blob_location",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'convstore.store' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

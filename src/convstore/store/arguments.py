@@ -4,16 +4,19 @@ Invariants:
 
 - Nothing here touches storage: a refused argument costs no round trip and writes nothing.
 - What is refused raises `InvalidInputError` / `InvalidMessageError` (``ConvstoreError``s).
+- Cheap to import (every store method checks its ids here, searching and listing too): the
+  pydantic models and validators load on first use, by the functions that build model values.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import JsonValue, TypeAdapter, ValidationError
+from pydantic_core import ValidationError
 
 from convstore.db import sqlite_path
 from convstore.errors import InvalidInputError, InvalidMessageError
@@ -26,11 +29,15 @@ from convstore.limits import (
     check_text,
     check_title,
 )
-from convstore.model import ContentOutput, ErrorOutput, JsonOutput, Message, ToolOutput
-from convstore.model._base import describe_validation_error
 from convstore.store.ids import new_id
 
+if TYPE_CHECKING:
+    from pydantic import JsonValue, TypeAdapter
+
+    from convstore.model import Message, ToolOutput
+
 __all__ = [
+    "UNSET",
     "as_messages",
     "as_output",
     "check_ref",
@@ -44,9 +51,41 @@ __all__ = [
     "stored_object",
 ]
 
-_MESSAGE = TypeAdapter(Message)
-_OUTPUT: TypeAdapter[ToolOutput] = TypeAdapter(ToolOutput)
-_METADATA = TypeAdapter(dict[str, JsonValue])
+
+class _Unset:
+    """The default of an argument that was not given (``None`` is a value: no title)."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+@cache
+def _metadata_adapter() -> TypeAdapter[dict[str, JsonValue]]:
+    from pydantic import JsonValue, TypeAdapter
+
+    return TypeAdapter(dict[str, JsonValue])
+
+
+@cache
+def _message_adapter() -> TypeAdapter[Message]:
+    from pydantic import TypeAdapter
+
+    from convstore.model import Message
+
+    return TypeAdapter(Message)
+
+
+@cache
+def _output_adapter() -> TypeAdapter[ToolOutput]:
+    from pydantic import TypeAdapter
+
+    from convstore.model import ToolOutput
+
+    adapter: TypeAdapter[ToolOutput] = TypeAdapter(ToolOutput)
+    return adapter
 
 
 def check_ref(conversation_id: str | None, tenant: str | None) -> None:
@@ -118,7 +157,7 @@ def json_object(value: Any, what: str) -> dict[str, JsonValue]:
     if not isinstance(value, Mapping):
         raise InvalidInputError(f"{what} must be a JSON object")
     try:
-        return _METADATA.validate_python(dict(value))
+        return _metadata_adapter().validate_python(dict(value))
     except (ValidationError, TypeError, ValueError) as exc:
         raise InvalidInputError(f"{what} must be a JSON object: {exc}") from exc
 
@@ -141,6 +180,9 @@ def metadata_object(value: Any) -> dict[str, JsonValue]:
 
 def as_messages(messages: Message | Mapping[str, Any] | Sequence[Any]) -> list[Message]:
     """What `append` was given as a list of validated messages."""
+    from convstore.model import Message
+    from convstore.model._base import describe_validation_error
+
     if isinstance(messages, Message):
         return [messages]
     if isinstance(messages, Mapping):
@@ -156,7 +198,7 @@ def as_messages(messages: Message | Mapping[str, Any] | Sequence[Any]) -> list[M
             out.append(item)
             continue
         try:
-            out.append(_MESSAGE.validate_python(item))
+            out.append(_message_adapter().validate_python(item))
         except ValidationError as exc:
             raise InvalidMessageError(describe_validation_error(exc)) from exc
     return out
@@ -167,11 +209,14 @@ _OUTPUT_KINDS = frozenset({"json", "content", "error"})
 
 def as_output(output: Any) -> ToolOutput:
     """A typed output from what `complete_tool_call` was given (see there)."""
+    from convstore.model import ContentOutput, ErrorOutput, JsonOutput
+    from convstore.model._base import describe_validation_error
+
     if isinstance(output, JsonOutput | ContentOutput | ErrorOutput):
         return output
     if isinstance(output, Mapping) and output.get("kind") in _OUTPUT_KINDS:
         try:
-            return _OUTPUT.validate_python(output)
+            return _output_adapter().validate_python(output)
         except ValidationError as exc:
             raise InvalidMessageError(describe_validation_error(exc)) from exc
     if isinstance(output, Mapping):

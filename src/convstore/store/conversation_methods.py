@@ -5,21 +5,26 @@ Create (`create_conversation`, `get_or_create_conversation`), read (`get_convers
 (`update_conversation`, `update_state`) and `delete_conversation`. Each checks its arguments,
 opens one transaction and calls one function of `convstore.store.conversations`,
 `convstore.store.writes`, `convstore.store.reads` or `convstore.store.search`.
+
+The modules that build model values are imported by the methods that use them, so a process
+that only lists or searches does not load the pydantic models or the write path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from convstore.errors import ConversationNotFoundError, ConversationOwnedByAnotherTenantError
 from convstore.limits import MAX_LIST_LIMIT, check_count, check_text, check_title
-from convstore.model import Conversation, Role
-from convstore.store import arguments, conversations, listing, search, writes
+from convstore.store import arguments, listing, search
+from convstore.store.arguments import UNSET
 from convstore.store.connection import StoreConnection
-from convstore.store.conversations import UNSET
 from convstore.store.listing import ConversationPage, ConversationSummary
 from convstore.store.search import SearchPage
+
+if TYPE_CHECKING:
+    from convstore.model import Conversation, Role
 
 __all__ = ["ConversationMethods"]
 
@@ -36,6 +41,8 @@ class ConversationMethods(StoreConnection):
         id: str | None = None,
     ) -> Conversation:
         """A new, empty conversation. ``id`` lets the application choose the id."""
+        from convstore.store import conversations
+
         self._require_open()
         cid, meta = arguments.new_header(id, title, tenant, metadata)
         now = arguments.now()
@@ -57,6 +64,8 @@ class ConversationMethods(StoreConnection):
         held by another tenant raises `ConversationOwnedByAnotherTenantError` (every
         integration's thread and session ids come through here).
         """
+        from convstore.store import conversations
+
         self._require_open()
         cid, meta = arguments.new_header(conversation_id, title, tenant, metadata)
         now = arguments.now()
@@ -80,6 +89,8 @@ class ConversationMethods(StoreConnection):
 
         Returns the conversation's header (no messages loaded).
         """
+        from convstore.store import conversations
+
         self._check_ref(conversation_id, tenant)
         changes: dict[str, Any] = {}
         if title is not UNSET:
@@ -107,6 +118,8 @@ class ConversationMethods(StoreConnection):
         ``null`` deletes a key, nested objects merge, anything else replaces. Returns the
         header (no messages loaded) with the new ``state`` and ``revision``.
         """
+        from convstore.store import conversations
+
         self._check_ref(conversation_id, tenant)
         checked = arguments.state_patch(patch)
         now = arguments.now()
@@ -184,6 +197,8 @@ class ConversationMethods(StoreConnection):
         expected_revision: str | None = None,
     ) -> None:
         """Delete a conversation and everything in it; its blobs become collectable."""
+        from convstore.store import writes
+
         self._check_ref(conversation_id, tenant)
         await self._backend.write(
             lambda tx: writes.delete_conversation(tx, conversation_id, tenant, expected_revision)

@@ -12,16 +12,16 @@ Invariants:
 - Each public method checks its arguments, opens one transaction and calls one function of
   the modules behind it. The class is assembled from `convstore.store.connection` (opening
   and closing), `convstore.store.conversation_methods` (conversations as a whole) and
-  `convstore.store.history_methods` (undo, fork, branches, cancel, compact); messages,
-  tool-call results, rendering and attachments are here.
+  `convstore.store.history_methods` (undo, fork, branches, cancel, compact) and
+  `convstore.store.retention_methods` (erase a tenant, prune by age); messages, tool-call
+  results, rendering, attachments and export are here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
 from os import PathLike
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from convstore.errors import (
     InvalidInputError,
@@ -32,47 +32,36 @@ from convstore.limits import (
     check_seq,
     check_text,
 )
-from convstore.message_checks import check_messages
-from convstore.model import (
-    Conversation,
-    FilePart,
-    Message,
-    Role,
-    ToolCall,
-    ToolDefinition,
-    ToolOutput,
-    ToolResultPart,
-)
 from convstore.progress import Progress, silent
-from convstore.rendering import Rendered, render
-from convstore.store import (
-    appending,
-    arguments,
-    attachments,
-    conversations,
-    lean_append,
-    native,
-    one_statement_load,
-    reads,
-)
-from convstore.store.attachments import BlobContext
-from convstore.store.checkpoints import Checkpoints
+from convstore.store import arguments
 from convstore.store.connection import (
     DEFAULT_BLOB_TIMEOUT,
     DEFAULT_MAX_ATTACHMENT_SIZE,
     DEFAULT_MESSAGE_CACHE,
 )
 from convstore.store.conversation_methods import ConversationMethods
-from convstore.store.erase import EraseReport, erase_tenant
-from convstore.store.export import ExportReport, export_archive
 from convstore.store.history_methods import HistoryMethods
-from convstore.store.native import NativePath
-from convstore.store.prune import DEFAULT_BATCH, DEFAULT_RETENTION, PruneReport, prune
-from convstore.store.results import AppendResult
-from convstore.store.tools import stored_tools
-from convstore.store.writes import NoChange, OnConflict
-from convstore.transcript.planner import OrphanPolicy, attachments_needed
-from convstore.transcript.reasoning import ReasoningPolicy
+from convstore.store.retention_methods import RetentionMethods
+
+if TYPE_CHECKING:
+    # Imported by the methods that use them: opening a store to search or list loads neither
+    # the append pipeline nor the pydantic models nor the renderers (tests/cli/test_lazy_cli.py).
+    from convstore.model import (
+        Conversation,
+        FilePart,
+        Message,
+        ToolCall,
+        ToolDefinition,
+        ToolOutput,
+    )
+    from convstore.rendering import Rendered
+    from convstore.store.checkpoints import Checkpoints
+    from convstore.store.export import ExportReport
+    from convstore.store.native import NativePath
+    from convstore.store.results import AppendResult
+    from convstore.store.writes import OnConflict
+    from convstore.transcript.planner import OrphanPolicy
+    from convstore.transcript.reasoning import ReasoningPolicy
 
 __all__ = [
     "DEFAULT_BLOB_TIMEOUT",
@@ -82,7 +71,7 @@ __all__ = [
 ]
 
 
-class ConversationStore(ConversationMethods, HistoryMethods):
+class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
     """Conversations as rows in SQLite or PostgreSQL, attachments as blobs in fsspec storage.
 
     Args:
@@ -111,6 +100,8 @@ class ConversationStore(ConversationMethods, HistoryMethods):
     @property
     def checkpoints(self) -> Checkpoints:
         """The checkpoints of graph threads kept with their conversations (LangGraph's saver)."""
+        from convstore.store.checkpoints import Checkpoints
+
         return Checkpoints(self)
 
     # -- messages -------------------------------------------------------------------------------
@@ -160,6 +151,12 @@ class ConversationStore(ConversationMethods, HistoryMethods):
             `AppendResult`: a list whose ``revision`` is the conversation's new revision (for
             an empty batch, or a replayed idempotency key, the current one).
         """
+        from convstore.message_checks import check_messages
+        from convstore.store import appending, conversations, lean_append, reads
+        from convstore.store.attachments import BlobContext
+        from convstore.store.results import AppendResult
+        from convstore.store.writes import NoChange
+
         self._check_ref(conversation_id, tenant)
         check_key(idempotency_key, "idempotency key")
         batch = arguments.as_messages(messages)
@@ -245,22 +242,28 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         another branch is unanswered there), and the result's ``head_seq`` is N. A seq that is
         not a message of the conversation raises `MessageNotFoundError`.
         """
+        from convstore.store import reads
+
         self._check_ref(conversation_id, tenant)
         check_count(last, "last")
         check_seq(before_seq, "before_seq", minimum=0)
         check_seq(head_seq, "head_seq", minimum=0)
         cache = self._messages
         backend = self._backend
-        if one_statement_load.eligible(backend):
-            return await one_statement_load.load_in_one_statement(
-                backend,  # type: ignore[arg-type]  # eligible: a PostgresBackend
-                conversation_id,
-                tenant,
-                last,
-                before_seq,
-                head_seq,
-                cache,
-            )
+        if backend.dialect_name == "postgresql":
+            # Its module loads the PostgreSQL backend's: imported for a PostgreSQL store only.
+            from convstore.store import one_statement_load
+
+            if one_statement_load.eligible(backend):
+                return await one_statement_load.load_in_one_statement(
+                    backend,  # type: ignore[arg-type]  # eligible: a PostgresBackend
+                    conversation_id,
+                    tenant,
+                    last,
+                    before_seq,
+                    head_seq,
+                    cache,
+                )
         return await backend.read(
             lambda tx: reads.load_conversation(
                 tx, conversation_id, tenant, last, before_seq, head_seq=head_seq, cache=cache
@@ -285,6 +288,8 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         not (no record, or another format's); plus the ``revision``, ``head_seq`` and
         ``metadata`` the read saw. ``last=N``: only the newest N messages of the path.
         """
+        from convstore.store import native
+
         self._check_ref(conversation_id, tenant)
         if format is None:
             raise InvalidInputError("format is the NativeRecord.format to read")
@@ -306,6 +311,8 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         Without ``conversation_id``, searched in every conversation (of ``tenant``); if several
         hold it, the newest wins. `MessageNotFoundError` when there is none.
         """
+        from convstore.store import reads
+
         self._check_ref(conversation_id, tenant)
         check_text(message_id, "message id")
         return await self._backend.read(
@@ -324,6 +331,8 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         A seq the conversation does not hold (never stored, or popped) raises
         `MessageNotFoundError`; a missing conversation `ConversationNotFoundError`.
         """
+        from convstore.store import reads
+
         self._check_ref(conversation_id, tenant)
         for seq in seqs:
             check_seq(seq, "seq", minimum=0)
@@ -353,6 +362,12 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         (validated as that output), or any other JSON value, stored as a `JsonOutput` (as
         `Message.tool_result` does).
         """
+        from convstore.message_checks import check_messages
+        from convstore.model import Message, Role, ToolResultPart
+        from convstore.store import appending
+        from convstore.store.attachments import BlobContext
+        from convstore.store.writes import NoChange
+
         self._check_ref(conversation_id, tenant)
         check_key(call_id, "call id")
         output = arguments.as_output(output)
@@ -400,6 +415,12 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         is loaded so the window can reach back to the system prompt and the compaction.
         ``head_seq=N`` renders the path root → N of any branch (see `load`).
         """
+        from convstore.rendering import render
+        from convstore.store import attachments
+        from convstore.store.attachments import BlobContext
+        from convstore.store.tools import stored_tools
+        from convstore.transcript.planner import attachments_needed
+
         self._check_ref(conversation_id, tenant)
         check_count(last, "last")
         conversation = await self.load(conversation_id, tenant=tenant, head_seq=head_seq)
@@ -434,6 +455,9 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         With ``tenant``, the attachment must be referenced by a conversation of that tenant;
         otherwise it is reported as not found.
         """
+        from convstore.store import attachments
+        from convstore.store.attachments import BlobContext
+
         self._require_open()
         check_text(tenant, "tenant")
         if part.data is not None:
@@ -458,41 +482,9 @@ class ConversationStore(ConversationMethods, HistoryMethods):
         ``conversation_ids``. ``convstore.imports.import_file(store, path, "convstore")``
         restores it exactly (`convstore.store.export`).
         """
+        from convstore.store.export import export_archive
+
         self._require_open()
         return await export_archive(
             self, path, tenant=tenant, conversation_ids=conversation_ids, progress=progress
-        )
-
-    async def erase_tenant(
-        self, tenant: str, *, now: bool = False, compact: bool = False, progress: Progress = silent
-    ) -> EraseReport:
-        """Delete every row of ``tenant`` in one transaction; what was removed.
-
-        Blobs nothing references any more are deleted by the next gc, or at once with ``now``;
-        ``compact`` then rewrites the database so the rows leave its files (`store.erase`).
-        """
-        self._require_open()
-        return await erase_tenant(self, tenant, now=now, compact=compact, progress=progress)
-
-    async def prune(
-        self,
-        *,
-        older_than: timedelta = DEFAULT_RETENTION,
-        tenant: str | None = None,
-        dry_run: bool = False,
-        batch: int = DEFAULT_BATCH,
-        progress: Progress = silent,
-    ) -> PruneReport:
-        """Delete conversations not written for ``older_than``, ``batch`` per transaction.
-
-        A conversation written while the prune runs is kept (`convstore.store.prune`).
-        """
-        self._require_open()
-        return await prune(
-            self,
-            older_than=older_than,
-            tenant=tenant,
-            dry_run=dry_run,
-            batch=batch,
-            progress=progress,
         )

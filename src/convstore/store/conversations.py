@@ -21,6 +21,7 @@ from convstore.db.mapping import decode_conversation
 from convstore.db.tx import Tx
 from convstore.errors import ConversationNotFoundError
 from convstore.model import Conversation
+from convstore.store.arguments import UNSET
 from convstore.store.header_lock import Header, lock, new_revision
 from convstore.store.metadata_tags import replace_tags, write_tags
 from convstore.store.reads import conversation_tenant
@@ -35,16 +36,6 @@ __all__ = [
     "state_patcher",
     "update_header",
 ]
-
-
-class _Unset:
-    """The default of an argument that was not given (``None`` is a value: no title)."""
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Any = _Unset()
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

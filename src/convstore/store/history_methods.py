@@ -3,20 +3,23 @@
 Undo (`pop`, `truncate`), `fork`, `branches`, `tree`, `switch_branch`, `cancel_tool_calls` and
 `compact`. Each checks its arguments, opens one transaction and calls one function of
 `convstore.store.branches`, `convstore.store.writes` or `convstore.store.reads`, as every
-public method of the store does.
+public method of the store does. Those modules are imported by the methods that use them
+(see `convstore.store.conversation_methods`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from convstore.db.tx import Tx
 from convstore.limits import check_seq, check_text, check_title
-from convstore.model import Branch, Compaction, Conversation, Message
-from convstore.model.tree import MessageTree
-from convstore.store import arguments, branches, conversations, reads, writes
+from convstore.store import arguments
 from convstore.store.connection import StoreConnection
+
+if TYPE_CHECKING:
+    from convstore.db.tx import Tx
+    from convstore.model import Branch, Compaction, Conversation, Message
+    from convstore.model.tree import MessageTree
 
 __all__ = ["HistoryMethods"]
 
@@ -37,6 +40,8 @@ class HistoryMethods(StoreConnection):
         that made calls removes them. A message other branches run through is kept for them
         (only the head moves). An empty path raises `InvalidInputError`.
         """
+        from convstore.store import branches
+
         self._check_ref(conversation_id, tenant)
         now = arguments.now()
         return await self._backend.write(
@@ -55,6 +60,8 @@ class HistoryMethods(StoreConnection):
 
         Returns the removed messages, newest first.
         """
+        from convstore.store import branches
+
         self._check_ref(conversation_id, tenant)
         check_seq(after_seq, "after_seq", minimum=0)
         now = arguments.now()
@@ -77,6 +84,8 @@ class HistoryMethods(StoreConnection):
         Messages keep their ``seq`` and ``id``; attachments are shared by hash, never copied.
         Returns the new conversation's header (no messages loaded).
         """
+        from convstore.store import branches
+
         self._check_ref(conversation_id, tenant)
         check_seq(at_seq, "at_seq")
         check_title(title)
@@ -87,6 +96,8 @@ class HistoryMethods(StoreConnection):
 
     async def branches(self, conversation_id: str, *, tenant: str | None = None) -> list[Branch]:
         """The tips of the conversation's message tree, by ``head_seq``; the active one marked."""
+        from convstore.store import reads
+
         self._check_ref(conversation_id, tenant)
         return await self._backend.read(lambda tx: reads.branches(tx, conversation_id, tenant))
 
@@ -96,6 +107,8 @@ class HistoryMethods(StoreConnection):
         What a UI needs for sibling arrows and branch lists (`MessageTree.siblings`,
         `MessageTree.newest_tip`) in one read of four small columns, no message decoded.
         """
+        from convstore.store import reads
+
         self._check_ref(conversation_id, tenant)
         return await self._backend.read(lambda tx: reads.message_tree(tx, conversation_id, tenant))
 
@@ -112,6 +125,8 @@ class HistoryMethods(StoreConnection):
 
         ``metadata``, when given, replaces the conversation's metadata in the same transaction.
         """
+        from convstore.store import branches, conversations
+
         self._check_ref(conversation_id, tenant)
         check_seq(head_seq, "head_seq")
         now = arguments.now()
@@ -135,6 +150,8 @@ class HistoryMethods(StoreConnection):
         expected_revision: str | None = None,
     ) -> list[str]:
         """Move every pending call of the active path to ``cancelled``; the ids it cancelled."""
+        from convstore.store import writes
+
         self._check_ref(conversation_id, tenant)
         now = arguments.now()
         return await self._backend.write(
@@ -154,6 +171,8 @@ class HistoryMethods(StoreConnection):
 
         Non-destructive: every message stays stored and loadable.
         """
+        from convstore.store import writes
+
         self._check_ref(conversation_id, tenant)
         check_seq(through_seq, "through_seq", minimum=0)
         check_text(summary, "summary")

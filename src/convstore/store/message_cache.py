@@ -29,13 +29,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from convstore.model import Message, ToolCall, ToolCallPart, ToolOutput
+if TYPE_CHECKING:  # a store that only searches or lists builds no message (no models loaded)
+    from convstore.model import Message, ToolCall, ToolCallPart, ToolOutput
 
 __all__ = ["MessageCache"]
 
-KeptCall = tuple[tuple[Any, ...], ToolCallPart, ToolOutput | None, ToolCall]
+KeptCall: TypeAlias = "tuple[tuple[Any, ...], ToolCallPart, ToolOutput | None, ToolCall]"
 """A built call and what it was built from: the lifecycle row as read, and the part and output
 objects (kept messages' own) it took its name, arguments and output from."""
 
