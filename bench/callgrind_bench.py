@@ -12,134 +12,71 @@ callgrind's client requests (a tiny C helper compiled here with the system's
 loads (10), each after one unmeasured call of the same kind; for adapters with a turn-loop
 ``request``, one request built from the whole history and one from the newest 50; for adapters
 with ``pop_last``, ``--lasts`` pops after a turn's worth of unmeasured ones. Every thread
-counts (the driver threads of the async stores too). Results: instructions per call, from
-callgrind's dumps.
+counts (the driver threads of the async stores too). A store with a deferred search index
+(an adapter with ``settle``: convstore) catches up before the appends and has the catch-up of
+the counted appends counted on its own (``catch_up``, per append), with its idle-time
+catch-up off, so that no section counts work an idle timer happened to start in it. Results:
+instructions per call, from callgrind's dumps.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import ctypes
 import importlib
 import json
 import os
-import re
-import shutil
-import subprocess
+import sqlite3
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-
-_HELPER = r"""
-#include <valgrind/callgrind.h>
-void cg_on(void) { CALLGRIND_ZERO_STATS; CALLGRIND_START_INSTRUMENTATION; }
-void cg_off(const char *name) { CALLGRIND_STOP_INSTRUMENTATION; CALLGRIND_DUMP_STATS_AT(name); }
-"""
+from bench.harness.callgrind import Counter, counted_run, unavailable
+from bench.peers.runner import call
 
 
-def unavailable() -> str | None:
-    """Why callgrind cannot run here (``None`` when it can)."""
-    for tool in ("valgrind", "cc"):
-        if shutil.which(tool) is None:
-            return f"`{tool}` is not installed (e.g. `apt-get install -y valgrind gcc`)"
-    if not Path("/usr/include/valgrind/callgrind.h").exists():
-        return "valgrind's headers (valgrind/callgrind.h) are missing"
-    return None
-
-
-def _build_helper(directory: Path) -> Path:
-    source = directory / "cg.c"
-    source.write_text(_HELPER)
-    library = directory / "cg.so"
-    subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-o", library, source], check=True)
-    return library
-
-
-async def _measure(peer_name: str, library: Path, turns: int, appends: int, lasts: int) -> None:
-    from bench.peers.runner import _call
-
-    helper = ctypes.CDLL(str(library))
+async def _measure(peer_name: str, counter: Counter, turns: int, appends: int, lasts: int) -> None:
     module = importlib.import_module(f"bench.peers.{peer_name}")
     with tempfile.TemporaryDirectory(prefix="bench-cg-") as tmp:
         path = Path(tmp) / "store.db"
-        import sqlite3
-
         sqlite3.connect(path).execute("PRAGMA journal_mode=WAL").connection.close()
         async with module.open_store(path) as store:
-            conversation = await _call(store.new_conversation, "cg")
+            conversation = await call(store.new_conversation, "cg")
             payloads = [store.payload(n) for n in range(turns + appends + 1)]
             for payload in payloads[:turns]:
-                await _call(store.append_turn, conversation, payload)
-            await _call(store.append_turn, conversation, payloads[turns])
-            helper.cg_on()
-            for payload in payloads[turns + 1 :]:
-                await _call(store.append_turn, conversation, payload)
-            helper.cg_off(b"append")
-            await _call(store.load_all, conversation)
-            helper.cg_on()
-            await _call(store.load_all, conversation)
-            helper.cg_off(b"full_load")
-            await _call(store.load_last, conversation, 50)
-            helper.cg_on()
-            for _ in range(lasts):
-                await _call(store.load_last, conversation, 50)
-            helper.cg_off(b"last_50")
+                await call(store.append_turn, conversation, payload)
+            await call(store.append_turn, conversation, payloads[turns])
+            settle = getattr(store, "settle", None)  # convstore: the deferred search index
+            if settle is not None:
+                await settle()
+            with counter.section("append"):
+                for payload in payloads[turns + 1 :]:
+                    await call(store.append_turn, conversation, payload)
+            if settle is not None:
+                with counter.section("catch_up"):
+                    await settle()
+            await call(store.load_all, conversation)
+            with counter.section("full_load"):
+                await call(store.load_all, conversation)
+            await call(store.load_last, conversation, 50)
+            with counter.section("last_50"):
+                for _ in range(lasts):
+                    await call(store.load_last, conversation, 50)
             if hasattr(store, "request"):  # the turn loop's read: history -> request body
-                for name, last in ((b"request_full", None), (b"request_50", 50)):
-                    await _call(store.request, conversation, last)
-                    helper.cg_on()
-                    await _call(store.request, conversation, last)
-                    helper.cg_off(name)
+                for name, last in (("request_full", None), ("request_50", 50)):
+                    await call(store.request, conversation, last)
+                    with counter.section(name):
+                        await call(store.request, conversation, last)
             pop_last = getattr(store, "pop_last", None)
             if pop_last is not None:  # a `bench.peers.runner.PoppingStore`
                 # A turn's worth unmeasured first: a pop runs other statements for each kind of
                 # message it removes (each prepared on its first use), not only for the first.
                 for _ in range(module.PEER.records_per_turn):
-                    await _call(pop_last, conversation)
-                helper.cg_on()
-                for _ in range(lasts):
-                    await _call(pop_last, conversation)
-                helper.cg_off(b"pop")
-
-
-def _parse(directory: Path, prefix: str) -> dict[str, int]:
-    found: dict[str, int] = {}
-    for dump in sorted(directory.glob(f"{prefix}*")):
-        text = dump.read_text(errors="replace")
-        trigger = re.search(r"^desc: Trigger: Client Request: (\S+)", text, re.MULTILINE)
-        total = re.search(r"^totals: (\d+)", text, re.MULTILINE)
-        if trigger and total:
-            found[trigger.group(1)] = int(total.group(1))
-    return found
-
-
-def counted_run(
-    module: str, arguments: list[str], timeout: float, env: dict[str, str] | None = None
-) -> tuple[dict[str, int], str | None]:
-    """``python -m module --library L *arguments`` under callgrind, instrumented only between
-    the helper's ``cg_on``/``cg_off`` calls; the instructions per ``cg_off`` name, and why the
-    run failed (``None`` when it did not)."""
-    with tempfile.TemporaryDirectory(prefix="bench-cg-out-") as out:
-        directory = Path(out)
-        library = _build_helper(directory)
-        command = [
-            "valgrind", "--tool=callgrind", "--instr-atstart=no",
-            f"--callgrind-out-file={directory}/cg.out.%p",
-            sys.executable, "-m", module, "--library", str(library), *arguments,
-        ]  # fmt: skip
-        proc = subprocess.run(
-            command, cwd=ROOT, env=env, capture_output=True, text=True, check=False,
-            timeout=timeout,
-        )  # fmt: skip
-        totals = _parse(directory, "cg.out.")
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
-        return totals, f"exit status {proc.returncode}: {tail}"
-    return totals, None
+                    await call(pop_last, conversation)
+                with counter.section("pop"):
+                    for _ in range(lasts):
+                        await call(pop_last, conversation)
 
 
 def run_peer(peer: str, env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
@@ -161,6 +98,7 @@ def run_peer(peer: str, env: dict[str, str], args: argparse.Namespace) -> dict[s
         "request_full": totals.get("request_full"),
         "request_50": totals.get("request_50"),
         "pop": totals["pop"] / args.lasts if "pop" in totals else None,
+        "catch_up": totals["catch_up"] / args.appends if "catch_up" in totals else None,
         "turns": args.turns,
         "history_turns": args.turns + 1 + args.appends,
     }
@@ -178,7 +116,8 @@ def main() -> None:
     parser.add_argument("--library", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inside:
-        asyncio.run(_measure(args.inside, args.library, args.turns, args.appends, args.lasts))
+        counter = Counter(args.library)
+        asyncio.run(_measure(args.inside, counter, args.turns, args.appends, args.lasts))
         return
     reason = unavailable()
     results: list[dict[str, Any]] = []

@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.harness.timing import rotations
 from convstore import ConversationStore, Message
 
 PYTHON = sys.executable
@@ -93,6 +94,7 @@ def _instructions(argv: list[str], workdir: Path) -> int | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--warm-ups", type=int, default=1, help="unmeasured runs of each (1)")
     parser.add_argument("--callgrind", action="store_true")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -103,11 +105,11 @@ def main() -> None:
         variants = _variants(url, blobs)
         names = list(variants)
         times: dict[str, list[float]] = {name: [] for name in names}
-        for name in names:  # one warm-up each: bytecode caches, the page cache
-            _run(variants[name])
-        for round_ in range(options.rounds):
-            shift = round_ % len(names)
-            for name in names[shift:] + names[:shift]:
+        for _ in range(options.warm_ups):  # bytecode caches, the page cache
+            for name in names:
+                _run(variants[name])
+        for _, order in rotations(names, options.rounds):
+            for name in order:
                 times[name].append(_run(variants[name]))
         search_itself = asyncio.run(_search_itself(url, blobs, options.rounds))
         counts: dict[str, int | None] = {}

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.peers.runner import _call
+from bench.peers.runner import call
 
 PEERS = ("convstore_nocache", "convstore_store", "agents_sqlite")
 KEY = "cold-load"
@@ -39,9 +39,9 @@ KEY = "cold-load"
 async def _fill(peer: str, path: Path, turns: int) -> str:
     module = importlib.import_module(f"bench.peers.{peer}")
     async with module.open_store(path) as store:
-        conversation = await _call(store.new_conversation, KEY)
+        conversation = await call(store.new_conversation, KEY)
         for n in range(turns):
-            await _call(store.append_turn, conversation, store.payload(n))
+            await call(store.append_turn, conversation, store.payload(n))
         return conversation if isinstance(conversation, str) else KEY
 
 
@@ -55,7 +55,7 @@ async def _inside(peer: str, path: Path, handle: str) -> dict[str, Any]:
         timings = []
         for _ in range(2):
             start = time.perf_counter()
-            count = await _call(store.load_all, conversation)
+            count = await call(store.load_all, conversation)
             timings.append((time.perf_counter() - start) * 1e3)
     return {"first_ms": timings[0], "again_ms": timings[1], "records": count}
 

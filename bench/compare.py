@@ -33,22 +33,28 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import shlex
 import sqlite3
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.harness import machine
+from bench.harness.callgrind import unavailable
+from bench.harness.fixtures import (
+    OFFLINE_ENVIRONMENT,
+    postgres_cluster,
+    v1_environment,
+    v1_source,
+)
+from bench.harness.report import write_json
+from bench.harness.timing import rotations
 from bench.peers import POSTGRES_STORES, STORES
-from bench.peers.convstore_v1 import V1_COMMIT
-from bench.peers.runner import OFFLINE_ENVIRONMENT, sqlite_default_synchronous
+from bench.peers.runner import sqlite_default_synchronous
 from bench.render_bench import markdown as render_markdown
 from bench.report import document
 from bench.report_tables import (
@@ -108,58 +114,13 @@ def _store_command(store: str, args: argparse.Namespace) -> list[str]:
     return command
 
 
-def v1_environment(v1_src: Path | None) -> dict[str, str]:
-    """What puts the v1 code first on the import path of a subprocess."""
-    if v1_src is None:
-        return {}
-    path = os.pathsep.join(p for p in (str(v1_src), os.environ.get("PYTHONPATH", "")) if p)
-    return {"PYTHONPATH": path, "BENCH_V1_SRC": str(v1_src)}
-
-
-@contextmanager
-def v1_source() -> Iterator[Path | None]:
-    """``git archive V1_COMMIT src migrations``, extracted; its ``src`` (None without git)."""
-    with tempfile.TemporaryDirectory(prefix="bench-v1-") as tmp:
-        try:
-            archive = subprocess.run(
-                ["git", "archive", "--format=tar", V1_COMMIT, "src", "migrations"],
-                cwd=ROOT, capture_output=True, check=True, timeout=120,
-            )  # fmt: skip
-        except (OSError, subprocess.SubprocessError) as exc:
-            print(f"convstore v1 unavailable: {exc}", file=sys.stderr)
-            yield None
-            return
-        target = Path(tmp) / "v1"
-        target.mkdir()
-        with tarfile.open(fileobj=__import__("io").BytesIO(archive.stdout)) as tar:
-            tar.extractall(target, filter="data")
-        yield target / "src"
-
-
-@contextmanager
-def postgres_cluster(wanted: bool) -> Iterator[tuple[dict[str, str], str]]:
-    """A throwaway cluster like the tests' (environment for the peers, or why there is none)."""
-    if not wanted:
-        yield {}, "not selected"
-        return
-    from tests.support.postgres import find_bindir, running_cluster
-
-    if find_bindir() is None:
-        yield {}, "PostgreSQL binaries (initdb, pg_ctl) not found"
-        return
-    with running_cluster() as cluster:
-        dsn = f"postgresql://{cluster.user}@{cluster.host}:{cluster.port}"
-        yield {"BENCH_POSTGRES_DSN": dsn}, ""
-
-
 def run_stores(
     args: argparse.Namespace, stores: Sequence[str], envs: dict[str, dict[str, str]]
 ) -> dict[str, dict[str, Any]]:
     """Every repetition of every store, interleaved; the merged result of each store."""
     results: dict[str, dict[str, Any]] = {}
-    for rep in range(args.reps):
-        shift = rep % len(stores)
-        for store in [*stores[shift:], *stores[:shift]]:
+    for rep, order in rotations(stores, args.reps):
+        for store in order:
             known = results.get(store)
             if known is not None and (not known["available"] or known.get("failed")):
                 continue
@@ -193,6 +154,19 @@ def run_render(args: argparse.Namespace) -> tuple[dict[str, Any] | None, str]:
     return _run_json(command, args.timeout)
 
 
+def run_search(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any] | str:
+    """`bench.search_bench`: search p99 beside a writer, append with and without the index."""
+    print(f"search benchmark ({args.search_messages:,} messages) …", file=sys.stderr, flush=True)
+    command = [sys.executable, "-m", "bench.search_bench", "--messages",
+               str(args.search_messages), "--conversations",
+               str(max(1, args.search_messages // 100)), "--queries-per-kind",
+               str(max(1, min(50, args.search_messages // 100)))]  # fmt: skip
+    if not args.skip_callgrind:
+        command.append("--callgrind")
+    result, error = _run_json(command, args.timeout * 2, env)
+    return result if result is not None else f"failed: {error}"
+
+
 def run_scale(args: argparse.Namespace, v1_src: Path | None) -> dict[str, Any]:
     """`bench.scale_bench` for the current code and for v1."""
     out: dict[str, Any] = {}
@@ -219,16 +193,12 @@ def run_listing(args: argparse.Namespace, databases: str) -> dict[str, Any] | st
 
 def run_callgrind(args: argparse.Namespace, v1_src: Path | None) -> dict[str, Any]:
     """`bench.callgrind_bench` for the SQLite hot paths (skipped, with a note, without valgrind)."""
-    from bench.callgrind_bench import unavailable
-
     reason = unavailable()
     if reason is not None:
         print(f"callgrind skipped: {reason}", file=sys.stderr)
         return {"skipped": reason, "results": []}
     results: list[dict[str, Any]] = []
-    peers = ("convstore_store", "convstore_nocache", "convstore_session", "convstore_v1",
-             "agents_sqlite", "raw_sqlite3")  # fmt: skip
-    for peer in peers:
+    for peer in filter(None, args.callgrind_peers.split(",")):
         if peer == "convstore_v1" and v1_src is None:
             continue
         print(f"callgrind: {peer} …", file=sys.stderr, flush=True)
@@ -242,85 +212,26 @@ def run_callgrind(args: argparse.Namespace, v1_src: Path | None) -> dict[str, An
     return {"skipped": None, "results": results}
 
 
-# -- environment --------------------------------------------------------------------------------
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
-
-
-def _cpu_model() -> str:
-    for line in _read("/proc/cpuinfo").splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
-def _memory() -> str:
-    for line in _read("/proc/meminfo").splitlines():
-        if line.startswith("MemTotal:"):
-            return f"{int(line.split()[1]) / 1024**2:.1f} GiB"
-    return "unknown"
-
-
-def _filesystem(directory: str) -> str:
-    best = ("", "unknown", "unknown")
-    resolved = str(Path(directory).resolve())
-    for line in _read("/proc/mounts").splitlines():
-        device, mount, kind, *_ = line.split()
-        inside = resolved == mount or resolved.startswith(mount.rstrip("/") + "/")
-        if inside and len(mount) > len(best[0]):
-            best = (mount, kind, device)
-    return f"{best[1]} ({best[2]} on {best[0]})"
-
-
-def _git(*command: str) -> str:
-    try:
-        proc = subprocess.run(
-            ["git", *command], cwd=ROOT, capture_output=True, text=True, check=False, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return proc.stdout.strip()
-
-
 def environment(args: argparse.Namespace, started: str, load_before: str) -> dict[str, str]:
     """What the numbers were measured on."""
-    commit = _git("rev-parse", "--short", "HEAD") or "unknown"
-    if _git("status", "--porcelain", "--", "src"):
-        commit += " (with uncommitted changes under src/)"
-    tmp = args.tmpdir or tempfile.gettempdir()
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {
-        "date": started,
-        "command": shlex.join(["python", "-m", "bench.compare", *sys.argv[1:]]),
-        "commit": commit,
-        "machine": f"{cores} cores (nproc), {_cpu_model()}, {_memory()} RAM, {platform.machine()}",
-        "os": f"{platform.system()} {platform.release()}",
-        "python": f"{platform.python_version()} ({sys.executable})",
-        "sqlite": f"{sqlite3.sqlite_version}; a fresh WAL connection has synchronous = "
+    return machine.environment(
+        command=shlex.join(["python", "-m", "bench.compare", *sys.argv[1:]]),
+        started=started,
+        load_before=load_before,
+        tmpdir=args.tmpdir,
+        sqlite=f"{sqlite3.sqlite_version}; a fresh WAL connection has synchronous = "
         f"{sqlite_default_synchronous()}",
-        "database files": f"{tmp}: {_filesystem(tmp)}",
-        "load average": f"{load_before} before, {_loadavg()} after",
-    }
-
-
-def _loadavg() -> str:
-    try:
-        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "unknown"
+    )
 
 
 def measure_all(args: argparse.Namespace, stores: list[str]) -> dict[str, Any]:
     """Run every store and the other benchmarks; everything the report is made from."""
     started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    load_before = _loadavg()
+    load_before = machine.loadavg()
     pg_wanted = any(s in POSTGRES_STORES for s in stores)
-    with v1_source() as v1_src, postgres_cluster(pg_wanted) as (pg_env, pg_missing):
+    with v1_source() as (v1_src, v1_missing), postgres_cluster(pg_wanted) as (pg_env, pg_missing):
+        if v1_missing:
+            print(v1_missing, file=sys.stderr)
         envs: dict[str, dict[str, str]] = dict.fromkeys(POSTGRES_STORES, pg_env)
         envs["convstore_v1"] = v1_environment(v1_src)
         runnable = [s for s in stores if not (s in POSTGRES_STORES and pg_missing)]
@@ -332,6 +243,9 @@ def measure_all(args: argparse.Namespace, stores: list[str]) -> dict[str, Any]:
         callgrind: dict[str, Any] = {"skipped": "`--skip-callgrind`", "results": []}
         if not args.skip_callgrind:
             callgrind = run_callgrind(args, v1_src)
+        search: dict[str, Any] | str = "Skipped (`--skip-search`)."
+        if not args.skip_search:
+            search = run_search(args, pg_env)
         listing: dict[str, Any] | str = "Skipped (`--listing-sizes ''`)."
         if args.listing_sizes:
             listing = run_listing(args, "sqlite" if pg_missing else "sqlite,postgresql")
@@ -354,6 +268,7 @@ def measure_all(args: argparse.Namespace, stores: list[str]) -> dict[str, Any]:
         "scale": scale,
         "callgrind": callgrind,
         "listing": listing,
+        "search": search,
         "render": render,
         "environment": environment(args, started, load_before),
     }
@@ -370,6 +285,28 @@ def main() -> None:
     )
     parser.add_argument("--skip-scale", action="store_true", help="no scale run")
     parser.add_argument("--skip-callgrind", action="store_true", help="no callgrind counts")
+    parser.add_argument(
+        "--callgrind-peers",
+        default="convstore_store,convstore_nocache,convstore_session,convstore_v1,agents_sqlite,"
+        "raw_sqlite3",
+        help="SQLite stores counted by callgrind",
+    )
+    parser.add_argument("--skip-search", action="store_true", help="no search benchmark")
+    parser.add_argument(
+        "--search-json", type=Path, help="also write the search benchmark's result here"
+    )
+    parser.add_argument(
+        "--search-from-json", type=Path, help="take the search results from this file instead"
+    )
+    parser.add_argument(
+        "--frameworks-json",
+        default="",
+        help="comma-separated results of `bench.frameworks_bench --json-out` (run from the "
+        "frameworks' own environments) to judge the ADK targets",
+    )
+    parser.add_argument(
+        "--search-messages", type=int, default=100_000, help="messages the searches run over"
+    )
     parser.add_argument(
         "--listing-sizes",
         default="1000,100000,1000000",
@@ -407,6 +344,14 @@ def main() -> None:
         saved = json.loads(args.from_json.read_text())
     else:
         saved = measure_all(args, stores)
+    for name in filter(None, args.frameworks_json.split(",")):
+        framework = json.loads((ROOT / name).read_text())
+        saved.setdefault("frameworks", {})[framework["framework"]] = framework
+    if args.search_from_json is not None:  # a search run of its own (beside, not inside, this one)
+        saved["search"] = json.loads(args.search_from_json.read_text())
+    if args.from_json is None:
+        if args.search_json is not None and isinstance(saved.get("search"), dict):
+            write_json(args.search_json, saved["search"])
         if args.save_json is not None:
             args.save_json.write_text(json.dumps(saved, indent=1))
 
@@ -422,7 +367,7 @@ def main() -> None:
     print()
     print("\n".join(postgres_section(saved)))
     print()
-    print(targets_table(saved["results"], saved.get("scale"), saved.get("callgrind")))
+    print(targets_table(saved))
     print()
     print(layout_table(saved["results"], saved.get("scale", {})))
     print(scale_notes(saved.get("scale", {})))
@@ -438,7 +383,7 @@ def main() -> None:
         path = ROOT / args.output
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(document(saved))
-        print(f"\nwritten to {path.relative_to(ROOT)}", file=sys.stderr)
+        print(f"\nwritten to {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

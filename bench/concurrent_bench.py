@@ -10,7 +10,7 @@ The workload is `bench.workload.turn_messages` (six items per turn, one append p
 - ``sqlite x4 processes``: four spawned processes with a store each on the same fresh file, the
   conversations split between them (they contend for SQLite's single write lock);
 - ``postgresql``: one store on a fresh database of a throwaway cluster
-  (`tests.support.postgres.running_cluster`; durability off there, as for the test suite);
+  (``BENCH_POSTGRES_DSN``, or a throwaway cluster like the tests': durability off there);
 - ``postgresql x4 processes``: as for SQLite.
 
 Each variant is repeated; medians are printed: items/s (wall time from the first append to
@@ -24,15 +24,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
+import os
 import statistics
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.harness.fixtures import postgres_cluster
+from bench.peers.runner import fresh_postgres_database
 from bench.workload import ITEMS_PER_TURN, turn_messages
 from convstore import ConversationStore, ConvstoreError
 
@@ -128,11 +130,11 @@ def _worker(
         results.put(f"worker failed: {exc!r}")
 
 
-def _processes(url: str, turns: int, synchronous: str) -> Run:
+def _processes(url: str, turns: int, synchronous: str, processes: int = PROCESSES) -> Run:
     conversations = asyncio.run(_create(url, CONVERSATIONS, auto_migrate=True))
     context = multiprocessing.get_context("spawn")
-    barrier, results = context.Barrier(PROCESSES), context.Queue()
-    shares = [conversations[i::PROCESSES] for i in range(PROCESSES)]
+    barrier, results = context.Barrier(processes), context.Queue()
+    shares = [conversations[i::processes] for i in range(processes)]
     workers = [
         context.Process(target=_worker, args=(url, share, turns, synchronous, barrier, results))
         for share in shares
@@ -177,11 +179,11 @@ def _sqlite_url(directory: str) -> str:
     return f"sqlite+aiosqlite:///{Path(directory) / 'bench.db'}"
 
 
-def _sqlite_once(turns: int, synchronous: str, *, processes: bool) -> Run:
+def _sqlite_once(turns: int, synchronous: str, *, processes: int) -> Run:
     with tempfile.TemporaryDirectory() as tmp:
         url = _sqlite_url(tmp)
         if processes:
-            return _processes(url, turns, synchronous)
+            return _processes(url, turns, synchronous, processes)
         return asyncio.run(_in_process(url, turns, synchronous))
 
 
@@ -191,6 +193,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--synchronous", choices=["full", "normal"], default="full")
     parser.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL runs")
+    parser.add_argument("--processes", type=int, default=PROCESSES, help="writer processes")
     args = parser.parse_args()
     turns, sync = args.turns, args.synchronous
     appends = CONVERSATIONS * turns
@@ -199,19 +202,20 @@ def main() -> None:
         f"({appends:,} appends, {appends * ITEMS_PER_TURN:,} items), one writer per "
         f"conversation; medians of {args.repeat} runs; SQLite synchronous={sync}"
     )
-    _report("sqlite", _repeat(args.repeat, lambda: _sqlite_once(turns, sync, processes=False)))
+    processes = args.processes
+    _report("sqlite", _repeat(args.repeat, lambda: _sqlite_once(turns, sync, processes=0)))
     _report(
-        f"sqlite x{PROCESSES} processes",
-        _repeat(args.repeat, lambda: _sqlite_once(turns, sync, processes=True)),
+        f"sqlite x{processes} processes",
+        _repeat(args.repeat, lambda: _sqlite_once(turns, sync, processes=processes)),
     )
     if args.no_postgres:
         return
-    from tests.support.postgres import running_cluster
-
-    with running_cluster() as cluster:
+    with postgres_cluster(not os.environ.get("BENCH_POSTGRES_DSN")) as (env, _):
+        dsn = env.get("BENCH_POSTGRES_DSN") or os.environ["BENCH_POSTGRES_DSN"]
 
         def fresh_database() -> str:
-            url = cluster.create_database(f"bench_{uuid.uuid4().hex[:12]}")
+            name = asyncio.run(fresh_postgres_database("bench", dsn))
+            url = f"{dsn.replace('postgresql://', 'postgresql+asyncpg://', 1)}/{name}"
             asyncio.run(_create(url, 0, auto_migrate=True))
             return url
 
@@ -220,8 +224,8 @@ def main() -> None:
             _repeat(args.repeat, lambda: asyncio.run(_in_process(fresh_database(), turns, sync))),
         )
         _report(
-            f"postgresql x{PROCESSES} processes",
-            _repeat(args.repeat, lambda: _processes(fresh_database(), turns, sync)),
+            f"postgresql x{processes} processes",
+            _repeat(args.repeat, lambda: _processes(fresh_database(), turns, sync, processes)),
         )
 
 

@@ -43,9 +43,7 @@ from tests.reliability.contention import (
 )
 
 from bench.databases import database_url, each_database, emit
-from convstore import ConversationStore
-from convstore.db import sqlite_path
-from convstore.store.maintenance import fsck
+from convstore import ConversationStore, fsck
 
 MiB = 1024 * 1024
 
@@ -61,7 +59,8 @@ async def listings(url: str, conversations: int, seconds: float) -> dict[str, An
         began = time.perf_counter()
         await populate(store, run, conversations)
         populated = time.perf_counter() - began
-        database = sqlite_path(url)
+        prefix = "sqlite+aiosqlite:///"
+        database = Path(url.removeprefix(prefix)) if url.startswith(prefix) else None
         wal = None if database is None else database.with_name(database.name + "-wal")
         seen = await listings_beside_io(store, run, seconds=seconds, wal=wal)
     p99 = _percentile(seen.loads_ms, 0.99)

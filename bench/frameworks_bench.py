@@ -25,24 +25,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from bench.harness.report import write_json
+from bench.harness.timing import median_ms
 from bench.workload import turn_data
-
-
-async def _median_ms(action: Callable[[], Awaitable[Any]], reps: int = 5) -> float:
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        await action()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
-
 
 # -- google-adk -----------------------------------------------------------------------------------
 
@@ -101,8 +91,8 @@ async def _adk_workload(service: Any, turns: int, writers: int) -> dict[str, flo
         )
         assert got is not None
 
-    full_ms = await _median_ms(load)
-    last_ms = await _median_ms(lambda: load(GetSessionConfig(num_recent_events=50)))
+    full_ms = await median_ms(load)
+    last_ms = await median_ms(lambda: load(GetSessionConfig(num_recent_events=50)))
 
     errors = 0
     writer_turns = max(turns // 10, 5)
@@ -145,7 +135,7 @@ async def _adk_workload(service: Any, turns: int, writers: int) -> dict[str, flo
     }
 
 
-async def bench_adk(turns: int, writers: int) -> None:
+async def bench_adk(turns: int, writers: int) -> dict[str, Any]:
     from google.adk.sessions import DatabaseSessionService
 
     from convstore import ConversationStore
@@ -163,7 +153,7 @@ async def bench_adk(turns: int, writers: int) -> None:
         async with ConversationStore(url, blobs=str(root / "blobs")) as store:
             ours = ConvstoreSessionService(store=store)
             results["ConvstoreSessionService"] = await _adk_workload(ours, turns, writers)
-    _table(results, "DatabaseSessionService", "ConvstoreSessionService")
+    return _table(results, "DatabaseSessionService", "ConvstoreSessionService")
 
 
 # -- pydantic-ai ----------------------------------------------------------------------------------
@@ -202,12 +192,12 @@ async def _pydantic_workload(backend: Any, turns: int) -> dict[str, float]:
     elapsed = time.perf_counter() - start
     return {
         "turns/s (load + save)": turns / elapsed,
-        "load ms (all)": await _median_ms(lambda: backend.load("main")),
-        "load ms (last 50)": await _median_ms(lambda: backend.load("main", limit=50)),
+        "load ms (all)": await median_ms(lambda: backend.load("main")),
+        "load ms (last 50)": await median_ms(lambda: backend.load("main", limit=50)),
     }
 
 
-async def bench_pydantic_ai(turns: int) -> None:
+async def bench_pydantic_ai(turns: int) -> dict[str, Any]:
     from pydantic_ai.conversation_store import InMemoryConversationStore
 
     from convstore import ConversationStore
@@ -222,16 +212,18 @@ async def bench_pydantic_ai(turns: int) -> None:
         async with ConversationStore(url, blobs=str(root / "blobs")) as store:
             backend = ConvstoreConversationStore(store=store)
             results["ConvstoreConversationStore"] = await _pydantic_workload(backend, turns)
-    _table(results, "InMemoryConversationStore", "ConvstoreConversationStore")
+    return _table(results, "InMemoryConversationStore", "ConvstoreConversationStore")
 
 
-def _table(results: dict[str, dict[str, float]], peer: str, ours: str) -> None:
+def _table(results: dict[str, dict[str, float]], peer: str, ours: str) -> dict[str, Any]:
+    """Print the table; the result, as `bench.compare --frameworks-json` reads it."""
     print(f"| measure | {peer} | {ours} | ratio (ours / peer) |")
     print("|---|---:|---:|---:|")
     for measure, value in results[peer].items():
         mine = results[ours][measure]
         ratio = f"{mine / value:.2f}" if value else "-"
         print(f"| {measure} | {value:,.1f} | {mine:,.1f} | {ratio} |")
+    return {"peer": peer, "ours": ours, "results": results}
 
 
 def main() -> None:
@@ -240,11 +232,14 @@ def main() -> None:
     parser.add_argument("framework", choices=["adk", "pydantic-ai"])
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--writers", type=int, default=20)
+    parser.add_argument("--json-out", type=Path, help="also write the result here")
     args = parser.parse_args()
     if args.framework == "adk":
-        asyncio.run(bench_adk(args.turns, args.writers))
+        result = asyncio.run(bench_adk(args.turns, args.writers))
     else:
-        asyncio.run(bench_pydantic_ai(args.turns))
+        result = asyncio.run(bench_pydantic_ai(args.turns))
+    if args.json_out is not None:
+        write_json(args.json_out, {"framework": args.framework, **result})
 
 
 if __name__ == "__main__":

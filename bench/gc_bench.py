@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ctypes
 import os
 import statistics
 import tempfile
@@ -30,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.databases import database_url, each_database, emit
-from convstore import ConversationStore, FilePart, Message
-from convstore.store import collect_garbage
+from bench.harness.callgrind import Counter, counted_run, dry_run, unavailable
+from convstore import ConversationStore, FilePart, Message, collect_garbage
 
 
 async def _garbage(store: ConversationStore, count: int, label: str) -> None:
@@ -95,22 +94,18 @@ async def run(database: str, count: int, reps: int, directory: Path) -> dict[str
 # -- one collection under callgrind ----------------------------------------------------------
 
 
-async def _counted(directory: Path, count: int, library: Path) -> None:
-    helper = ctypes.CDLL(str(library))
+async def _counted(directory: Path, count: int, counter: Counter) -> None:
     url = f"sqlite+aiosqlite:///{directory / 'gc.db'}"
     async with ConversationStore(url, blobs=str(directory / "blobs"), auto_migrate=True) as store:
         await _garbage(store, count, "counted")
-        helper.cg_on()
-        report = await collect_garbage(store, grace=timedelta(0))
-        helper.cg_off(b"gc")
+        with counter.section("gc"):
+            report = await collect_garbage(store, grace=timedelta(0))
     if len(report.deleted) != count:
         raise AssertionError(f"gc deleted {len(report.deleted)} of {count} blobs")
 
 
 def callgrind(count: int, timeout: float) -> dict[str, Any]:
     """Instructions per deleted blob of one SQLite collection, or why there are none."""
-    from bench.callgrind_bench import counted_run, unavailable
-
     reason = unavailable()
     if reason is not None:
         return {"gc_callgrind": f"skipped: {reason}"}
@@ -119,6 +114,8 @@ def callgrind(count: int, timeout: float) -> dict[str, Any]:
         totals, failure = counted_run("bench.gc_bench", arguments, timeout)
     if failure is not None or "gc" not in totals:
         return {"gc_callgrind": f"failed: {failure or 'nothing counted'}"}
+    if dry_run():
+        return {"gc_callgrind": "dry run: nothing counted"}
     return {"gc_callgrind": "ok", "gc_instructions_per_blob": totals["gc"] / count}
 
 
@@ -134,7 +131,7 @@ def main() -> None:
     parser.add_argument("--library", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inside is not None:
-        asyncio.run(_counted(args.inside, args.blobs, args.library))
+        asyncio.run(_counted(args.inside, args.blobs, Counter(args.library)))
         return
     output = each_database(
         args.database,

@@ -31,24 +31,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ctypes
 import functools
 import json
-import os
 import sqlite3
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from tests.integrations.langgraph_agent import build, config, question
 
-from bench.callgrind_bench import _build_helper, _parse, unavailable
+from bench.harness.callgrind import Counter, counted_run, dry_run, unavailable
+from bench.harness.timing import median_ms
 from convstore import ConversationStore
 from convstore.integrations.langgraph import ConvstoreSaver
 
@@ -71,15 +68,6 @@ def live_bytes(db: Path) -> int:
 
 def tree_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
-
-
-async def _median_ms(action: Callable[[], Awaitable[Any]], reps: int = 5) -> float:
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        await action()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
 
 
 class Run:
@@ -139,13 +127,12 @@ async def one_repetition(turns: int, directory: Path) -> dict[str, dict[str, Any
         for name, graph in graphs.items():
             results[name]["aget_state ms (cold)"] = statistics.median(cold_ms[name])
             warm = functools.partial(graph.aget_state, config(THREAD))
-            results[name]["aget_state ms (warm)"] = await _median_ms(warm)
+            results[name]["aget_state ms (warm)"] = await median_ms(warm)
     return results
 
 
-async def counted(saver: str, library: Path, turns: int, counted_turns: int) -> None:
+async def counted(saver: str, counter: Counter, turns: int, counted_turns: int) -> None:
     """Inside valgrind: ``turns`` uncounted, then the counted steps and reads of one saver."""
-    helper = ctypes.CDLL(str(library))
     with tempfile.TemporaryDirectory(prefix="lg-bench-cg-") as tmp:
         db = Path(tmp) / "saver.db"
         async with contextlib.AsyncExitStack() as stack:
@@ -166,17 +153,14 @@ async def counted(saver: str, library: Path, turns: int, counted_turns: int) -> 
             graph = new_graph()
             for turn in range(1, turns + 1):
                 await graph.ainvoke({"messages": [question(turn)]}, config(THREAD))
-            helper.cg_on()
-            for turn in range(turns + 1, turns + counted_turns + 1):
-                await graph.ainvoke({"messages": [question(turn)]}, config(THREAD))
-            helper.cg_off(b"steps")
+            with counter.section("steps"):
+                for turn in range(turns + 1, turns + counted_turns + 1):
+                    await graph.ainvoke({"messages": [question(turn)]}, config(THREAD))
             cold = new_graph()
-            helper.cg_on()
-            await cold.aget_state(config(THREAD))
-            helper.cg_off(b"aget_state_cold")
-            helper.cg_on()
-            await cold.aget_state(config(THREAD))
-            helper.cg_off(b"aget_state_warm")
+            with counter.section("aget_state_cold"):
+                await cold.aget_state(config(THREAD))
+            with counter.section("aget_state_warm"):
+                await cold.aget_state(config(THREAD))
 
 
 def instructions(turns: int, counted_turns: int) -> dict[str, dict[str, float]] | str:
@@ -186,24 +170,13 @@ def instructions(turns: int, counted_turns: int) -> dict[str, dict[str, float]] 
         return reason
     results: dict[str, dict[str, float]] = {}
     for saver in ("ConvstoreSaver", "AsyncSqliteSaver"):
-        with tempfile.TemporaryDirectory(prefix="lg-bench-cg-out-") as out:
-            directory = Path(out)
-            library = _build_helper(directory)
-            command = [
-                "valgrind", "--tool=callgrind", "--instr-atstart=no",
-                f"--callgrind-out-file={directory}/cg.out.%p",
-                sys.executable, "-m", "bench.langgraph_bench", "--inside", saver,
-                "--library", str(library), "--callgrind-turns", str(turns),
-                "--counted-turns", str(counted_turns),
-            ]  # fmt: skip
-            proc = subprocess.run(
-                command, cwd=Path(__file__).resolve().parents[1], env=dict(os.environ),
-                capture_output=True, text=True, check=False,
-            )  # fmt: skip
-            totals = _parse(directory, "cg.out.")
-            if proc.returncode != 0 or len(totals) < 3:
-                tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
-                return f"{saver} under callgrind: exit status {proc.returncode}: {tail}"
+        arguments = ["--inside", saver, "--callgrind-turns", str(turns),
+                     "--counted-turns", str(counted_turns)]  # fmt: skip
+        totals, failure = counted_run("bench.langgraph_bench", arguments, timeout=3600)
+        if failure is not None or len(totals) < 3:
+            return f"{saver} under callgrind: {failure or f'only {sorted(totals)} counted'}"
+        if dry_run():
+            return "dry run: nothing counted"
         results[saver] = {
             "instructions per step": totals["steps"] / (counted_turns * STEPS_PER_TURN),
             "aget_state instructions (cold)": totals["aget_state_cold"],
@@ -281,7 +254,8 @@ def main() -> None:
     parser.add_argument("--library", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inside:
-        asyncio.run(counted(args.inside, args.library, args.callgrind_turns, args.counted_turns))
+        counter = Counter(args.library)
+        asyncio.run(counted(args.inside, counter, args.callgrind_turns, args.counted_turns))
         return
     summary: dict[str, Any] = asyncio.run(main_async(args.turns, args.reps))
     counts = (

@@ -34,23 +34,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
-
-from sqlalchemy import func, select
-from sqlalchemy.dialects import postgresql as pg_dialect
+from typing import TYPE_CHECKING, Any
 
 from bench.databases import database_url, each_database, emit
 from bench.gc_bench import gc_rate
+from bench.harness.callgrind import Counter, counted_run, unavailable
 from bench.peers.runner import postgres_dsn
 from convstore import ConversationStore
-from convstore.db import migrate, schema, sqlite_path
-from convstore.db.sqlite_tx import StatementCache
-from convstore.db.tx import PassthroughCodec, SqliteCodec, Tx
-from convstore.store import conversations
-from convstore.store.arguments import now
-from convstore.store.ids import new_id
-from convstore.store.listing import page_query
-from convstore.store.metadata_tags import tags_of
+
+if TYPE_CHECKING:
+    from convstore.db.tx import Tx
 
 TENANTS = 10
 CREATORS = 64
@@ -98,6 +91,13 @@ async def _create_in_bulk(store: ConversationStore, start: int, stop: int) -> No
     `convstore.store.conversations`, the metadata tags of `convstore.store.metadata_tags`), but
     inserted `BULK` conversations per transaction instead of one: a million one-row
     transactions take ~25 minutes here, which measures group commit, not the list."""
+    # The package's own row builders and statements: the only internals a benchmark uses,
+    # imported here so that importing this module (its report) needs none of them.
+    from convstore.store import conversations
+    from convstore.store.arguments import now
+    from convstore.store.ids import new_id
+    from convstore.store.metadata_tags import tags_of
+
     for first in range(start, stop, BULK):
 
         def insert(tx: Tx, first: int = first) -> None:
@@ -146,6 +146,10 @@ async def _variants(store: ConversationStore, size: int) -> dict[str, dict[str, 
 async def _pages_read(database: str, store: ConversationStore, kwargs: dict[str, Any]) -> int:
     """Database pages (SQLite) or buffers (PostgreSQL) one listing page reads, counted by the
     database: a figure the machine's load does not move."""
+    from convstore.db import sqlite_path
+    from convstore.db.tx import PassthroughCodec, SqliteCodec
+    from convstore.store.listing import page_query
+
     codec = SqliteCodec() if database == "sqlite" else PassthroughCodec()
     stmt, params = page_query(
         codec, kwargs.get("tenant"), 20, kwargs.get("cursor"), kwargs.get("metadata")
@@ -164,6 +168,8 @@ def sqlite_pages_read(path: Path, stmt: Any, params: dict[str, Any]) -> int:
     Python's ``sqlite3`` module does not expose the connection's ``sqlite3 *``; CPython keeps it
     as the first field after the object header, which is where this reads it (a benchmark's
     shortcut, checked against the library's version, never used by the store)."""
+    from convstore.db.sqlite_tx import StatementCache
+
     compiled = StatementCache().get(stmt)
     args = compiled.bind(params)
     lib = ctypes.CDLL(ctypes.util.find_library("sqlite3") or "libsqlite3.so.0")
@@ -200,6 +206,8 @@ _CACHE_HIT, _CACHE_MISS = 7, 8
 
 async def _postgres_buffers(store: ConversationStore, stmt: Any, params: dict[str, Any]) -> int:
     """Shared buffers (hit + read) of the statement, from ``EXPLAIN (ANALYZE, BUFFERS)``."""
+    from sqlalchemy.dialects import postgresql as pg_dialect
+
     compiled = stmt.compile(dialect=pg_dialect.asyncpg.dialect())  # type: ignore[no-untyped-call]
     values = {**compiled.params, **params}
     args = [values[name] for name in compiled.positiontup or ()]
@@ -220,28 +228,24 @@ async def _postgres_buffers(store: ConversationStore, stmt: Any, params: dict[st
 CALLGRIND_CALLS = 5
 
 
-async def _count_inside(library: Path, plan: Path) -> None:
-    """Under callgrind (`bench.callgrind_bench.counted_run`): each variant at each size, one
+async def _count_inside(counter: Counter, plan: Path) -> None:
+    """Under callgrind (`bench.harness.counted_run`): each variant at each size, one
     unmeasured call, then `CALLGRIND_CALLS` counted ones (``plan``: JSON of SQLite URL ->
     variant -> ``list_conversations`` arguments, cursors included: walking to a deep cursor
     under valgrind would take minutes)."""
-    helper = ctypes.CDLL(str(library))
     for url, variants in json.loads(plan.read_text()).items():
         async with ConversationStore(url, blobs="memory://callgrind") as store:
             for key, kwargs in variants.items():
                 await store.list_conversations(limit=20, **kwargs)
-                helper.cg_on()
-                for _ in range(CALLGRIND_CALLS):
-                    await store.list_conversations(limit=20, **kwargs)
-                helper.cg_off(f"{url}|{key}".encode())
+                with counter.section(f"{url}|{key}"):
+                    for _ in range(CALLGRIND_CALLS):
+                        await store.list_conversations(limit=20, **kwargs)
 
 
 def _instructions(
     stores: dict[int, ConversationStore], variants: dict[int, dict[str, dict[str, Any]]]
 ) -> dict[tuple[int, str], float] | str:
     """Instructions per call of each variant at each size (SQLite), or why none were counted."""
-    from bench.callgrind_bench import counted_run, unavailable
-
     reason = unavailable()
     if reason is not None:
         return reason
@@ -263,6 +267,10 @@ async def _sized_store(
     database: str, size: int, directory: Path, keep: Path | None, bulk: bool
 ) -> tuple[ConversationStore, dict[str, Any]]:
     """An open store holding ``size`` conversations, created (or found in ``keep``)."""
+    from sqlalchemy import func, select
+
+    from convstore.db import migrate, schema
+
     if keep is not None and database == "sqlite":
         keep.mkdir(parents=True, exist_ok=True)
         url = f"sqlite+aiosqlite:///{keep / f'listing-{size}.db'}"
@@ -380,7 +388,7 @@ def main() -> None:
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     if args.inside:
-        asyncio.run(_count_inside(args.library, args.inside))
+        asyncio.run(_count_inside(Counter(args.library), args.inside))
         return
     sizes = [int(s) for s in args.sizes.split(",") if s]
     output = each_database(

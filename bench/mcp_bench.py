@@ -29,6 +29,7 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from tests.mcp_server.seed import Seeded, seed
 
+from bench.harness.callgrind import Counter, counted_run, unavailable
 from convstore import ConversationStore
 from convstore.mcp import create_server
 
@@ -87,8 +88,10 @@ async def _seeded(where: str, copies: int = COPIES) -> tuple[str, Seeded]:
     return url, seeded
 
 
-async def wall(where: str) -> dict[str, dict[str, float]]:
-    url, seeded = await _seeded(where)
+async def wall(
+    where: str, rounds: int = ROUNDS, copies: int = COPIES
+) -> dict[str, dict[str, float]]:
+    url, seeded = await _seeded(where, copies)
     results: dict[str, dict[str, list[float]]] = {}
     async with ConversationStore(url, blobs=f"{where}/blobs") as store:
         server = create_server(store, tenant="bench")
@@ -97,7 +100,7 @@ async def wall(where: str) -> dict[str, dict[str, float]]:
             for _, runs in operations:  # warm caches
                 for run in runs.values():
                     await run()
-            for _ in range(ROUNDS):
+            for _ in range(rounds):
                 for name, runs in operations:
                     for kind, run in runs.items():
                         start = time.perf_counter()
@@ -110,10 +113,7 @@ async def wall(where: str) -> dict[str, dict[str, float]]:
     }
 
 
-async def _inside_callgrind(library: str, where: str) -> None:
-    import ctypes
-
-    helper = ctypes.CDLL(library)
+async def _inside_callgrind(counter: Counter, where: str) -> None:
     url, seeded = await _seeded(where, copies=CALLGRIND_COPIES)
     async with ConversationStore(url, blobs=f"{where}/blobs") as store:
         server = create_server(store, tenant="bench")
@@ -121,30 +121,18 @@ async def _inside_callgrind(library: str, where: str) -> None:
             for name, runs in _operations(store, server, client, seeded):
                 for kind, run in runs.items():
                     await run()
-                    helper.cg_on()
-                    for _ in range(CALLGRIND_CALLS):
-                        await run()
-                    helper.cg_off(f"{name}.{kind}".encode())
+                    with counter.section(f"{name}.{kind}"):
+                        for _ in range(CALLGRIND_CALLS):
+                            await run()
 
 
 def callgrind() -> dict[str, dict[str, int]] | str:
-    from bench.callgrind_bench import _build_helper, _parse, unavailable
-
     missing = unavailable()
     if missing is not None:
         return f"not run: {missing}"
-    with tempfile.TemporaryDirectory(prefix="mcp-bench-cg-") as out:
-        directory = Path(out)
-        library = _build_helper(directory)
-        command = [
-            "valgrind", "--tool=callgrind", "--instr-atstart=no",
-            f"--callgrind-out-file={directory}/cg.out.%p",
-            sys.executable, "-m", "bench.mcp_bench", "--inside-callgrind", str(library), out,
-        ]  # fmt: skip
-        proc = subprocess.run(command, capture_output=True, text=True, check=False, timeout=3600)
-        totals = _parse(directory, "cg.out.")
-    if proc.returncode != 0 or not totals:
-        return f"not run: exit status {proc.returncode}: {proc.stderr.strip()[-400:]}"
+    totals, failure = counted_run("bench.mcp_bench", ["--inside"], timeout=3600)
+    if failure is not None or not totals:
+        return f"not run: {failure or 'nothing counted'}"
     per: dict[str, dict[str, int]] = {}
     for key, total in totals.items():
         name, _, kind = key.partition(".")
@@ -152,7 +140,7 @@ def callgrind() -> dict[str, dict[str, int]] | str:
     return per
 
 
-def startup(where: str, url: str) -> float:
+def startup(where: str, url: str, startups: int = 3) -> float:
     """Median seconds from spawning ``convstore mcp`` to its answer to ``initialize``."""
     request = {
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -160,7 +148,7 @@ def startup(where: str, url: str) -> float:
                    "clientInfo": {"name": "bench", "version": "0"}},
     }  # fmt: skip
     times = []
-    for _ in range(3):
+    for _ in range(startups):
         start = time.perf_counter()
         proc = subprocess.Popen(
             [sys.executable, "-m", "convstore", "mcp", "--url", url, "--blobs", f"{where}/blobs"],
@@ -181,22 +169,26 @@ def startup(where: str, url: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"timed rounds ({ROUNDS})")
+    parser.add_argument("--copies", type=int, default=COPIES, help=f"seed copies ({COPIES})")
+    parser.add_argument("--startups", type=int, default=3, help="stdio start-ups timed (3)")
     parser.add_argument("--callgrind", action="store_true", help="count instructions too")
-    parser.add_argument("--inside-callgrind", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--library", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.inside_callgrind:
-        library, out = args.inside_callgrind
-        with tempfile.TemporaryDirectory(dir=out) as where:
-            asyncio.run(_inside_callgrind(library, where))
+    if args.inside:
+        with tempfile.TemporaryDirectory() as where:
+            asyncio.run(_inside_callgrind(Counter(args.library), where))
         return
     with tempfile.TemporaryDirectory() as where:
-        results = asyncio.run(wall(where))
+        results = asyncio.run(wall(where, args.rounds, args.copies))
         print("| tool | store call, median ms | server.call_tool | SDK client call |")
         print("|---|---:|---:|---:|")
         for name, kinds in results.items():
             print(f"| {name} | {kinds['store']} | {kinds['server']} | {kinds['client']} |")
         url = f"sqlite+aiosqlite:///{Path(where) / 'bench.db'}"
-        print(f"\nstdio start-up to the initialize answer: {startup(where, url)} s (median of 3)")
+        took = startup(where, url, args.startups)
+        print(f"\nstdio start-up to the initialize answer: {took} s (median of {args.startups})")
     if args.callgrind:
         counts = callgrind()
         if isinstance(counts, str):

@@ -25,17 +25,14 @@ says whether they ran).
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import json
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from bench.harness.callgrind import Counter, counted_run, unavailable
 from bench.workload import turn_messages
 
 MOVES = ("pop", "truncate", "switch_branch", "branch")
@@ -99,10 +96,9 @@ async def chain_of(store: Any, cid: str) -> str:
 # -- the same moves under callgrind ---------------------------------------------------------------
 
 
-async def _counted(db: Path, conversations: dict[str, str], library: Path, reps: int) -> None:
+async def _counted(db: Path, conversations: dict[str, str], counter: Counter, reps: int) -> None:
     import convstore
 
-    helper = ctypes.CDLL(str(library))
     async with convstore.ConversationStore(f"sqlite+aiosqlite:///{db}") as store:
         for rep in range(reps + 1):
             for name, cid in conversations.items():
@@ -113,41 +109,25 @@ async def _counted(db: Path, conversations: dict[str, str], library: Path, reps:
                     if not rep:
                         await call()
                         return
-                    helper.cg_on()
-                    await call()
-                    helper.cg_off(f"{name}.{move}".encode())
+                    with counter.section(f"{name}.{move}.{rep}"):
+                        await call()
 
                 await _one_round(store, cid, TURN + 1000 + 10 * rep, timed)
 
 
 def callgrind(db: Path, conversations: dict[str, str], reps: int, timeout: float) -> dict[str, Any]:
     """Instructions per move and conversation (median over calls), or why there are none."""
-    from bench.callgrind_bench import _build_helper, unavailable
-
     reason = unavailable()
     if reason is not None:
         return {"moves_callgrind": f"skipped: {reason}"}
-    with tempfile.TemporaryDirectory(prefix="bench-moves-cg-") as out:
-        directory = Path(out)
-        library = _build_helper(directory)
-        command = [
-            "valgrind", "--tool=callgrind", "--instr-atstart=no",
-            f"--callgrind-out-file={directory}/cg.out.%p",
-            sys.executable, "-m", "bench.moves_bench", "--inside", str(db),
-            "--library", str(library), "--reps", str(reps),
-            "--conversations", json.dumps(conversations),
-        ]  # fmt: skip
-        proc = subprocess.run(command, capture_output=True, text=True, check=False, timeout=timeout)
-        counts: dict[str, list[int]] = {}
-        for dump in sorted(directory.glob("cg.out.*")):
-            text = dump.read_text(errors="replace")
-            trigger = _field(text, "desc: Trigger: Client Request: ")
-            total = _field(text, "totals: ")
-            if trigger and total:
-                counts.setdefault(trigger, []).append(int(total))
-        if proc.returncode != 0 or not counts:
-            tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
-            return {"moves_callgrind": f"failed: exit status {proc.returncode}: {tail}"}
+    arguments = ["--inside", str(db), "--reps", str(reps), "--conversations",
+                 json.dumps(conversations)]  # fmt: skip
+    totals_by_call, failure = counted_run("bench.moves_bench", arguments, timeout)
+    if failure is not None or not totals_by_call:
+        return {"moves_callgrind": f"failed: {failure or 'nothing counted'}"}
+    counts: dict[str, list[int]] = {}
+    for section, total in totals_by_call.items():  # name.move.rep: one call each
+        counts.setdefault(section.rsplit(".", 1)[0], []).append(total)
     result: dict[str, Any] = {"moves_callgrind": "ok"}
     for key, totals in counts.items():
         name, move = key.split(".", 1)
@@ -181,24 +161,17 @@ def moves_table(run: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _field(text: str, prefix: str) -> str | None:
-    for line in text.splitlines():
-        if line.startswith(prefix):
-            return line[len(prefix) :].split()[0]
-    return None
-
-
 def main() -> None:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--inside", type=Path, required=True, help="the database file")
-    parser.add_argument("--library", type=Path, required=True)
+    parser.add_argument("--library", type=Path)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--conversations", required=True, help="JSON: name -> conversation id")
     args = parser.parse_args()
     conversations = json.loads(args.conversations)
-    asyncio.run(_counted(args.inside, conversations, args.library, args.reps))
+    asyncio.run(_counted(args.inside, conversations, Counter(args.library), args.reps))
 
 
 if __name__ == "__main__":

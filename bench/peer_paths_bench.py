@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.callgrind_bench import run_peer
+from bench.harness.timing import rotations
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,11 +54,11 @@ def _env(baseline: Path | None) -> dict[str, str]:
     return env
 
 
-def _run(peer: str, pops: int, baseline: Path | None) -> dict[str, Any]:
+def _run(peer: str, pops: int, baseline: Path | None, turns: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-paths-") as tmp:
         out = Path(tmp) / "result.json"
         command = [sys.executable, "-m", f"bench.peers.{peer}", "--reps", "1", *_CUT_SHORT,
-                   "--pops", str(pops), "--json-out", str(out)]  # fmt: skip
+                   "--turns", str(turns), "--pops", str(pops), "--json-out", str(out)]  # fmt: skip
         proc = subprocess.run(
             command, cwd=ROOT, env=_env(baseline), capture_output=True, text=True, check=False
         )
@@ -109,6 +110,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--sections", default="pg,pop")
     parser.add_argument("--pops", type=int, default=20)
+    parser.add_argument("--turns", type=int, default=500, help="turns of the conversation")
     parser.add_argument("--callgrind", action="store_true")
     parser.add_argument("--baseline-src", type=Path)
     parser.add_argument("--json-out", type=Path)
@@ -119,7 +121,7 @@ def main() -> None:
         return
     # Imported here: the round-trip child may run an older convstore, which bench.compare's
     # other imports need not support.
-    from bench.compare import postgres_cluster
+    from bench.harness.fixtures import postgres_cluster
 
     sections = [s for s in args.sections.split(",") if s]
     wants_pg = "pg" in sections and not os.environ.get("BENCH_POSTGRES_DSN")
@@ -139,11 +141,10 @@ def _section(name: str, args: argparse.Namespace) -> dict[str, Any]:
         stores.insert(1, (f"{ours}@baseline", ours, args.baseline_src))
     pops = args.pops if name == "pop" else 0
     runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in stores}
-    for rep in range(args.reps):
-        shift = rep % len(stores)
-        for label, module, baseline in [*stores[shift:], *stores[:shift]]:
+    for rep, order in rotations(stores, args.reps):
+        for label, module, baseline in order:
             print(f"[{rep + 1}/{args.reps}] {label} …", file=sys.stderr, flush=True)
-            runs[label].append(_run(module, pops, baseline))
+            runs[label].append(_run(module, pops, baseline, args.turns))
     result: dict[str, Any] = {}
     print(f"\n== {name}: medians of {args.reps} interleaved runs (min-max), ratio to {peer}")
     peer_medians = {m: _median([r[m] for r in runs[peer]]) for m in measures}
@@ -159,7 +160,7 @@ def _section(name: str, args: argparse.Namespace) -> dict[str, Any]:
                   f"({min(shown, default=0):.3f}-{max(shown, default=0):.3f})  "
                   f"{'' if ratio is None else f'{ratio:.2f}x'}")  # fmt: skip
         if name == "pg" and module == ours:
-            row["round_trips"] = _count_round_trips(baseline, turns=100)
+            row["round_trips"] = _count_round_trips(baseline, turns=min(args.turns, 100))
             print(f"{label:34} round trips   {row['round_trips']}")
         if args.callgrind:
             counted = run_peer(

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from bench.cold_load_bench import medians
-from bench.peers.runner import _call
+from bench.peers.runner import call
 
 PEERS = ("convstore_store", "convstore_nocache", "agents_sqlite")
 
@@ -33,13 +33,13 @@ async def _inside(peer: str, turns: int) -> dict[str, float]:
     module = importlib.import_module(f"bench.peers.{peer}")
     with tempfile.TemporaryDirectory(prefix="bench-reload-") as tmp:
         async with module.open_store(Path(tmp) / "store.db") as store:
-            conversation = await _call(store.new_conversation, "reload")
+            conversation = await call(store.new_conversation, "reload")
             payloads = [store.payload(n) for n in range(turns)]
             reloads = []
             for payload in payloads:
-                await _call(store.append_turn, conversation, payload)
+                await call(store.append_turn, conversation, payload)
                 start = time.perf_counter()
-                await _call(store.load_all, conversation)
+                await call(store.load_all, conversation)
                 reloads.append(time.perf_counter() - start)
     return {"mean_ms": statistics.mean(reloads) * 1e3, "last_ms": reloads[-1] * 1e3}
 

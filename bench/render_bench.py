@@ -123,12 +123,12 @@ def _spread(samples: list[float]) -> dict[str, float]:
     return {"median": statistics.median(samples), "min": min(samples), "max": max(samples)}
 
 
-async def run(reps: int, tmpdir: str | None = None) -> dict[str, Any]:
+async def run(reps: int, tmpdir: str | None = None, turns: int = TURNS) -> dict[str, Any]:
     """Build the history in a fresh store and time loading and rendering it."""
     with tempfile.TemporaryDirectory(prefix="bench-render-", dir=tmpdir) as tmp:
         async with ConversationStore(f"sqlite+aiosqlite:///{Path(tmp) / 'render.db'}") as store:
             conv = await store.create_conversation(title="render bench")
-            for n in range(TURNS):
+            for n in range(turns):
                 await store.append(conv.id, history_turn(n))
             conversation = await store.load(conv.id)
             files = _stored_files(conversation)
@@ -167,9 +167,9 @@ async def run(reps: int, tmpdir: str | None = None) -> dict[str, Any]:
                 for target, model in TARGETS
             ]
     return {
-        "turns": TURNS,
+        "turns": turns,
         "messages": len(conversation.messages),
-        "items": TURNS * ITEMS_PER_TURN,
+        "items": turns * ITEMS_PER_TURN,
         "images": [len(data) for data in attachments.values()],
         "reps": reps,
         "full_load_ms": _spread(samples["load"]),
@@ -205,10 +205,11 @@ def markdown(result: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=7, help="timed rounds (7)")
+    parser.add_argument("--turns", type=int, default=TURNS, help=f"history turns ({TURNS})")
     parser.add_argument("--tmpdir", help="where the fresh database goes")
     parser.add_argument("--json-out", type=Path, help="also write the result as JSON here")
     args = parser.parse_args()
-    result = asyncio.run(run(args.reps, args.tmpdir))
+    result = asyncio.run(run(args.reps, args.tmpdir, args.turns))
     if args.json_out is not None:
         args.json_out.write_text(json.dumps(result, indent=1))
     print(markdown(result))

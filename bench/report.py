@@ -110,6 +110,7 @@ def run_scope(saved: dict[str, Any]) -> str:
             ("the callgrind counts", (saved.get("callgrind") or {}).get("results")),
             ("the listing benchmark", saved.get("listing")),
             ("the render benchmark", saved.get("render")),
+            ("the search benchmark", saved.get("search")),
         )
         if not value or isinstance(value, str)
     ]
@@ -123,6 +124,15 @@ def run_scope(saved: dict[str, Any]) -> str:
         parts.append(f"Not run: {', '.join(skipped)}.")
     parts.append(f"Load average: {env.get('load average', 'unknown')}.")
     return " ".join(parts)
+
+
+def search_section(search: Any) -> str:
+    """`bench.search_bench`'s tables (its own Markdown), or why it did not run."""
+    if not isinstance(search, dict):
+        return str(search or "Not run.")
+    from bench.search_bench import markdown as search_markdown
+
+    return search_markdown(search)
 
 
 def document(saved: dict[str, Any]) -> str:
@@ -140,6 +150,18 @@ def document(saved: dict[str, Any]) -> str:
         f"{env['date']}; re-running it overwrites this file.",
         "",
         run_scope(saved),
+        "",
+        "## Targets (issue 31, performance v4)",
+        "",
+        "Each row: the two medians it compares, from this one interleaved run, and, where "
+        "`bench.callgrind_bench` counted the same path, the instructions per call of each "
+        "(every thread; they do not move with the machine's load, wall times do). The ADK rows "
+        "come from `bench.frameworks_bench` (run by `make bench` in ADK's environment), the "
+        "search rows from `bench.search_bench`.",
+        "",
+        targets_table(saved),
+        "",
+        WHY,
         "",
         "## How to read this",
         "",
@@ -168,11 +190,9 @@ def document(saved: dict[str, Any]) -> str:
         "",
         *postgres_section(saved),
         "",
-        "## Targets",
+        "## Search beside a writer, and what the index costs an append",
         "",
-        targets_table(saved["results"], scale, saved.get("callgrind")),
-        "",
-        WHY,
+        search_section(saved.get("search")),
         "",
         "## Before and after the schema-v2 layout",
         "",

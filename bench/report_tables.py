@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from bench.harness.fixtures import V1_COMMIT
+from bench.harness.timing import spread
 from bench.moves_bench import moves_table
 from bench.peers import BASELINE, POSTGRES_BASELINE, POSTGRES_STORES
-from bench.peers.convstore_v1 import V1_COMMIT
-from bench.peers.runner import spread
 
 METRICS: tuple[tuple[str, str, str], ...] = (
     ("append_items_s", "append items/s", ",.0f"),
@@ -200,9 +200,10 @@ def callgrind_table(callgrind: dict[str, Any]) -> str:
     rows = [row for row in callgrind["results"] if "error" not in row]
     turns = rows[0]["history_turns"] if rows and "history_turns" in rows[0] else "?"
     lines = [
-        f"| store | per append | per full load ({turns} turns) | per last-50 load "
-        "| turn-loop request, whole history | turn-loop request, newest 50 | per pop |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        f"| store | per append | search catch-up per append | per full load ({turns} turns) "
+        "| per last-50 load | turn-loop request, whole history | turn-loop request, newest 50 "
+        "| per pop |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
 
     def millions(value: float | None, spec: str) -> str:
@@ -210,10 +211,11 @@ def callgrind_table(callgrind: dict[str, Any]) -> str:
 
     for row in callgrind["results"]:
         if "error" in row:
-            lines.append(f"| {row['peer']} | failed: {row['error'][:120]} | | | | | |")
+            lines.append(f"| {row['peer']} | failed: {row['error'][:120]} | | | | | | |")
             continue
         cells = (
             millions(row["append"], ".2f"),
+            millions(row.get("catch_up"), ".2f"),
             millions(row["full_load"], ".1f"),
             millions(row["last_50"], ".2f"),
             millions(row.get("request_full"), ".1f"),

@@ -21,7 +21,7 @@ periodic ``PRAGMA optimize`` gather them on a database in use). Each query runs 
 unmeasured, then the median and p99 of all measured calls are reported, per kind and overall.
 
 Append cost: two fresh databases per engine, one with the index and one whose search objects
-were dropped (`convstore.db.search_ddl.drop` and ``drop_recency``); the benchmark workload's
+were dropped (every ``search_*`` trigger and table, found in the catalog); the benchmark workload's
 six-item turns, made before the clock starts, are appended to each in turn (``--rounds``
 interleaved rounds of 50 appends, the order alternating),
 items/s as the median of rounds. On SQLite the WAL frames each append writes are counted too
@@ -38,7 +38,6 @@ import os
 import random
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,9 +48,10 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from bench.harness.callgrind import Counter, counted_run, dry_run, unavailable
+from bench.harness.fixtures import postgres_cluster
 from bench.workload import ITEMS_PER_TURN, turn_messages
 from convstore import ConversationStore, Message, ToolCallPart
-from convstore.db import search_index, search_index_postgres
 
 SEED = 21
 PER_APPEND = 10
@@ -91,7 +91,7 @@ def _vocabulary(rng: random.Random, size: int = 8000) -> list[str]:
 class Corpus:
     """The deterministic corpus and its query set."""
 
-    def __init__(self, messages: int, conversations: int) -> None:
+    def __init__(self, messages: int, conversations: int, per_kind: int = 50) -> None:
         rng = random.Random(SEED)
         self.words = _vocabulary(rng)
         weights = [1 / (rank + 1) for rank in range(len(self.words))]
@@ -122,24 +122,24 @@ class Corpus:
                     batch.append(Message.user(text) if i % 2 == 0 else Message.assistant(text))
                 texts.append(text)
             self.conversations.append((title, batch))
-        self.queries = self._queries(rng, texts)
+        self.queries = self._queries(rng, texts, per_kind)
 
-    def _queries(self, rng: random.Random, texts: list[str]) -> dict[str, list[str]]:
+    def _queries(self, rng: random.Random, texts: list[str], per_kind: int) -> dict[str, list[str]]:
         latin = [t for t in texts if t.isascii()]
         cjk = [t for t in texts if not t.isascii() and "Ä" not in t and t[0] in "東京我北デ今"]
         phrases = []
-        for text in rng.sample(latin, 50):
+        for text in rng.sample(latin, per_kind):
             words = text.split()
             start = rng.randrange(max(1, len(words) - 1))
             phrases.append('"' + " ".join(words[start : start + 2]) + '"')
         terms = []
-        for text in rng.sample(cjk, 50):
+        for text in rng.sample(cjk, per_kind):
             size = rng.randint(2, 4)
             start = rng.randrange(len(text) - size)
             terms.append(text[start : start + size])
         return {
-            "common": rng.sample(self.words[30:80], 50),
-            "rare": rng.sample(self.words[3000:], 50),
+            "common": rng.sample(self.words[30:80], per_kind),
+            "rare": rng.sample(self.words[3000:], per_kind),
             "phrase": phrases,
             "cjk": terms,
         }
@@ -240,14 +240,36 @@ async def _analyze(url: str) -> None:
 
 
 def _drop_search_objects(conn: Connection) -> None:
-    """Every search object of revision 0011 (`convstore.db.search_index`)."""
-    drop = (
-        search_index.SQLITE_DROP
-        if conn.dialect.name == "sqlite"
-        else search_index_postgres.POSTGRES_DROP
-    )
-    for sql in drop:
-        conn.exec_driver_sql(sql)
+    """Every search trigger and table, found in the catalog by name (``search_*``), so that no
+    module of the package is needed to name them (functions stay: nothing calls them then)."""
+    run = conn.exec_driver_sql
+    if conn.dialect.name == "sqlite":
+        pattern = "name LIKE 'search\\_%' ESCAPE '\\'"
+        listed = f"SELECT name FROM sqlite_master WHERE type = 'trigger' AND {pattern}"
+        for (name,) in list(run(listed)):
+            run(f'DROP TRIGGER "{name}"')
+        # The FTS5 table first: dropping it drops its shadow tables (search_fts_data, ...).
+        virtual = "type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'"
+        for (name,) in list(run(f"SELECT name FROM sqlite_master WHERE {virtual} AND {pattern}")):
+            run(f'DROP TABLE "{name}"')
+        for (name,) in list(
+            run(f"SELECT name FROM sqlite_master WHERE type = 'table' AND {pattern}")
+        ):
+            run(f'DROP TABLE "{name}"')
+        run(f"DELETE FROM sqlite_sequence WHERE {pattern}")
+        return
+    triggers = run(
+        "SELECT t.tgname, c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+        "WHERE NOT t.tgisinternal AND t.tgname LIKE 'search\\_%'"
+    ).all()
+    for trigger, table in triggers:
+        run(f'DROP TRIGGER "{trigger}" ON "{table}"')
+    found = run(
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+        "AND tablename LIKE 'search\\_%'"
+    ).all()
+    for (name,) in found:
+        run(f'DROP TABLE "{name}" CASCADE')
 
 
 async def _drop_index(url: str) -> None:
@@ -275,16 +297,23 @@ def _wal_bytes(path: Path) -> int:
     return wal.stat().st_size if wal.exists() else 0
 
 
-async def _append_round(store: ConversationStore, cid: str, first_turn: int) -> float:
+async def _append_round(
+    store: ConversationStore, cid: str, first_turn: int, appends: int = APPENDS_PER_ROUND
+) -> float:
     # The turns are made before the clock starts: making one costs about as much as storing it.
-    turns = [turn_messages(n) for n in range(first_turn, first_turn + APPENDS_PER_ROUND)]
+    turns = [turn_messages(n) for n in range(first_turn, first_turn + appends)]
     began = time.perf_counter()
     for messages in turns:
         await store.append(cid, messages)
-    return APPENDS_PER_ROUND * ITEMS_PER_TURN / (time.perf_counter() - began)
+    return appends * ITEMS_PER_TURN / (time.perf_counter() - began)
 
 
-async def _append_cost(urls: dict[str, str], paths: dict[str, Path | None], rounds: int) -> Any:
+async def _append_cost(
+    urls: dict[str, str],
+    paths: dict[str, Path | None],
+    rounds: int,
+    appends: int = APPENDS_PER_ROUND,
+) -> Any:
     await _drop_index(urls["without"])
     stores = {k: ConversationStore(u, blobs=f"memory://search-bench-{k}") for k, u in urls.items()}
     rates: dict[str, list[float]] = {k: [] for k in urls}
@@ -295,7 +324,7 @@ async def _append_cost(urls: dict[str, str], paths: dict[str, Path | None], roun
         for key, store in stores.items():
             await store.open()
             cids[key] = (await store.create_conversation()).id
-            await _append_round(store, cids[key], 0)  # warm-up
+            await _append_round(store, cids[key], 0, appends)  # warm-up
         for r in range(rounds):
             order = ["with", "without"] if r % 2 == 0 else ["without", "with"]
             for key in order:
@@ -307,15 +336,15 @@ async def _append_cost(urls: dict[str, str], paths: dict[str, Path | None], roun
                     holder.execute("SELECT count(*) FROM conversations").fetchone()
                     before = _wal_bytes(path)
                 lsn = await _wal_lsn(urls[key]) if path is None else None
-                first = (r + 1) * APPENDS_PER_ROUND
-                rates[key].append(await _append_round(stores[key], cids[key], first))
+                first = (r + 1) * appends
+                rates[key].append(await _append_round(stores[key], cids[key], first, appends))
                 if lsn is not None:
                     grown = await _wal_lsn(urls[key]) - lsn
-                    wal_bytes[key].append(grown / APPENDS_PER_ROUND)
+                    wal_bytes[key].append(grown / appends)
                 if holder is not None and path is not None:
                     page = holder.execute("PRAGMA page_size").fetchone()[0]
                     grown = _wal_bytes(path) - before
-                    frames[key].append(grown / (page + 24) / APPENDS_PER_ROUND)
+                    frames[key].append(grown / (page + 24) / appends)
                     holder.close()
     finally:
         for store in stores.values():
@@ -354,7 +383,11 @@ async def run(database: str, args: argparse.Namespace, corpus: Corpus) -> dict[s
             print(f"{database}: writing {args.messages:,} messages …", file=sys.stderr, flush=True)
             fill_s = await _fill(store, corpus)
             await _analyze(url)
-            print(f"{database}: {len(corpus.queries) * 50} queries …", file=sys.stderr, flush=True)
+            print(
+                f"{database}: {sum(map(len, corpus.queries.values()))} queries …",
+                file=sys.stderr,
+                flush=True,
+            )
             queries = await _queries(store, corpus)
             print(
                 f"{database}: the queries again, a writer appending"
@@ -371,7 +404,7 @@ async def run(database: str, args: argparse.Namespace, corpus: Corpus) -> dict[s
         append = None
         if not args.skip_append:
             print(f"{database}: append with and without the index …", file=sys.stderr, flush=True)
-            append = await _append_cost(urls, paths, args.rounds)
+            append = await _append_cost(urls, paths, args.rounds, args.appends_per_round)
     return {
         "messages": args.messages,
         "conversations": args.conversations,
@@ -385,11 +418,8 @@ async def run(database: str, args: argparse.Namespace, corpus: Corpus) -> dict[s
 CALLGRIND_APPENDS = 30
 
 
-async def _inside_callgrind(library: str) -> None:
+async def _inside_callgrind(counter: Counter) -> None:
     """Under callgrind: instructions of `CALLGRIND_APPENDS` appends with and without the index."""
-    import ctypes
-
-    helper = ctypes.CDLL(library)
     with tempfile.TemporaryDirectory(prefix="search-bench-cg-") as tmp:
         keys = ("with", "with_catch_up", "without")
         urls = {k: f"sqlite+aiosqlite:///{Path(tmp) / k}.db" for k in keys}
@@ -409,33 +439,23 @@ async def _inside_callgrind(library: str) -> None:
                 if key != "without":
                     await store.search_index.catch_up()
                 turns = [turn_messages(n) for n in range(20, 20 + CALLGRIND_APPENDS)]
-                helper.cg_on()
-                for messages in turns:
-                    await store.append(cid, messages)
-                    if key == "with_catch_up":
-                        await store.search_index.catch_up()
-                helper.cg_off(f"append_{key}".encode())
+                with counter.section(f"append_{key}"):
+                    for messages in turns:
+                        await store.append(cid, messages)
+                        if key == "with_catch_up":
+                            await store.search_index.catch_up()
 
 
 def callgrind_append() -> dict[str, Any] | str:
     """Instructions per append (SQLite) with and without the index, counted by callgrind."""
-    from bench.callgrind_bench import _build_helper, _parse, unavailable
-
     missing = unavailable()
     if missing is not None:
         return f"not run: {missing}"
-    with tempfile.TemporaryDirectory(prefix="search-bench-cg-out-") as out:
-        directory = Path(out)
-        library = _build_helper(directory)
-        command = [
-            "valgrind", "--tool=callgrind", "--instr-atstart=no",
-            f"--callgrind-out-file={directory}/cg.out.%p",
-            sys.executable, "-m", "bench.search_bench", "--inside-callgrind", str(library),
-        ]  # fmt: skip
-        proc = subprocess.run(command, capture_output=True, text=True, check=False, timeout=1800)
-        totals = _parse(directory, "cg.out.")
-    if proc.returncode != 0 or len(totals) < 3:
-        return f"not run: exit status {proc.returncode}: {proc.stderr.strip()[-400:]}"
+    totals, failure = counted_run("bench.search_bench", ["--inside-callgrind"], timeout=1800)
+    if failure is not None or len(totals) < 3:
+        return f"not run: {failure or f'only {sorted(totals)} counted'}"
+    if dry_run():
+        return "dry run: nothing counted"
     per = {
         k: totals[f"append_{k}"] / CALLGRIND_APPENDS for k in ("with", "with_catch_up", "without")
     }
@@ -507,21 +527,13 @@ def markdown(results: dict[str, Any]) -> str:
 @contextlib.contextmanager
 def _postgres(wanted: bool) -> Iterator[None]:
     """A throwaway cluster like the tests' when PostgreSQL is wanted and none was given."""
-    if not wanted or os.environ.get("BENCH_POSTGRES_DSN"):
-        yield
-        return
-    from tests.support.postgres import find_bindir, running_cluster
-
-    if find_bindir() is None:
-        yield
-        return
-    with running_cluster() as cluster:
-        dsn = f"postgresql://{cluster.user}@{cluster.host}:{cluster.port}"
-        os.environ["BENCH_POSTGRES_DSN"] = dsn
+    with postgres_cluster(wanted and not os.environ.get("BENCH_POSTGRES_DSN")) as (env, _):
+        os.environ.update(env)
         try:
             yield
         finally:
-            del os.environ["BENCH_POSTGRES_DSN"]
+            for key in env:
+                del os.environ[key]
 
 
 def main() -> None:
@@ -535,12 +547,17 @@ def main() -> None:
     parser.add_argument("--writer-turns-per-s", type=float, default=20.0)
     parser.add_argument("--skip-append", action="store_true", help="queries only")
     parser.add_argument("--callgrind", action="store_true", help="count append instructions too")
-    parser.add_argument("--inside-callgrind", help=argparse.SUPPRESS)
+    parser.add_argument("--queries-per-kind", type=int, default=50, help="queries of each kind")
+    parser.add_argument(
+        "--appends-per-round", type=int, default=APPENDS_PER_ROUND, help="append cost rounds"
+    )
+    parser.add_argument("--inside-callgrind", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--library", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inside_callgrind:
-        asyncio.run(_inside_callgrind(args.inside_callgrind))
+        asyncio.run(_inside_callgrind(Counter(args.library)))
         return
-    corpus = Corpus(args.messages, args.conversations)
+    corpus = Corpus(args.messages, args.conversations, args.queries_per_kind)
     results: dict[str, Any] = {}
     with _postgres("postgresql" in args.database.split(",")):
         for database in filter(None, args.database.split(",")):

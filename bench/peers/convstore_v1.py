@@ -14,10 +14,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from bench.harness.fixtures import V1_COMMIT
 from bench.peers.convstore_store import Store
 from bench.peers.runner import Peer, main
-
-V1_COMMIT = "d7b1e98"
 
 PEER = Peer(
     name="convstore_v1",
@@ -33,6 +32,11 @@ PEER = Peer(
 )
 
 
+class _V1Store(Store):
+    # v1 has no `pop`: the pop phase is left out for it (the runner skips a None `pop_last`).
+    pop_last = None  # type: ignore[assignment]
+
+
 @asynccontextmanager
 async def open_store(path: Path) -> AsyncIterator[Store]:
     """A default v1 `ConversationStore` on ``path``."""
@@ -42,7 +46,7 @@ async def open_store(path: Path) -> AsyncIterator[Store]:
     if not source or not Path(convstore.__file__).is_relative_to(source):
         raise ImportError(f"convstore v1 is not on PYTHONPATH (BENCH_V1_SRC={source!r})")
     async with convstore.ConversationStore(f"sqlite+aiosqlite:///{path}") as store:
-        yield Store(store)
+        yield _V1Store(store)
 
 
 if __name__ == "__main__":

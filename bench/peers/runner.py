@@ -66,19 +66,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from bench.harness.fixtures import OFFLINE_ENVIRONMENT
+from bench.harness.timing import spread
 from bench.workload import ITEMS_PER_TURN
-
-OFFLINE_ENVIRONMENT = {
-    "OTEL_SDK_DISABLED": "true",
-    "OTEL_TRACES_EXPORTER": "none",
-    "OTEL_METRICS_EXPORTER": "none",
-    "OTEL_LOGS_EXPORTER": "none",
-    "LANGCHAIN_TRACING_V2": "false",
-    "LANGSMITH_TRACING": "false",
-    "OPENAI_AGENTS_DISABLE_TRACING": "1",
-    "GOOGLE_CLOUD_AGENT_ENGINE_ENABLE_TELEMETRY": "",
-}
-"""Set before any store is imported (and passed on by `bench.compare`)."""
 
 _SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 
@@ -193,11 +183,6 @@ class AdapterError(AssertionError):
 # -- helpers shared with bench.compare ----------------------------------------------------------
 
 
-def spread(values: Sequence[float]) -> tuple[float, float, float]:
-    """Median, minimum and maximum."""
-    return statistics.median(values), min(values), max(values)
-
-
 def sqlite_default_synchronous() -> str:
     """``synchronous`` of a fresh sqlite3 connection to a WAL file (compile-time default)."""
     with tempfile.TemporaryDirectory() as tmp, closing(sqlite3.connect(Path(tmp) / "p.db")) as conn:
@@ -249,7 +234,7 @@ def _go_offline() -> None:
 # -- measuring ----------------------------------------------------------------------------------
 
 
-async def _call(fn: Callable[..., Any], *args: Any, threaded: bool = False) -> Any:
+async def call(fn: Callable[..., Any], *args: Any, threaded: bool = False) -> Any:
     if inspect.iscoroutinefunction(fn):
         return await fn(*args)
     if threaded:
@@ -310,26 +295,26 @@ async def _single(
     peer: Peer, open_store: OpenStore, path: Path, s: Settings
 ) -> tuple[float, float, float, float, float | None, float | None]:
     async with open_store(path) as store:
-        conversation = await _call(store.new_conversation, "bench-single")
+        conversation = await call(store.new_conversation, "bench-single")
         payloads = [store.payload(n) for n in range(s.turns)]
         latencies = []
         gc.collect()
         start = time.perf_counter()
         for payload in payloads:
             began = time.perf_counter()
-            await _call(store.append_turn, conversation, payload)
+            await call(store.append_turn, conversation, payload)
             latencies.append(time.perf_counter() - began)
         append_s = time.perf_counter() - start
 
         expected = s.turns * peer.records_per_turn
         gc.collect()
-        full_ms, count = await _median_ms(lambda: _call(store.load_all, conversation), s.loads)
+        full_ms, count = await _median_ms(lambda: call(store.load_all, conversation), s.loads)
         _expect("full load", count, expected)
         last_ms: float | None = None
         if peer.last_api is not None:
             gc.collect()
             last_ms, count = await _median_ms(
-                lambda: _call(store.load_last, conversation, s.last), s.lasts
+                lambda: call(store.load_last, conversation, s.last), s.lasts
             )
             _expect(f"last {s.last}", count, min(s.last, expected))
         pop_ms: float | None = None
@@ -339,7 +324,7 @@ async def _single(
             popped: list[int] = []
 
             async def pop() -> int:
-                popped.append(await _call(pop_last, conversation))
+                popped.append(await call(pop_last, conversation))
                 return popped[-1]
 
             pop_ms, _ = await _median_ms(pop, s.pops)
@@ -360,7 +345,7 @@ async def _concurrent(
 ) -> tuple[float, int, int, str | None]:
     async with open_store(path) as store:
         conversations = [
-            await _call(store.new_conversation, f"bench-{i}") for i in range(s.conversations)
+            await call(store.new_conversation, f"bench-{i}") for i in range(s.conversations)
         ]
         batches = [
             [store.payload(i * s.conversation_turns + t) for t in range(s.conversation_turns)]
@@ -372,7 +357,7 @@ async def _concurrent(
         async def writer(i: int) -> None:
             for payload in batches[i]:
                 try:
-                    await _call(store.append_turn, conversations[i], payload, threaded=True)
+                    await call(store.append_turn, conversations[i], payload, threaded=True)
                 except Exception as exc:  # counted: errors under concurrency are a result
                     first_line = next(iter(str(exc).splitlines()), "")
                     errors.append(f"{type(exc).__name__}: {first_line}"[:200])
@@ -385,7 +370,7 @@ async def _concurrent(
         elapsed = time.perf_counter() - start
         lost = 0
         for i, conversation in enumerate(conversations):
-            stored = await _call(store.load_all, conversation)
+            stored = await call(store.load_all, conversation)
             lost += max(0, written[i] - stored // peer.records_per_turn)
     items_s = sum(written) * ITEMS_PER_TURN / elapsed
     return items_s, len(errors), lost, errors[0] if errors else None
@@ -394,14 +379,14 @@ async def _concurrent(
 async def _turn_loop(open_store: OpenStore, path: Path, s: Settings, last: int | None) -> float:
     """Turns/s of ``loop_turns`` x (read the history, build the request, append the turn)."""
     async with open_store(path) as store:
-        conversation = await _call(store.new_conversation, "bench-turns")
+        conversation = await call(store.new_conversation, "bench-turns")
         payloads = [store.payload(n) for n in range(s.loop_turns)]
         counts = []
         gc.collect()
         start = time.perf_counter()
         for payload in payloads:
-            counts.append(await _call(cast("RequestingStore", store).request, conversation, last))
-            await _call(store.append_turn, conversation, payload)
+            counts.append(await call(cast("RequestingStore", store).request, conversation, last))
+            await call(store.append_turn, conversation, payload)
         elapsed = time.perf_counter() - start
     for turn, count in enumerate(counts):
         before = turn * ITEMS_PER_TURN
@@ -424,17 +409,17 @@ async def _wal_pages(open_store: OpenStore, path: Path, turns: int) -> float:
     """
     wal = path.with_name(path.name + "-wal")
     async with open_store(path) as store:
-        conversation = await _call(store.new_conversation, "bench-wal")
+        conversation = await call(store.new_conversation, "bench-wal")
         payloads = [store.payload(n) for n in range(turns + 3)]
         for payload in payloads[:3]:  # frames in the WAL: the observer reads from it
-            await _call(store.append_turn, conversation, payload)
+            await call(store.append_turn, conversation, payload)
         with closing(sqlite3.connect(path, isolation_level=None)) as observer:
             (page_size,) = observer.execute("PRAGMA page_size").fetchone()
             observer.execute("BEGIN")
             observer.execute("SELECT count(*) FROM sqlite_master").fetchone()
             before = wal.stat().st_size
             for payload in payloads[3:]:
-                await _call(store.append_turn, conversation, payload)
+                await call(store.append_turn, conversation, payload)
             after = wal.stat().st_size
             observer.execute("COMMIT")
     return float((after - before) / (page_size + _WAL_FRAME_HEADER) / turns)
@@ -448,14 +433,14 @@ def postgres_dsn() -> str:
     return dsn
 
 
-async def fresh_postgres_database(prefix: str) -> str:
-    """A new empty database on the benchmark's cluster; its name."""
+async def fresh_postgres_database(prefix: str, dsn: str | None = None) -> str:
+    """A new empty database on the benchmark's cluster (or ``dsn``'s); its name."""
     import uuid
 
     import asyncpg
 
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    conn = await asyncpg.connect(f"{postgres_dsn()}/postgres")
+    conn = await asyncpg.connect(f"{dsn or postgres_dsn()}/postgres")
     try:
         await conn.execute(f'CREATE DATABASE "{name}"')
     finally:
@@ -505,9 +490,11 @@ async def _repetition(
 
 
 async def _warm_up(peer: Peer, open_store: OpenStore, s: Settings, tmpdir: str | None) -> None:
+    # Never larger than the measured run (a smoke run's is tiny).
     small = Settings(
-        turns=20, loads=2, last=s.last, lasts=2, conversations=2, conversation_turns=3,
-        journal=s.journal, wal_turns=2, loop_turns=min(s.loop_turns, 12), pops=min(s.pops, 3),
+        turns=min(s.turns, 20), loads=2, last=s.last, lasts=2, conversations=2,
+        conversation_turns=min(s.conversation_turns, 3), journal=s.journal,
+        wal_turns=min(s.wal_turns, 2), loop_turns=min(s.loop_turns, 12), pops=min(s.pops, 3),
     )  # fmt: skip
     await _repetition(peer, open_store, small, tmpdir)
 
@@ -618,6 +605,7 @@ def main(peer: Peer, open_store: OpenStore) -> None:
         "--loop-turns", type=int, default=defaults.loop_turns, help="turn loop length (0: skip)"
     )
     parser.add_argument("--pops", type=int, default=defaults.pops, help="pop phase (0: skip)")
+    parser.add_argument("--wal-turns", type=int, default=defaults.wal_turns, help="WAL phase")
     parser.add_argument("--tmpdir", help="where the fresh databases go (default: the system's)")
     parser.add_argument("--json-out", type=Path, help="write the result here as JSON")
     args = parser.parse_args()
@@ -625,6 +613,7 @@ def main(peer: Peer, open_store: OpenStore) -> None:
         turns=args.turns, loads=args.loads, last=args.last, lasts=args.lasts,
         conversations=args.conversations, conversation_turns=args.conversation_turns,
         journal=args.journal, loop_turns=args.loop_turns, pops=args.pops,
+        wal_turns=args.wal_turns,
     )  # fmt: skip
     result = asyncio.run(measure(peer, open_store, settings, args.reps, args.tmpdir))
     if args.json_out is not None:

@@ -179,6 +179,22 @@ async def test_an_append_indexes_nothing_until_a_search(store: ConversationStore
     assert not await store.backend.read(lambda tx: search_index.pending(tx, dialect))
 
 
+async def test_switching_the_background_off_stops_a_watcher_already_started(
+    store: ConversationStore,
+) -> None:
+    # The switch is read before each catch-up, not only when a watcher starts: tests switch
+    # it off after opening, by which time the store's own writes have started one.
+    tenant = f"t-{uuid.uuid4().hex}"
+    conv = await store.create_conversation(tenant=tenant)
+    await store.append(conv.id, Message.user("a walrus on the ice"), tenant=tenant)
+    watcher = store.search_index._task
+    assert watcher is not None and not watcher.done()
+    store.search_index.background = False
+    await watcher
+    dialect = store.backend.dialect_name
+    assert await store.backend.read(lambda tx: search_index.pending(tx, dialect))
+
+
 async def test_a_popped_message_is_not_found_before_any_catch_up(
     store: ConversationStore,
 ) -> None:

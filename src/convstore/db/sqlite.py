@@ -60,7 +60,14 @@ from convstore.db.sqlite_connections import (
     translated,
 )
 from convstore.db.sqlite_schema import migrate_schema, prepare_schema
-from convstore.db.sqlite_tx import Outcome, StatementCache, in_group_bounded, in_transaction
+from convstore.db.sqlite_tx import (
+    WAL_AUTOCHECKPOINT_PAGES,
+    Outcome,
+    StatementCache,
+    in_group_bounded,
+    in_transaction,
+    wal_file,
+)
 from convstore.db.statements import Statements
 from convstore.db.tx import Tx
 from convstore.errors import ClosedError
@@ -95,7 +102,7 @@ class SqliteBackend:
         database = url.database
         self._memory = database in (None, "", ":memory:")
         self._path = None if self._memory else Path(str(database))
-        self._wal = None if self._path is None else self._path.with_name(self._path.name + "-wal")
+        self._wal = None if self._path is None else wal_file(self._path)
         self._synchronous = synchronous.upper()
         self._busy_ms = int(busy_timeout * 1000)
         self._max_readers = 1 if self._memory else max(1, max_readers)
@@ -178,6 +185,7 @@ class SqliteBackend:
             if self._path is not None:
                 pragmas.append("PRAGMA journal_mode = WAL")
             pragmas.append(f"PRAGMA synchronous = {self._synchronous}")
+            pragmas.append(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
             # Deleted rows are overwritten, whatever the build's default (issue 32: an erased
             # tenant's text must not stay in free pages).
             pragmas.append("PRAGMA secure_delete = ON")

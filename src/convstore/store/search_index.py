@@ -14,7 +14,8 @@ decides when they run:
   (or `MAX_DELAY_SECONDS` have passed with writes never pausing), one catch-up runs and then a
   few bounded steps of FTS5 segment merging, each its own transaction, while the writer stays
   idle. So a search rarely finds more than the last turn pending, and merging never runs
-  inside an append or a search.
+  inside an append or a search. Last, the WAL is checkpointed there once it passes a
+  megabyte (`convstore.db.sqlite_tx.checkpoint_when_idle`), so appends do not pay for it.
 - **After an erase** (`SearchIndex.purge`): catch up, merge every segment into one (no segment
   keeps an erased document's entries; ``secure_delete`` overwrites the freed pages) and
   checkpoint the WAL, so the erased text is nowhere in the database files.
@@ -34,6 +35,7 @@ import logging
 import random
 import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 from typing import Final, TypeVar
 
 import aiosqlite
@@ -44,7 +46,13 @@ from convstore.db.backend import Backend
 from convstore.db.errors import is_transient, translate
 from convstore.db.sqlite import SqliteBackend
 from convstore.db.sqlite_connections import close_quietly, configure, daemon_connection
-from convstore.db.sqlite_tx import SqliteTx, StatementCache
+from convstore.db.sqlite_tx import (
+    StatementCache,
+    bound_wal,
+    checkpoint_when_idle,
+    in_transaction,
+    wal_file,
+)
 from convstore.db.statements import Statements
 from convstore.db.tx import Tx
 
@@ -67,24 +75,25 @@ _log = logging.getLogger(__name__)
 
 
 def _in_write(
-    raw: sqlite3.Connection, fn: Callable[[Tx], T], statements: Statements, cache: StatementCache
+    raw: sqlite3.Connection,
+    fn: Callable[[Tx], T],
+    statements: Statements,
+    cache: StatementCache,
+    wal: Path,
 ) -> T:
-    raw.execute("BEGIN IMMEDIATE")
-    try:
-        result = fn(SqliteTx(raw, statements, cache))
-        raw.execute("COMMIT")
-    except BaseException:
-        if raw.in_transaction:
-            raw.execute("ROLLBACK")
-        raise
+    """``fn`` in one write transaction, then the WAL bound every writer keeps (`bound_wal`)."""
+    result = in_transaction(raw, "BEGIN IMMEDIATE", fn, statements, cache)
+    bound_wal(raw, wal)  # a catch-up of many turns writes megabytes of index
     return result
 
 
-def _merge_step(raw: sqlite3.Connection, statements: Statements, cache: StatementCache) -> bool:
+def _merge_step(
+    raw: sqlite3.Connection, statements: Statements, cache: StatementCache, wal: Path
+) -> bool:
     """One bounded merge step; whether it did any work."""
     before = raw.total_changes
     merge = search_index.MERGE
-    _in_write(raw, lambda tx: tx.execute(merge, {"pages": MERGE_PAGES}), statements, cache)  # type: ignore[arg-type]
+    _in_write(raw, lambda tx: tx.execute(merge, {"pages": MERGE_PAGES}), statements, cache, wal)  # type: ignore[arg-type]
     return raw.total_changes - before > 1
 
 
@@ -100,6 +109,7 @@ class SearchIndex:
         self._backend = backend
         self._sqlite = backend.dialect_name == "sqlite"
         self._path = backend.database_path if isinstance(backend, SqliteBackend) else None
+        self._wal = None if self._path is None else wal_file(self._path)
         self._conn: aiosqlite.Connection | None = None
         self._cache = StatementCache()
         self._lock = asyncio.Lock()
@@ -142,7 +152,7 @@ class SearchIndex:
             await self._write(self._catch_up)
             await self._write(lambda tx: tx.execute(search_index.FORGET_TENANT, {"tenant": tenant}))  # type: ignore[arg-type]
             await self._write(lambda tx: tx.execute(search_index.OPTIMIZE))  # type: ignore[arg-type]
-            if self._path is not None:
+            if self._wal is not None:
                 await self._raw(_checkpoint)
 
     # -- the catch-up connection ------------------------------------------------------------
@@ -181,14 +191,14 @@ class SearchIndex:
         return search_index.catch_up(tx) if self._sqlite else search_index.pg_catch_up(tx)
 
     async def _write(self, fn: Callable[[Tx], T]) -> T:
-        if self._path is None:  # in memory, or PostgreSQL: the backend's own writes
+        if self._wal is None:  # in memory, or PostgreSQL: the backend's own writes
             task = asyncio.current_task()
             self._own.add(task)
             try:
                 return await self._backend.write(fn)
             finally:
                 self._own.discard(task)
-        return await self._raw(_in_write, fn, self._backend.statements, self._cache)
+        return await self._raw(_in_write, fn, self._backend.statements, self._cache, self._wal)
 
     # -- background -------------------------------------------------------------------------
 
@@ -209,16 +219,19 @@ class SearchIndex:
                 if loop.time() - first >= MAX_DELAY_SECONDS:
                     break
                 await asyncio.sleep(max(IDLE_SECONDS - idle, IDLE_SECONDS / 4))
+            if not self.background or self._closed:
+                return  # switched off after this watcher started (tests), or closing
             seen = self._last_write
             try:
                 async with self._lock:
                     await self._write(self._catch_up)
-                    if self._path is not None:
+                    if self._wal is not None:
                         for _ in range(MERGE_STEPS):
                             if self._last_write != seen or not await self._raw(
-                                _merge_step, self._backend.statements, self._cache
+                                _merge_step, self._backend.statements, self._cache, self._wal
                             ):
                                 break
+                        await self._raw(checkpoint_when_idle, self._wal)
             except Exception:  # a search catches up itself and reports what fails
                 _log.debug("background search catch-up failed", exc_info=True)
                 return
