@@ -198,9 +198,7 @@ def run_callgrind(args: argparse.Namespace, v1_src: Path | None) -> dict[str, An
         print(f"callgrind skipped: {reason}", file=sys.stderr)
         return {"skipped": reason, "results": []}
     results: list[dict[str, Any]] = []
-    peers = ("convstore_store", "convstore_nocache", "convstore_session", "convstore_v1",
-             "agents_sqlite", "raw_sqlite3")  # fmt: skip
-    for peer in peers:
+    for peer in filter(None, args.callgrind_peers.split(",")):
         if peer == "convstore_v1" and v1_src is None:
             continue
         print(f"callgrind: {peer} …", file=sys.stderr, flush=True)
@@ -287,9 +285,18 @@ def main() -> None:
     )
     parser.add_argument("--skip-scale", action="store_true", help="no scale run")
     parser.add_argument("--skip-callgrind", action="store_true", help="no callgrind counts")
+    parser.add_argument(
+        "--callgrind-peers",
+        default="convstore_store,convstore_nocache,convstore_session,convstore_v1,agents_sqlite,"
+        "raw_sqlite3",
+        help="SQLite stores counted by callgrind",
+    )
     parser.add_argument("--skip-search", action="store_true", help="no search benchmark")
     parser.add_argument(
         "--search-json", type=Path, help="also write the search benchmark's result here"
+    )
+    parser.add_argument(
+        "--search-from-json", type=Path, help="take the search results from this file instead"
     )
     parser.add_argument(
         "--frameworks-json",
@@ -337,10 +344,12 @@ def main() -> None:
         saved = json.loads(args.from_json.read_text())
     else:
         saved = measure_all(args, stores)
-        saved["frameworks"] = {}
-        for name in filter(None, args.frameworks_json.split(",")):
-            framework = json.loads((ROOT / name).read_text())
-            saved["frameworks"][framework["framework"]] = framework
+    for name in filter(None, args.frameworks_json.split(",")):
+        framework = json.loads((ROOT / name).read_text())
+        saved.setdefault("frameworks", {})[framework["framework"]] = framework
+    if args.search_from_json is not None:  # a search run of its own (beside, not inside, this one)
+        saved["search"] = json.loads(args.search_from_json.read_text())
+    if args.from_json is None:
         if args.search_json is not None and isinstance(saved.get("search"), dict):
             write_json(args.search_json, saved["search"])
         if args.save_json is not None:
