@@ -39,7 +39,7 @@ LG_TEST_PACKAGES := langgraph langgraph-checkpoint-sqlite langgraph-checkpoint-c
 
 .PHONY: demo test envs lint typecheck pytest pytest-agents bench lock clean test-pydantic-ai \
 	test-google-adk bench-frameworks test-langgraph bench-langgraph screenshots serve test-fast checks frameworks \
-	bench-smoke
+	bench-smoke docs-extras
 
 $(BASE_STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -84,7 +84,31 @@ test-fast: $(STAMP)
 checks: lint typecheck
 
 # The framework environments one after another (each is small; they run beside the main suite).
-frameworks: pytest-agents test-pydantic-ai test-google-adk test-langgraph
+frameworks: pytest-agents test-pydantic-ai test-google-adk test-langgraph docs-extras
+
+# Each integration page's blocks in an environment built from its extra alone (the pinned
+# constraints, no development extra, no pytest), as `pip install "convstore[EXTRA]"` would
+# leave it: an extra that misses what its page imports fails here (tests/docs_in_extra.py).
+# `base` is the package alone (the AI SDK page needs no extra). Built as prerequisites of
+# `frameworks`, beside the main suite rather than before it.
+DOCS_EXTRAS := base langchain langgraph openai-agents pydantic-ai google-adk
+EXTRA_PINS_base := constraints.txt
+EXTRA_PINS_langchain := constraints-langgraph.txt
+EXTRA_PINS_langgraph := constraints-langgraph.txt
+EXTRA_PINS_openai-agents := $(AGENTS_PINS)
+EXTRA_PINS_pydantic-ai := constraints-pydantic-ai.txt
+EXTRA_PINS_google-adk := constraints-google-adk.txt
+EXTRA_STAMPS := $(foreach extra,$(DOCS_EXTRAS),.venv-extra-$(extra)/.installed)
+
+.venv-extra-%/.installed: pyproject.toml constraints.txt constraints-langgraph.txt \
+		constraints-pydantic-ai.txt constraints-google-adk.txt $(AGENTS_PINS)
+	test -x .venv-extra-$*/bin/python || $(PYTHON) -m venv .venv-extra-$*
+	.venv-extra-$*/bin/python -m $(PIP_INSTALL) -c $(EXTRA_PINS_$*) \
+		-e "$(if $(filter base,$*),.,.[$*])"
+	touch $@
+
+docs-extras: $(EXTRA_STAMPS)
+	$(foreach extra,$(DOCS_EXTRAS),.venv-extra-$(extra)/bin/python -m tests.docs_in_extra $(extra) &&) true
 
 envs:
 	$(MAKE) -j4 $(STAMP) $(AI_SDK_STAMP) $(AGENTS_STAMP) $(PAI_STAMP) $(ADK_STAMP) $(LG_STAMP) \
@@ -223,6 +247,6 @@ lock:
 	rm -rf .lock-venv
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(AGENTS_VENV) $(PAI_VENV) $(ADK_VENV) $(LG_VENV) \
+	rm -rf $(VENV) $(BENCH_VENV) $(AGENTS_VENV) $(PAI_VENV) $(ADK_VENV) $(LG_VENV) .venv-extra-* \
 		$(AI_SDK_NODE)/node_modules \
 		.mypy_cache .pytest_cache .ruff_cache .hypothesis build dist convstore.db* convstore-blobs

@@ -3,7 +3,9 @@
 ``docs/integrations/<page>.md``'s Python blocks import the framework's modules; the extra the
 page names must bring the distributions those modules come from (``pip install
 "convstore[langgraph]"`` then runs the page's graph, which imports ``langgraph.graph``).
-The framework environments (``make test-langgraph`` and the others) run each page's blocks.
+The framework environments (``make test-langgraph`` and the others) run each page's blocks, and
+``make docs-extras`` runs them again in environments built from each extra alone
+(``tests/docs_in_extra.py``), where a missing distribution is a ``ModuleNotFoundError``.
 """
 
 from __future__ import annotations
@@ -55,3 +57,23 @@ def test_the_extra_installs_what_the_page_imports(page: str) -> None:
     assert needed <= set(providers), f"{page} imports {sorted(needed - set(providers))}"
     missing = {providers[m] for m in needed} - _names(extras[extra])
     assert not missing, f"convstore[{extra}] does not install {sorted(missing)} ({page})"
+
+
+def test_make_runs_every_page_in_an_environment_of_its_extra_alone() -> None:
+    from tests.docs_in_extra import DOCS, PAGES
+
+    makefile = (ROOT / "Makefile").read_text()
+    listed = re.search(r"^DOCS_EXTRAS := (.+)$", makefile, re.MULTILINE)
+    assert listed is not None
+    assert sorted(listed.group(1).split()) == sorted(PAGES)
+    assert sorted(PAGES.values()) == sorted(p.name for p in DOCS.glob("*.md"))
+    extras = _extras()
+    for extra in PAGES:
+        assert extra == "base" or extra in extras, extra
+        pins = re.search(rf"^EXTRA_PINS_{re.escape(extra)} := (\S+)$", makefile, re.MULTILINE)
+        assert pins is not None, extra
+        assert pins.group(1).startswith("$(") or (ROOT / pins.group(1)).is_file(), extra
+    # The recipe installs the extra and nothing else: no development extra, no test runner.
+    recipe = makefile[makefile.index(".venv-extra-%/.installed:") :].split("\n\n", 1)[0]
+    assert '-e "$(if $(filter base,$*),.,.[$*])"' in recipe
+    assert "dev" not in recipe and "pytest" not in recipe

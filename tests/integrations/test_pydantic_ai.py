@@ -504,3 +504,46 @@ async def test_generated_operations_agree(store: ConversationStore, ops: list[An
     for name in names:
         await twin.reload(name)
     await twin.entries_alive()
+
+
+@pytest.mark.filterwarnings("ignore:Could not generate return schema:UserWarning")
+@pytest.mark.parametrize(
+    ("arguments", "why"),
+    [
+        ({"query": "tent", "roles": ["wizard"]}, "unknown role 'wizard'"),
+        ({"query": "tent", "limit": "abc"}, "limit must be a whole number from 1 to 50, not 'abc'"),
+        ({"query": 5}, "query must be text"),
+    ],
+    ids=["role", "limit-text", "query-number"],
+)
+async def test_a_search_refusal_reaches_the_model_as_the_documented_text(
+    store: ConversationStore, arguments: dict[str, Any], why: str
+) -> None:
+    """Through ``Agent(tools=[search_tool(...)])`` (docs/search.md) the model's next request
+    carries the tool's ``"search refused: …"``, not pydantic-ai's validation retry prompt."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, ToolCallPart, ToolReturnPart
+    from pydantic_ai.messages import TextPart as AgentText
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from convstore import Message, search_tool
+
+    tenant = f"t-{uuid.uuid4().hex}"
+    conv = await store.create_conversation(tenant=tenant)
+    await store.append(conv.id, Message.user("pack the tent"), tenant=tenant)
+    requests: list[ModelRequest] = []
+
+    def model(messages: list[Any], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            call = ToolCallPart("search_conversations", arguments, tool_call_id="c1")
+            return ModelResponse(parts=[call])
+        requests.append(messages[-1])
+        return ModelResponse(parts=[AgentText("Understood.")])
+
+    agent = Agent(FunctionModel(model), tools=[search_tool(store, tenant=tenant)])
+    result = await agent.run("find my tent")
+    assert result.output == "Understood."
+    (request,) = requests
+    (returned,) = request.parts
+    assert isinstance(returned, ToolReturnPart) and returned.tool_call_id == "c1"
+    assert returned.content.startswith("search refused: ") and why in returned.content

@@ -22,8 +22,8 @@ from pydantic_core import from_json
 from typing_extensions import override
 
 from convstore.db import pg_load
+from convstore.db.backend import OneStatement
 from convstore.db.mapping import decode_compactions, decode_conversation, decode_messages
-from convstore.db.postgres import PostgresBackend
 from convstore.db.tx import PassthroughCodec, Row
 from convstore.errors import ConversationNotFoundError
 from convstore.model import Conversation, Message
@@ -31,7 +31,7 @@ from convstore.store.message_cache import MessageCache
 from convstore.store.message_reads import MessageDecoder
 from convstore.store.reads import calls_of, other_path
 
-__all__ = ["eligible", "load_in_one_statement"]
+__all__ = ["load_in_one_statement"]
 
 
 class _DriverCodec(PassthroughCodec):
@@ -91,13 +91,8 @@ class _Fetched(MessageDecoder):
         return self._merged(found, [row[0] for row in rows], decoded)
 
 
-def eligible(backend: object) -> bool:
-    """Whether a load may take the one-statement path on ``backend``."""
-    return isinstance(backend, PostgresBackend) and backend.dialect_name == "postgresql"
-
-
 async def load_in_one_statement(  # noqa: PLR0917 (load's own arguments, in its order)
-    backend: PostgresBackend,
+    runner: OneStatement,
     cid: str,
     tenant: str | None,
     last: int | None,
@@ -112,7 +107,7 @@ async def load_in_one_statement(  # noqa: PLR0917 (load's own arguments, in its 
     held = None if cache is None else cache.held_range(cid)
     while True:
         arguments = pg_load.arguments(cid, tenant, last, before_seq, head_seq, held)
-        rows = pg_load.split(await backend.fetch_statement(pg_load.SQL, arguments))
+        rows = pg_load.split(await runner.fetch_statement(pg_load.SQL, arguments))
         if rows.header is None:
             raise ConversationNotFoundError(cid)
         reader = _Fetched(cid, rows, cache)

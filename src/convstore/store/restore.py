@@ -42,7 +42,12 @@ from sqlalchemy import Select, bindparam, select
 from convstore.blobs import BlobStore, StoredBlob
 from convstore.db import schema
 from convstore.db.tx import Tx
-from convstore.errors import AttachmentNotFoundError, InvalidInputError, MalformedExportError
+from convstore.errors import (
+    AttachmentNotFoundError,
+    ExportLimitError,
+    InvalidInputError,
+    MalformedExportError,
+)
 from convstore.progress import Progress, silent
 from convstore.store import arguments
 from convstore.store.archive_checks import CheckedConversation, check_conversation
@@ -51,6 +56,7 @@ from convstore.store.attachments import BlobContext
 from convstore.store.export import EXPORT_FORMAT, EXPORT_VERSION, MANIFEST
 from convstore.store.metadata_tags import replace_tags
 from convstore.store.tree_writes import TreeBlobs, TreeHeader, reference_blobs, write_tree
+from convstore.zip_input import MAX_DIRECTORY_BYTES, MAX_ENTRIES, open_zip
 
 if TYPE_CHECKING:
     from convstore.store.connection import StoreConnection
@@ -86,6 +92,11 @@ class RestoreLimits:
     A conversation's rows hold 30 to 50 items per message."""
     total_bytes: int = 64 * 1024**3
     """Everything one restore reads, blobs included."""
+    zip_entries: int = MAX_ENTRIES
+    """Entries in the archive's central directory (a conversation file or a blob each), counted
+    before the zip is opened: each costs about 700 bytes while the restore runs."""
+    zip_directory_bytes: int = MAX_DIRECTORY_BYTES
+    """Largest central directory of the archive, in bytes."""
 
 
 @dataclass(slots=True)
@@ -120,7 +131,14 @@ class _Archive:
         self.limits = limits
         self.read_so_far = 0
         try:
-            self.zip = zipfile.ZipFile(path)
+            self.zip = open_zip(
+                path,
+                max_entries=limits.zip_entries,
+                max_directory_bytes=limits.zip_directory_bytes,
+                owner="RestoreLimits",
+            )
+        except ExportLimitError:
+            raise
         except _ZIP_ERRORS as exc:
             raise MalformedExportError(f"not a readable zip: {exc}", position=str(path)) from exc
         try:

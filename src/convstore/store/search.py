@@ -359,8 +359,8 @@ def run_search(
             roles=list(request.roles) if request.roles is not None else None,
         )
     if shape.dialect == "postgresql" and shape.tenant:
-        tx.fetch(search_statements.TENANT_PLANS)  # type: ignore[arg-type]
-    rows = tx.fetch(search_statement(shape), params)  # type: ignore[arg-type]
+        tx.fetch(search_statements.TENANT_PLANS)
+    rows = tx.fetch(search_statement(shape), params)
     paths: dict[str, PathAbove] = {}
     for row in rows[: request.limit]:
         page.append(_hit(tx, row, query, request.include_thinking, paths))
