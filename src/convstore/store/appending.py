@@ -29,7 +29,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from convstore.db.backend import Backend
@@ -76,7 +76,7 @@ async def append_batch(
     checkpoint). A replayed idempotency key raises `convstore.store.writes.NoChange`.
     """
     if idempotency_key is None and also is None:
-        planned = await _planned(
+        planned = _planned(
             ctx.backend,
             conversation_id,
             batch,
@@ -85,8 +85,8 @@ async def append_batch(
             expected_revision=expected_revision,
             parent_seq=parent_seq,
         )
-        if planned is not None:
-            return planned
+        if planned is not None and (stored := await planned) is not None:
+            return stored
 
     def write(tx: Tx, plan: AppendPlan) -> AppendResult:
         stored = writes.append_messages(tx, plan)
@@ -111,7 +111,7 @@ async def append_batch(
     )
 
 
-async def _planned(
+def _planned(
     backend: Backend,
     cid: str,
     batch: list[Message],
@@ -120,8 +120,11 @@ async def _planned(
     on_conflict: OnConflict,
     expected_revision: str | None,
     parent_seq: int | None,
-) -> AppendResult | None:
-    """The batch written from rows planned before any transaction; ``None``: not taken."""
+) -> Awaitable[AppendResult | None] | None:
+    """The write of the batch from rows planned before any transaction; ``None``: not taken.
+
+    The write's result is ``None`` when it declined (the general step follows).
+    """
     now = arguments.now()
     if backend.one_statement is not None:
         plan = AppendPlan(
@@ -136,7 +139,7 @@ async def _planned(
         )
         if not one_statement.eligible(backend, plan):
             return None
-        return await one_statement.append_in_one_statement(backend, plan)
+        return one_statement.append_in_one_statement(backend, plan)
     lean = lean_append.plan(
         cid,
         batch,
@@ -146,7 +149,7 @@ async def _planned(
         parent_seq=parent_seq,
         on_conflict=on_conflict,
     )
-    return None if lean is None else await backend.write(lean.run)
+    return None if lean is None else backend.write(lean.run)
 
 
 async def complete_batch(
