@@ -217,28 +217,13 @@ def _unmapped(init: Path) -> list[str]:
     return sorted(n for n in names if not re.search(rf"`(?:[\w.]*\.)?{n}`", doc))
 
 
-# Packages whose map is still to be written (the packages pass of issue #36 writes them as it
-# regroups the modules); the test fails on an entry whose map is complete.
-UNMAPPED_PACKAGES: set[str] = {
-    "convstore",
-    "convstore.blobs",
-    "convstore.cli",
-    "convstore.imports",
-    "convstore.integrations",
-    "convstore.web",
-}
-
-
 def test_every_package_names_its_modules() -> None:
     unmapped = {
         _module_name(init): missing
         for init in sorted(PACKAGE.rglob("__init__.py"))
         if (missing := _unmapped(init))
     }
-    assert {p: m for p, m in unmapped.items() if p not in UNMAPPED_PACKAGES} == {}, (
-        "name each module in its package's docstring"
-    )
-    assert UNMAPPED_PACKAGES - unmapped.keys() == set(), "mapped now: remove from UNMAPPED_PACKAGES"
+    assert unmapped == {}, "name each module in its package's docstring"
 
 
 # ---------------------------------------------------------------------------------------------
