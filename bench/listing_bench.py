@@ -40,7 +40,7 @@ from bench.databases import database_url, each_database, emit
 from bench.gc_bench import gc_rate
 from bench.harness.callgrind import Counter, counted_run, unavailable
 from bench.peers.runner import postgres_dsn
-from convstore import ConversationStore
+from convstore import ConversationStore, migrate
 
 if TYPE_CHECKING:
     from convstore.db.tx import Tx
@@ -145,33 +145,66 @@ async def _variants(store: ConversationStore, size: int) -> dict[str, dict[str, 
 
 async def _pages_read(database: str, store: ConversationStore, kwargs: dict[str, Any]) -> int:
     """Database pages (SQLite) or buffers (PostgreSQL) one listing page reads, counted by the
-    database: a figure the machine's load does not move."""
-    from convstore.db import sqlite_path
-    from convstore.db.tx import PassthroughCodec, SqliteCodec
-    from convstore.store.listing import page_query
-
-    codec = SqliteCodec() if database == "sqlite" else PassthroughCodec()
-    stmt, params = page_query(
-        codec, kwargs.get("tenant"), 20, kwargs.get("cursor"), kwargs.get("metadata")
-    )
+    database: a figure the machine's load does not move. The statements are the ones the store
+    runs for the call, as its backend reports them (`Backend.add_statement_listener`; on
+    PostgreSQL with their parameters, from SQLAlchemy's cursor events): no module of the
+    package is needed to rebuild them."""
     if database == "sqlite":
-        path = sqlite_path(store.url)
-        assert path is not None
-        return await asyncio.to_thread(sqlite_pages_read, path, stmt, params)
-    return await _postgres_buffers(store, stmt, params)
+        statements = await _sqlite_statements(store, kwargs)
+        path = Path(store.url.removeprefix("sqlite+aiosqlite:///"))
+        return sum([await asyncio.to_thread(sqlite_pages_read, path, sql) for sql in statements])
+    return sum(
+        [
+            await _postgres_buffers(store, sql, args)
+            for sql, args in await _pg_statements(store, kwargs)
+        ]
+    )
 
 
-def sqlite_pages_read(path: Path, stmt: Any, params: dict[str, Any]) -> int:
-    """Pages SQLite fetches (from its cache or the file) to run ``stmt`` once, on a fresh
+def _reads(sql: str) -> bool:
+    return sql.lstrip().upper().startswith(("SELECT", "WITH"))
+
+
+async def _sqlite_statements(store: ConversationStore, kwargs: dict[str, Any]) -> list[str]:
+    """The SELECTs one ``list_conversations`` call runs, parameters inlined (SQLite's trace
+    reports the expanded SQL)."""
+    seen: list[str] = []
+    remove = store.backend.add_statement_listener(seen.append)
+    try:
+        await store.backend.trace_all()
+        await store.list_conversations(limit=20, **kwargs)
+    finally:
+        remove()
+    return [sql for sql in seen if _reads(sql)]
+
+
+async def _pg_statements(
+    store: ConversationStore, kwargs: dict[str, Any]
+) -> list[tuple[str, tuple[Any, ...]]]:
+    """The SELECTs one ``list_conversations`` call runs, with their parameters."""
+    from sqlalchemy import event
+
+    seen: list[tuple[str, tuple[Any, ...]]] = []
+
+    def record(_conn: Any, _cursor: Any, sql: str, params: Any, *_rest: Any) -> None:
+        seen.append((sql, tuple(params or ())))
+
+    engine = store.backend.engine  # type: ignore[attr-defined]
+    event.listen(engine.sync_engine, "before_cursor_execute", record)
+    try:
+        await store.list_conversations(limit=20, **kwargs)
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", record)
+    return [(sql, params) for sql, params in seen if _reads(sql)]
+
+
+def sqlite_pages_read(path: Path, sql: str) -> int:
+    """Pages SQLite fetches (from its cache or the file) to run ``sql`` once, on a fresh
     connection: ``sqlite3_db_status`` cache hits plus misses, around a second run.
 
     Python's ``sqlite3`` module does not expose the connection's ``sqlite3 *``; CPython keeps it
     as the first field after the object header, which is where this reads it (a benchmark's
     shortcut, checked against the library's version, never used by the store)."""
-    from convstore.db.sqlite_tx import StatementCache
-
-    compiled = StatementCache().get(stmt)
-    args = compiled.bind(params)
     lib = ctypes.CDLL(ctypes.util.find_library("sqlite3") or "libsqlite3.so.0")
     lib.sqlite3_libversion.restype = ctypes.c_char_p
     if lib.sqlite3_libversion().decode() != sqlite3.sqlite_version:
@@ -183,7 +216,7 @@ def sqlite_pages_read(path: Path, stmt: Any, params: dict[str, Any]) -> int:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         handle = ctypes.c_void_p.from_address(id(conn) + object.__basicsize__).value
-        conn.execute(compiled.sql, args).fetchall()  # the schema, parsed once
+        conn.execute(sql).fetchall()  # the schema, parsed once
 
         def fetched() -> int:
             total = 0
@@ -194,7 +227,7 @@ def sqlite_pages_read(path: Path, stmt: Any, params: dict[str, Any]) -> int:
             return total
 
         fetched()
-        conn.execute(compiled.sql, args).fetchall()
+        conn.execute(sql).fetchall()
         return fetched()
     finally:
         conn.close()
@@ -204,19 +237,12 @@ _CACHE_HIT, _CACHE_MISS = 7, 8
 """``SQLITE_DBSTATUS_CACHE_HIT`` / ``_MISS`` (sqlite3.h)."""
 
 
-async def _postgres_buffers(store: ConversationStore, stmt: Any, params: dict[str, Any]) -> int:
+async def _postgres_buffers(store: ConversationStore, sql: str, args: tuple[Any, ...]) -> int:
     """Shared buffers (hit + read) of the statement, from ``EXPLAIN (ANALYZE, BUFFERS)``."""
-    from sqlalchemy.dialects import postgresql as pg_dialect
-
-    compiled = stmt.compile(dialect=pg_dialect.asyncpg.dialect())  # type: ignore[no-untyped-call]
-    values = {**compiled.params, **params}
-    args = [values[name] for name in compiled.positiontup or ()]
     engine = store.backend.engine  # type: ignore[attr-defined]
     async with engine.connect() as conn:
         raw = (await conn.get_raw_connection()).driver_connection
-        plan = [
-            r[0] for r in await raw.fetch(f"EXPLAIN (ANALYZE, BUFFERS) {compiled.string}", *args)
-        ]
+        plan = [r[0] for r in await raw.fetch(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", *args)]
     for line in plan:  # the first Buffers line is the top node's, children included
         found = re.search(r"Buffers: shared((?: \w+=\d+)+)", line)
         if found and "Planning" not in line:
@@ -267,10 +293,6 @@ async def _sized_store(
     database: str, size: int, directory: Path, keep: Path | None, bulk: bool
 ) -> tuple[ConversationStore, dict[str, Any]]:
     """An open store holding ``size`` conversations, created (or found in ``keep``)."""
-    from sqlalchemy import func, select
-
-    from convstore.db import migrate, schema
-
     if keep is not None and database == "sqlite":
         keep.mkdir(parents=True, exist_ok=True)
         url = f"sqlite+aiosqlite:///{keep / f'listing-{size}.db'}"
@@ -281,9 +303,7 @@ async def _sized_store(
     await migrate(url)
     store = ConversationStore(url, blobs=str(directory / "blobs"))
     await store.__aenter__()
-    held = await store.backend.read(
-        lambda tx: tx.fetch(select(func.count()).select_from(schema.conversations))[0][0]
-    )
+    held = await _count_conversations(url)
     if held not in (0, size):
         raise SystemExit(f"{url} holds {held:,} conversations, not 0 or {size:,}")
     took = await _create(store, held, size, bulk=bulk) if held < size else 0.0
@@ -291,6 +311,20 @@ async def _sized_store(
           + (f" ({size - held:,} made in {took:.0f} s)" if held < size else " (kept)"),
           file=sys.stderr, flush=True)  # fmt: skip
     return store, {"create_s": took, "created": size - held}
+
+
+async def _count_conversations(url: str) -> int:
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as conn:
+            return int(
+                (await conn.execute(text("SELECT count(*) FROM conversations"))).scalar_one()
+            )
+    finally:
+        await engine.dispose()
 
 
 async def _kept_postgres_database(name: str) -> str:

@@ -82,7 +82,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
         "callgrind", "bench.callgrind_bench",
         "instructions per append, full load, last-50, request and pop of each SQLite peer",
         "bench",
-        smoke=("--peers", "convstore_store,agents_sqlite", "--turns", "3",
+        smoke=("--peers", "convstore_store,convstore_session", "--turns", "3",
                "--appends", "2", "--lasts", "2"),
     ),
     Scenario(

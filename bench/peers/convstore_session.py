@@ -61,6 +61,13 @@ class Store:
     async def request(self, conversation: Any, last: int | None) -> int:
         return agents_request(await conversation.get_items(limit=last))
 
+    async def settle(self) -> None:
+        """As `bench.peers.convstore_store.Store.settle`: the search catch-up, now, counted on
+        its own by `bench.callgrind_bench`."""
+        index = self._store.search_index
+        index.background = False
+        await index.catch_up()
+
 
 @asynccontextmanager
 async def open_store(path: Path) -> AsyncIterator[Store]:

@@ -44,10 +44,13 @@ argument                          accepted
 ================================  =============================================================
 conversation id                   1 to `MAX_CONVERSATION_ID_LENGTH` (64) characters
 tenant, idempotency key, call id  1 to `MAX_KEY_LENGTH` (255) characters
+title                             at most `MAX_TITLE_LENGTH` (4,096) characters
 every such string, titles and     valid Unicode without NUL characters (the NUL rule above), and
 summaries                         no lone surrogate (no database stores one)
 metadata (and state)              a JSON object: string keys, finite numbers, 64-bit integers,
-                                  strings as above, at most `MAX_JSON_DEPTH` deep
+                                  strings as above, at most `MAX_JSON_DEPTH` deep; metadata
+                                  also at most `MAX_METADATA_ENTRIES` (1,000) top-level entries
+                                  and `MAX_METADATA_CHARS` (1 Mi) characters of compact JSON
 ``limit`` (`list_conversations`)  0 to `MAX_LIST_LIMIT` (10,000)
 ``last`` and sequence numbers     0 to `MAX_SEQ` (2**63 - 1, what both databases' integers hold)
 ================================  =============================================================
@@ -88,10 +91,18 @@ Why these values:
 - Parts per message and message size: a message is rendered, fetched and decoded whole; one of
   a million parts took 1.5 GB to render. No provider accepts more than a few thousand content
   blocks in a request, and twice the part limit bounds one message's memory on load.
+- Titles and metadata: a title is one line shown in every list, search hit and page header; a
+  page of 50 (the inspector's, the MCP list) stays under 200 K characters of titles whatever the
+  conversations hold, and 4,096 is far above any product's generated or typed title (a
+  30-million-character title once made a 30 MB list page). Metadata travels with every header
+  a list returns and writes one index row per top-level entry (`convstore.store.metadata_tags`):
+  1,000 entries and 1 Mi characters bound both, far above the labels and ids it is meant for;
+  larger application data belongs in messages or state.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -109,16 +120,21 @@ __all__ = [
     "MAX_LIST_LIMIT",
     "MAX_MEDIA_TYPE_LENGTH",
     "MAX_MESSAGE_CHARS",
+    "MAX_METADATA_CHARS",
+    "MAX_METADATA_ENTRIES",
     "MAX_PARTS_PER_MESSAGE",
     "MAX_PART_CHARS",
     "MAX_SEQ",
+    "MAX_TITLE_LENGTH",
     "NUL_REFUSED",
     "SURROGATE",
     "check_count",
     "check_json_object",
     "check_key",
+    "check_metadata_size",
     "check_seq",
     "check_text",
+    "check_title",
     "has_lone_surrogate",
     "json_depth",
     "number_problem",
@@ -156,6 +172,15 @@ MAX_KEY_LENGTH: Final = 255
 
 MAX_LIST_LIMIT: Final = 10_000
 """Most conversations one `list_conversations` call returns."""
+
+MAX_TITLE_LENGTH: Final = 4096
+"""Longest conversation title, in characters."""
+
+MAX_METADATA_ENTRIES: Final = 1000
+"""Most top-level entries a conversation's metadata may have (each is an index row)."""
+
+MAX_METADATA_CHARS: Final = 1024 * 1024
+"""Longest a conversation's metadata may be, in characters of its compact JSON text."""
 
 MAX_SEQ: Final = 2**63 - 1
 """Largest sequence number or ``last=`` count a store method takes (both databases' integers)."""
@@ -208,6 +233,32 @@ def check_text(value: str | None, what: str, *, max_length: int | None = None) -
         raise InvalidInputError(f"{what} {NUL_REFUSED}")
     if has_lone_surrogate(value):
         raise InvalidInputError(f"{what} is not valid Unicode (it holds a lone surrogate)")
+
+
+def check_title(value: str | None) -> None:
+    """`check_text` for a conversation title: empty allowed, at most `MAX_TITLE_LENGTH`."""
+    if isinstance(value, str) and len(value) > MAX_TITLE_LENGTH:
+        raise InvalidInputError(
+            f"title must be at most {MAX_TITLE_LENGTH:,} characters, got {len(value):,}"
+        )
+    check_text(value, "title")
+
+
+def check_metadata_size(value: Mapping[str, Any], what: str = "metadata") -> None:
+    """Refuse metadata over `MAX_METADATA_ENTRIES` entries or `MAX_METADATA_CHARS` characters.
+
+    ``value`` is an already checked JSON object (`check_json_object`). Raises
+    `InvalidInputError` naming ``what`` and the limit.
+    """
+    if len(value) > MAX_METADATA_ENTRIES:
+        raise InvalidInputError(
+            f"{what} may have at most {MAX_METADATA_ENTRIES:,} entries, got {len(value):,}"
+        )
+    size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    if size > MAX_METADATA_CHARS:
+        raise InvalidInputError(
+            f"{what} may be at most {MAX_METADATA_CHARS:,} characters of JSON, got {size:,}"
+        )
 
 
 def check_key(value: str | None, what: str) -> None:

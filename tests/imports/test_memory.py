@@ -138,6 +138,26 @@ def test_a_conversation_of_a_gibibyte(tmp_path: Path, where: str) -> None:
     assert result["peak_mib"] < _PEAK_MIB
 
 
+@pytest.mark.parametrize(
+    ("entries", "declared"),
+    [(2_000_000, None), (600_000, 1)],
+    ids=["two-million-entries", "600k-entries-declared-as-one"],
+)
+def test_a_zip_of_millions_of_entries(tmp_path: Path, entries: int, declared: int | None) -> None:
+    """A central directory listing millions of files (106 MB), or 600,000 of them (32 MB)
+    while the end record says one: `zipfile` would hold ~700 bytes per entry (1.4 GB for two
+    million); the directory is measured and counted before it is opened."""
+    from tests.support.archives import crowded_zip
+
+    members = {"conversations.json": json.dumps([_conversation()]).encode()}
+    export = crowded_zip(tmp_path / "crowded.zip", members, entries=entries, declared=declared)
+    result = _probe(export, "chatgpt-export", tmp_path)
+    assert result["peak_mib"] < _PEAK_MIB, result  # zipfile alone would hold ~1.4 GB
+    assert result["outcome"] == "ExportLimitError", result
+    limit = "zip_directory_bytes" if declared is None else "zip_entries"
+    assert f"ImportLimits.{limit}" in result["report"]
+
+
 def _large_conversation(nodes: int, text_chars: int) -> dict[str, Any]:
     c = ChatGPT()
     parent = c.root

@@ -28,8 +28,11 @@ from convstore.limits import (
     JSON_INT_MIN,
     MAX_LIST_LIMIT,
     MAX_MESSAGE_CHARS,
+    MAX_METADATA_CHARS,
+    MAX_METADATA_ENTRIES,
     MAX_PART_CHARS,
     MAX_PARTS_PER_MESSAGE,
+    MAX_TITLE_LENGTH,
 )
 from convstore.message_checks import _explain, _message_ok, check_messages
 from convstore.model import TextPart
@@ -206,6 +209,35 @@ REFUSED: dict[str, tuple[Call, str]] = {
     "metadata that is not an object": (
         lambda s, cid: s.create_conversation(metadata=[1]),  # type: ignore[arg-type]
         "metadata must be a JSON object",
+    ),
+    # Issue 32, finding 12: a 30-million-character title was stored (a 30 MB list page).
+    "a title of 30 million characters": (
+        lambda s, cid: s.create_conversation(title="T" * 30_000_000),
+        "title must be at most 4,096 characters, got 30,000,000",
+    ),
+    "a rename over the title limit": (
+        lambda s, cid: s.update_conversation(cid, title="T" * (MAX_TITLE_LENGTH + 1)),
+        "title must be at most 4,096 characters, got 4,097",
+    ),
+    "a fork's title over the limit": (
+        lambda s, cid: s.fork(cid, at_seq=1, title="T" * (MAX_TITLE_LENGTH + 1)),
+        "title must be at most 4,096",
+    ),
+    "get_or_create's title over the limit": (
+        lambda s, cid: s.get_or_create_conversation("new-one", title="T" * 5000),
+        "title must be at most 4,096",
+    ),
+    "metadata of 1,001 entries": (
+        lambda s, cid: s.create_conversation(metadata={f"k{i}": i for i in range(1001)}),
+        "metadata may have at most 1,000 entries, got 1,001",
+    ),
+    "metadata over a mebicharacter": (
+        lambda s, cid: s.update_conversation(cid, metadata={"k": "x" * MAX_METADATA_CHARS}),
+        "metadata may be at most 1,048,576 characters of JSON, got 1,048,584",
+    ),
+    "metadata over the limit with an append": (
+        lambda s, cid: s.append(cid, Message.user("x"), metadata={"k": "x" * MAX_METADATA_CHARS}),
+        "metadata may be at most 1,048,576 characters",
     ),
     "limit=-1": (lambda s, cid: s.list_conversations(limit=-1), "limit must be between"),
     "limit=2**63": (lambda s, cid: s.list_conversations(limit=2**63), "limit must be between"),
@@ -392,6 +424,17 @@ async def test_the_bounds_themselves_are_accepted(store: ConversationStore) -> N
     assert await store.list_conversations(limit=0) == []
     assert [s.id for s in await store.list_conversations(tenant=tenant)] == [conv.id]
     assert len((await store.load(conv.id, last=2**63 - 1)).messages) == 1
+
+
+async def test_titles_and_metadata_at_their_limits_are_accepted(store: ConversationStore) -> None:
+    title = "é" * MAX_TITLE_LENGTH  # characters, not bytes
+    wide = {f"k{i}": i for i in range(MAX_METADATA_ENTRIES)}
+    conv = await store.create_conversation(title=title, metadata=wide)
+    assert (await store.get_conversation(conv.id)).title == title
+    large = {"k": "x" * (MAX_METADATA_CHARS - len('{"k":""}'))}
+    updated = await store.update_conversation(conv.id, metadata=large, title="")
+    assert updated.metadata == large
+    assert updated.title == ""
 
 
 async def test_parts_per_message_and_message_size_are_bounded(store: ConversationStore) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from convstore import ConversationStore, FilePart, Message
 from convstore.store.restore import RestoreLimits
-from tests.support.archives import Repeat, write_zip
+from tests.support.archives import Repeat, crowded_zip, write_zip
 from tests.support.images import noise_png
 
 REPO = Path(__file__).resolve().parents[2]
@@ -120,21 +120,52 @@ async def test_a_bomb_is_refused_within_the_memory_bound(
     archive = _bombs(tmp_path, *export)[bomb]
     assert archive.stat().st_size < 8 * MIB  # the point: a small file, a huge member
     result = _restore(archive, tmp_path)
+    # The bound first: the code before it read each bomb whole (the finding: 3.16 GB for the
+    # blob) and then failed the member's CRC.
+    assert result["peak_mb"] <= PEAK_MB, result
     assert result["error"] == "MalformedExportError", result
     expected = "the manifest says" if bomb == "blob" else "RestoreLimits.member_bytes"
     assert expected in result["message"]
+
+
+@pytest.mark.parametrize(
+    ("entries", "declared"),
+    [(2_000_000, None), (600_000, 1)],
+    ids=["two-million-entries", "600k-entries-declared-as-one"],
+)
+async def test_an_archive_of_millions_of_entries_is_refused_within_the_bound(
+    tmp_path: Path,
+    export: tuple[dict[str, Any], dict[str, Any], str],
+    entries: int,
+    declared: int | None,
+) -> None:
+    """The archive's central directory lists millions of files (or the end record understates
+    600,000 as one): measured and counted before `zipfile` reads it (~700 bytes per entry)."""
+    manifest, document, _sha = export
+    members = {
+        "manifest.json": json.dumps(manifest).encode(),
+        manifest["conversations"][0]["file"]: json.dumps(document).encode(),
+    }
+    archive = crowded_zip(tmp_path / "crowded.zip", members, entries=entries, declared=declared)
+    result = _restore(archive, tmp_path)
+    # The code before read every entry: 990 MB for two million, 350 MB for 600,000.
     assert result["peak_mb"] <= PEAK_MB, result
+    assert result["error"] == "ExportLimitError", result
+    limit = "zip_directory_bytes" if declared is None else "zip_entries"
+    assert f"RestoreLimits.{limit}" in result["message"]
 
 
-@pytest.mark.parametrize("where", ["title", "checkpoint"])
+@pytest.mark.parametrize("where", ["checkpoint"])
 async def test_the_largest_accepted_conversation_restores_within_the_bound(
     tmp_path: Path, export: tuple[dict[str, Any], dict[str, Any], str], where: str
 ) -> None:
-    """A title (or a checkpoint's bytes) as large as the member limit allows, beside as many
-    JSON items as the item limit allows.
+    """A checkpoint's bytes as large as the member limit allows, beside as many JSON items as
+    the item limit allows.
 
-    Not a message's text: indexing it for search takes many times its size in memory, whoever
-    wrote it (the search index's bound, docs/reliability.md).
+    Not a title or metadata: the header check refuses a title over 4,096 characters and
+    metadata over 1 Mi (convstore.limits). Not a message's text: indexing it for search takes
+    many times its size in memory, whoever wrote it (the search index's bound,
+    docs/reliability.md).
     """
     manifest, document, sha = export
     member = manifest["conversations"][0]["file"]

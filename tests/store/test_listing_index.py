@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from convstore import ConversationStore, Message
 from convstore.db.schema import conversation_tags, conversations
-from convstore.db.statements import list_page
+from convstore.db.statements.conversations import list_page
 from convstore.imports import import_file
 from convstore.store.metadata_tags import PAIRED_ENTRIES, WIDE, filter_tags, tag, tags_of
 from tests.support.postgres import PostgresCluster

@@ -22,7 +22,15 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from convstore import ConversationStore, ConvstoreError, ErrorOutput, Message, ToolCallPart
+from convstore import (
+    ConversationStore,
+    ConvstoreError,
+    DatabaseError,
+    ErrorOutput,
+    Message,
+    ToolCallConflictError,
+    ToolCallPart,
+)
 from convstore.store import one_statement
 
 pytestmark = pytest.mark.postgres
@@ -219,3 +227,42 @@ def test_a_plain_turn_is_one_statement(
     loop.run_until_complete(turns())
     assert len(sent) == 2  # one statement per append
     assert all(s.lstrip().startswith("WITH") for s in sent)
+
+
+def test_only_the_designed_refusals_fall_back(
+    pg_store: ConversationStore, loop: asyncio.AbstractEventLoop
+) -> None:
+    """A duplicate call id is declined (the general path reports it); a broken statement raises.
+
+    Before, every server refusal meant "take the general path": a statement a migration broke
+    would have sent every append the slow way, silently.
+    """
+
+    async def run() -> None:
+        cid = (await pg_store.create_conversation(tenant="t")).id
+        call = ToolCallPart(id="dup", name="lookup", arguments={})
+        await pg_store.append(cid, Message.assistant(call), tenant="t")
+        declined: list[Any] = []
+        real = one_statement.append_in_one_statement
+
+        async def watched(backend: Any, plan: Any) -> Any:
+            declined.append(stored := await real(backend, plan))
+            return stored
+
+        with (
+            mock.patch.object(one_statement, "append_in_one_statement", watched),
+            pytest.raises(ToolCallConflictError),
+        ):
+            await pg_store.append(cid, Message.assistant(call), tenant="t")
+        assert declined == [None]  # the unique violation (23505) was declined, not raised
+
+        broken = one_statement.SQL.replace("RETURNING", "RETURNING no_such_column,", 1)
+        assert broken != one_statement.SQL
+        with (
+            mock.patch.object(one_statement, "SQL", broken),
+            pytest.raises(DatabaseError, match="no_such_column"),
+        ):
+            await pg_store.append(cid, Message.user("still here?"), tenant="t")
+        assert [m.seq for m in (await pg_store.load(cid, tenant="t")).messages] == [1]
+
+    loop.run_until_complete(run())

@@ -39,12 +39,12 @@ SECRET = noise_png(32, 48, 48)
 SECRET_B64 = base64.b64encode(SECRET).decode()
 
 
-async def _victim(store: ConversationStore) -> str:
-    conv = await store.create_conversation(title="victim", tenant="victim")
+async def _victim(store: ConversationStore, tenant: str | None = "victim") -> str:
+    conv = await store.create_conversation(title="victim", tenant=tenant)
     await store.append(
         conv.id,
         [Message.user("my secret plans", FilePart.from_bytes(SECRET)), Message.assistant("ok")],
-        tenant="victim",
+        tenant=tenant,
     )
     return conv.id
 
@@ -294,14 +294,20 @@ async def _point_at(url: str, cid: str, parts: list[dict[str, Any]]) -> None:
         await engine.dispose()
 
 
-@pytest.mark.parametrize("dedupe", ["tenant", "global"])
+@pytest.mark.parametrize(
+    ("dedupe", "victim"),
+    [("global", "victim"), ("tenant", None)],
+    ids=["global-dedupe", "untenanted-victim"],
+)
 async def test_a_render_fetches_only_the_conversations_own_bytes(
-    db_url: str, blobs_url: str, dedupe: str
+    db_url: str, blobs_url: str, dedupe: str, victim: str | None
 ) -> None:
+    # Finding 2: with `dedupe="global"`, or a victim without a tenant (the root namespace), a
+    # row naming the victim's digest inlined the victim's bytes into mallory's render.
     secret = hashlib.sha256(SECRET).hexdigest()
     opened = {"blobs": blobs_url, "auto_migrate": True, "dedupe": dedupe}
     async with ConversationStore(db_url, **opened) as store:  # type: ignore[arg-type]
-        await _victim(store)
+        await _victim(store, victim)
         conv = await store.create_conversation(tenant="mallory")
         await store.append(conv.id, [Message.user("hello")], tenant="mallory")
     reference = {"kind": "file", "media_type": "image/png", "attachment": {"sha256": secret}}

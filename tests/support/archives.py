@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Repeat", "Tables", "rows", "set_rows", "tamper", "write_zip"]
+__all__ = ["Repeat", "Tables", "crowded_zip", "rows", "set_rows", "tamper", "write_zip"]
 
 Tables = dict[str, Any]
 """An archive document's ``tables``: name -> {"columns": [...], "rows": [[...], ...]}."""
@@ -156,4 +156,51 @@ def write_zip(path: Path, members: dict[str, bytes | Repeat]) -> Path:
                 0,
             )
         )
+    return path
+
+
+def crowded_zip(
+    path: Path,
+    members: dict[str, bytes],
+    *,
+    entries: int,
+    declared: int | None = None,
+) -> Path:
+    """A zip of ``members`` whose central directory then lists ``entries`` more empty files.
+
+    Built byte by byte in one pass (two million entries in about a second): the extra entries
+    are directory records only, each naming a 7-character file at the first member's offset.
+    ``declared`` is the entry count the end records state (default: the true count); it may
+    understate the directory, as an attacker's may. ZIP64 end records carry counts over 65,535.
+    """
+    body = bytearray()
+    directory = bytearray()
+    for name, data in members.items():
+        raw = name.encode()
+        crc = zlib.crc32(data)
+        offset = len(body)
+        body += struct.pack(
+            "<4s5H3L2H", b"PK\x03\x04", 20, 0, 0, 0, 0, crc, len(data), len(data), len(raw), 0
+        )
+        body += raw + data
+        directory += struct.pack(
+            "<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 0, 0, 0, crc, len(data), len(data),
+            len(raw), 0, 0, 0, 0, 0, offset,
+        ) + raw  # fmt: skip
+    blank = struct.pack(
+        "<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0
+    )
+    directory += b"".join(blank + b"e%06x" % (i % 0xFFFFFF) for i in range(entries))
+    total = len(members) + entries if declared is None else declared
+    start, size = len(body), len(directory)
+    end64 = start + size
+    tail = struct.pack(
+        "<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, total, total, size, start
+    ) + struct.pack("<4sLQL", b"PK\x06\x07", 0, end64, 1)
+    short = min(total, 0xFFFF)
+    tail += struct.pack(
+        "<4s4H2LH", b"PK\x05\x06", 0, 0, short, short, min(size, 0xFFFFFFFF),
+        min(start, 0xFFFFFFFF), 0,
+    )  # fmt: skip
+    path.write_bytes(bytes(body) + bytes(directory) + tail)
     return path

@@ -11,9 +11,9 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_URL",
     "Backend",
+    "OneStatement",
     "compact",
     "create_backend",
     "migrate",
@@ -44,8 +45,41 @@ T = TypeVar("T")
 DEFAULT_URL = "sqlite+aiosqlite:///convstore.db"
 
 
+class OneStatement(Protocol):
+    """Whole operations as one statement each, in one round trip (PostgreSQL's asyncpg path)."""
+
+    async def fetch_one_statement(
+        self, sql: str, arguments: Sequence[Any], *, declines: frozenset[str]
+    ) -> Any | None:
+        """Run one writing statement in a transaction of its own; its first row.
+
+        ``None`` when it returned no row, or when the server refused it with one of the
+        SQLSTATEs in ``declines`` (the refusals the statement is designed to meet: it then
+        changed nothing, and the caller takes its general path). Any other refusal raises.
+        """
+        ...
+
+    async def fetch_statement(self, sql: str, arguments: Sequence[Any]) -> list[Any]:
+        """Run one read-only statement outside any transaction; its rows."""
+        ...
+
+
 class Backend(Protocol):
     """What the store needs from a database backend."""
+
+    @property
+    def one_statement(self) -> OneStatement | None:
+        """This backend's one-statement runner, or ``None`` (every operation is ``fn(tx)``).
+
+        The store's fast paths are parameters of its pipelines, not other backends' types:
+        the append (`convstore.store.appending`) and the load take it when it is there.
+        """
+        ...
+
+    @property
+    def database_path(self) -> Path | None:
+        """The database file of an SQLite backend on disk; ``None`` otherwise."""
+        ...
 
     @property
     def dialect_name(self) -> str:
@@ -97,6 +131,10 @@ class Backend(Protocol):
 
     async def trace_all(self) -> None:
         """Report statements on already-open connections too."""
+        ...
+
+    async def compact(self) -> None:
+        """Rewrite the database so deleted rows leave its files."""
         ...
 
 
@@ -170,16 +208,7 @@ async def compact(backend: Backend) -> None:
 
     SQLite: ``VACUUM`` and a WAL truncation; PostgreSQL: ``VACUUM FULL`` of every table.
     """
-    if isinstance(backend, SqliteBackend):
-        await backend.compact()
-        return
-    if backend.dialect_name == "postgresql":
-        from convstore.db.postgres import PostgresBackend
-
-        if isinstance(backend, PostgresBackend):
-            await backend.compact()
-            return
-    raise InvalidInputError(f"compaction is not available for {backend.dialect_name}")
+    await backend.compact()
 
 
 async def partition(url: str | URL, modulus: int) -> list[str]:

@@ -311,7 +311,7 @@ def encode_tool_call(
 # rows -> model
 
 ConversationRow = tuple[Any, ...]
-"""A ``select_conversation`` row: see `convstore.db.statements.CONVERSATION_COLUMNS`."""
+"""A ``select_conversation`` row (`convstore.db.statements.conversations.HeaderAt`)."""
 
 
 def decode_conversation(

@@ -18,11 +18,14 @@ Invariants:
   another writer committed; every write to a conversation stores a new revision, so a row
   changed since the snapshot fails the guard (PostgreSQL re-checks it on the newest version)
   instead of being written against stale reads.
-- `run` returns ``None`` when the guard matched nothing or the server refused the statement
-  (a uniqueness violation, a serialization failure, anything the server reports): the
+- It yields no row when the guard matched nothing, and is declined when the server refuses it
+  with one of `DECLINES` (a uniqueness violation: a tool-call or message id already stored;
+  a serialization failure, a deadlock or a lock timeout under concurrent writers): the
   statement then wrote nothing, and the caller takes the general path, which decides and
-  reports exactly as it always does. A connection that fails mid-statement is not retried
-  (whether it committed is unknown): that is a `DatabaseError`, as on the general path.
+  reports exactly as it always does. Any other refusal is an error, raised: a statement the
+  schema no longer accepts must fail loudly rather than send every append the slow way. A
+  connection that fails mid-statement is not retried (whether it committed is unknown): that
+  is a `DatabaseError`, as on the general path.
 """
 
 from __future__ import annotations
@@ -38,7 +41,11 @@ from convstore.db.schema import messages, tool_calls
 from convstore.db.statements import column_names
 from convstore.db.tx import Row
 
-__all__ = ["SQL", "OneStatementAppend"]
+__all__ = ["DECLINES", "SQL", "OneStatementAppend"]
+
+DECLINES: Final = frozenset({"23505", "40001", "40P01", "55P03"})
+"""SQLSTATEs the statement is designed to meet (unique violation, serialization failure,
+deadlock, lock not available; PostgreSQL's appendix A): the general path takes the append."""
 
 _MESSAGE_ARRAYS: Final = (
     ("role", "text"),

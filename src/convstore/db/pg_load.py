@@ -36,6 +36,10 @@ from datetime import datetime
 from operator import itemgetter
 from typing import Any, Final
 
+from convstore.db.schema import tool_calls
+from convstore.db.statements.conversations import CONVERSATION_COLUMNS
+from convstore.db.statements.messages import MESSAGE_COLUMNS
+from convstore.db.statements.tool_calls import LIFECYCLE_COLUMNS
 from convstore.db.tx import Row
 
 __all__ = ["NO_LIMIT", "SQL", "LoadRows", "arguments", "split"]
@@ -69,40 +73,61 @@ def _select(kind: int, values: dict[str, str], source: str) -> str:
 _HELD: Final = "((SELECT instance FROM e) AND m.seq BETWEEN $8::bigint AND $9::bigint)"
 """Whether the reader holds the message ``m`` (of the conversation instance it names)."""
 
-_MESSAGE_WHOLE: Final = {
-    "n2": "m.parent_seq", "s1": "m.role", "s2": "m.provider", "s3": "m.model",
-    "t1": "m.created_at", "j1": "m.details::text", "s4": "m.message_id",
-    "j2": "m.parts::text", "j3": "m.native::text", "j4": "m.usage::text",
+
+def _columns(alias: str, slots: dict[str, str]) -> dict[str, str]:
+    """Slot -> ``alias.column`` for each column -> slot of ``slots`` (JSON sent as text)."""
+    return {
+        slot: f"{alias}.{name}{'::text' if slot[0] == 'j' else ''}" for name, slot in slots.items()
+    }
+
+
+_MESSAGE_SLOTS: Final = {
+    "seq": "n1", "parent_seq": "n2", "role": "s1", "provider": "s2", "model": "s3",
+    "created_at": "t1", "details": "j1", "message_id": "s4", "parts": "j2", "native": "j3",
+    "usage": "j4",
 }  # fmt: skip
+"""Where a message row's columns go (`MESSAGE_COLUMNS`)."""
 _MESSAGE_VALUES: Final = {
-    "n1": "m.seq",
-    **{slot: f"CASE WHEN NOT {_HELD} THEN {v} END" for slot, v in _MESSAGE_WHOLE.items()},
+    **{
+        slot: value if slot == "n1" else f"CASE WHEN NOT {_HELD} THEN {value} END"
+        for slot, value in _columns("m", _MESSAGE_SLOTS).items()
+    },
     "b": _HELD,
 }
-"""A message row: whole, or its seq alone where the reader holds it."""
+"""A message row: whole, or its seq alone where the reader holds it (flag ``b``)."""
 
-
-_HEADER_VALUES: Final = {
-    "n1": "h.last_seq", "n2": "h.head_seq", "s1": "h.id", "s2": "h.tenant", "s3": "h.title",
-    "s4": "h.revision", "t1": "h.created_at", "t2": "h.updated_at", "j1": "h.metadata::text",
-    "j2": "h.state::text", "b": "h.branched",
+_HEADER_SLOTS: Final = {
+    "id": "s1", "tenant": "s2", "title": "s3", "metadata": "j1", "last_seq": "n1",
+    "created_at": "t1", "updated_at": "t2", "state": "j2", "head_seq": "n2", "revision": "s4",
+    "branched": "b",
 }  # fmt: skip
+"""Where a header's columns go (`CONVERSATION_COLUMNS`)."""
+_HEADER_VALUES: Final = _columns("h", _HEADER_SLOTS)
 
 _EVERYTHING: Final = "(SELECT everything FROM e)"
 _MADE_BEFORE: Final = f"NOT {_EVERYTHING} AND c.seq < (SELECT min(seq) FROM w)"  # noqa: S608
 """Whether a call was made before the window: only then are its name and arguments sent."""
 
+_CALL_SLOTS: Final = {
+    "id": "s1", "seq": "n1", "idx": "n2", "status": "s2", "result_kind": "s3",
+    "result_seq": "n3", "result_idx": "n4", "created_at": "t1", "completed_at": "t2",
+    "cancelled_at": "t3", "name": "s4", "provider_id": "s5", "arguments": "j1",
+}  # fmt: skip
+"""Where a call's columns go (`LIFECYCLE_COLUMNS`, then name, provider id, arguments)."""
+_SENT_IF_MADE_BEFORE: Final = ("name", "provider_id", "arguments")
+_MADE_BEFORE_COLUMNS: Final = tuple(tool_calls.c[name] for name in _SENT_IF_MADE_BEFORE)
+_CALL_SLOTS_BY_SLOT: Final = {slot: name for name, slot in _CALL_SLOTS.items()}
+_COMPACTION_READ: Final = ("through_seq", "summary", "created_at")
+"""What a load reads of a compaction (`SELECT_COMPACTIONS`)."""
 _CALL_VALUES: Final = {
-    "n1": "c.seq", "n2": "c.idx", "n3": "c.result_seq", "n4": "c.result_idx", "s1": "c.id",
-    "s2": "c.status", "s3": "c.result_kind", "t1": "c.created_at", "t2": "c.completed_at",
-    "t3": "c.cancelled_at", "s4": f"CASE WHEN {_MADE_BEFORE} THEN c.name END",
-    "s5": f"CASE WHEN {_MADE_BEFORE} THEN c.provider_id END",
-    "j1": f"CASE WHEN {_MADE_BEFORE} THEN c.arguments::text END",
-}  # fmt: skip
+    slot: f"CASE WHEN {_MADE_BEFORE} THEN {value} END"
+    if _CALL_SLOTS_BY_SLOT[slot] in _SENT_IF_MADE_BEFORE
+    else value
+    for slot, value in _columns("c", _CALL_SLOTS).items()
+}
 
-_COMPACTION_VALUES: Final = {
-    "n1": "k.id", "n2": "k.through_seq", "s1": "k.summary", "t1": "k.created_at",
-}  # fmt: skip
+_COMPACTION_SLOTS: Final = {"id": "n1", "through_seq": "n2", "summary": "s1", "created_at": "t1"}
+_COMPACTION_VALUES: Final = _columns("k", _COMPACTION_SLOTS)
 
 _CALL_COLUMNS: Final = (
     "t.id, t.seq, t.idx, t.status, t.result_kind, t.result_seq, t.result_idx, t.created_at,"
@@ -246,10 +271,20 @@ class LoadRows:
     """Seqs of `messages` and `later` sent as their seq alone: the reader said it holds them."""
 
 
-_MESSAGE_ROW: Final = itemgetter(1, 2, 5, 6, 7, 10, 13, 8, 14, 15, 16)
-_CALL_ROW: Final = itemgetter(5, 1, 2, 6, 7, 3, 4, 10, 11, 12, 8, 9, 13)
-_HEADER_ROW: Final = itemgetter(5, 6, 7, 13, 1, 10, 11, 14, 2, 8, 17)
-_COMPACTION_ROW: Final = itemgetter(2, 5, 10)
+_AT: Final = {slot: index for index, slot in enumerate(("kind", *_SLOTS))}
+"""Each slot's position in a returned record (the kind first)."""
+
+
+def _taking(slots: dict[str, str], columns: Sequence[Any]) -> Any:
+    """An itemgetter of ``columns`` (by name) from a record of the kind ``slots`` lays out."""
+    return itemgetter(*(_AT[slots[column.name]] for column in columns))
+
+
+_MESSAGE_ROW: Final = _taking(_MESSAGE_SLOTS, MESSAGE_COLUMNS)
+_CALL_ROW: Final = _taking(_CALL_SLOTS, (*LIFECYCLE_COLUMNS, *_MADE_BEFORE_COLUMNS))
+_HEADER_ROW: Final = _taking(_HEADER_SLOTS, CONVERSATION_COLUMNS)
+_COMPACTION_ROW: Final = itemgetter(*(_AT[_COMPACTION_SLOTS[c]] for c in _COMPACTION_READ))
+_KIND, _SEQ, _HELD_FLAG = _AT["kind"], _AT[_MESSAGE_SLOTS["seq"]], _AT["b"]
 
 
 def split(records: Sequence[Sequence[Any]]) -> LoadRows:
@@ -257,11 +292,11 @@ def split(records: Sequence[Sequence[Any]]) -> LoadRows:
     out = LoadRows()
     held = out.held
     for record in records:
-        kind = record[0]
+        kind = record[_KIND]
         if kind in (MESSAGE, LATER):
             (out.messages if kind == MESSAGE else out.later).append(_MESSAGE_ROW(record))
-            if record[17]:
-                held.add(record[1])
+            if record[_HELD_FLAG]:
+                held.add(record[_SEQ])
         elif kind == CALL:
             out.calls.append(_CALL_ROW(record))
         elif kind == HEADER:

@@ -169,6 +169,16 @@ class PostgresBackend:
         return self._writing > 0
 
     @property
+    def one_statement(self) -> PostgresBackend | None:
+        """This backend itself: it runs one-statement operations on its asyncpg connections."""
+        return self if self.dialect_name == "postgresql" else None
+
+    @property
+    def database_path(self) -> None:
+        """None: a server database."""
+        return None
+
+    @property
     def engine(self) -> AsyncEngine:
         """The SQLAlchemy engine (open stores only)."""
         if self._engine is None:
@@ -312,18 +322,22 @@ class PostgresBackend:
             return result
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    async def fetch_one_statement(self, sql: str, arguments: Sequence[Any]) -> Any | None:
+    async def fetch_one_statement(
+        self, sql: str, arguments: Sequence[Any], *, declines: frozenset[str]
+    ) -> Any | None:
         """Run one statement on the driver connection, in a transaction of its own.
 
-        The first row, or ``None`` when there is none or the server refused the statement (it
-        then changed nothing; the caller falls back to the general path, which reports the
-        error). A connection lost mid-statement raises `DatabaseError`: whether the statement
-        committed is unknown, so it is not retried. Cancelling the caller lets the statement
-        finish in the background (see `_to_the_end`): once sent, it commits or fails whole.
+        The first row, or ``None`` when there is none or the server refused the statement with
+        a SQLSTATE in ``declines`` (it then changed nothing; the caller falls back to its
+        general path, which reports the error). Any other refusal is raised, translated: a
+        statement broken by a schema change must fail, not make every call slow. A connection
+        lost mid-statement raises `DatabaseError`: whether the statement committed is unknown,
+        so it is not retried. Cancelling the caller lets the statement finish in the
+        background (see `_to_the_end`): once sent, it commits or fails whole.
         """
         self._writing += 1
         try:
-            row = await self._to_the_end(self._fetch_one_statement(sql, arguments))
+            row = await self._to_the_end(self._fetch_one_statement(sql, arguments, declines))
         finally:
             self._writing -= 1
         if row is not None:
@@ -331,15 +345,19 @@ class PostgresBackend:
                 listener()
         return row
 
-    async def _fetch_one_statement(self, sql: str, arguments: Sequence[Any]) -> Any | None:
+    async def _fetch_one_statement(
+        self, sql: str, arguments: Sequence[Any], declines: frozenset[str]
+    ) -> Any | None:
         import asyncpg  # the driver of every URL this backend serves besides SQLite's
 
         try:
             async with self._driver(sql) as driver:
                 try:
                     return await driver.fetchrow(sql, *arguments)
-                except asyncpg.PostgresError:
-                    return None  # reported by the server: the statement changed nothing
+                except asyncpg.PostgresError as exc:
+                    if exc.sqlstate in declines:
+                        return None  # a designed refusal: the statement changed nothing
+                    raise translate(exc) from exc
         except asyncpg.InternalClientError as exc:
             if _never_sent(exc):
                 return None  # nothing was sent: the general path retries on a fresh connection

@@ -262,11 +262,11 @@ INTEGRITY: Final = _q("INSERT INTO search_fts (search_fts) VALUES ('integrity-ch
 
 
 def _one(tx: Tx, stmt: TextClause, params: dict[str, Any] | None = None) -> Row:
-    return tx.fetch(stmt, params)[0]  # type: ignore[arg-type]
+    return tx.fetch(stmt, params)[0]
 
 
 def _run(tx: Tx, stmt: TextClause, params: dict[str, Any] | None = None) -> None:
-    tx.execute(stmt, params)  # type: ignore[arg-type]
+    tx.execute(stmt, params)
 
 
 def pending(tx: Tx, dialect: str = "sqlite") -> bool:
@@ -306,7 +306,7 @@ def tenant_range(tx: Tx, tenant: str | None) -> tuple[int, int] | None:
     """
     if tenant is None:
         return 1, _MAX_DOC
-    rows = tx.fetch(_SLOT, {"tenant": tenant})  # type: ignore[arg-type]
+    rows = tx.fetch(_SLOT, {"tenant": tenant})
     if not rows:
         return None
     low = int(rows[0][0]) << SLOT_BITS

@@ -173,8 +173,8 @@ TITLES_REBUILT: Final = text(
 
 def pg_catch_up(tx: Tx) -> int:
     """Index every queued message (PostgreSQL, in a write transaction); rows indexed."""
-    tx.execute(_NO_SYNC)  # type: ignore[arg-type]
-    return tx.execute(CATCH_UP)  # type: ignore[arg-type]
+    tx.execute(_NO_SYNC)
+    return tx.execute(CATCH_UP)
 
 
 def pg_attach(conn: Connection) -> None:

@@ -139,6 +139,11 @@ class SqliteBackend:
         """The database file, or ``None`` in memory."""
         return self._path
 
+    @property
+    def one_statement(self) -> None:
+        """None: every SQLite operation is one hop to a connection's thread already."""
+        return None
+
     async def connect(self) -> None:
         """Connect the writer, without looking at the schema (for migrations)."""
         if self._path is not None:

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from pydantic_core import from_json, to_json
-from sqlalchemy import Delete, Insert, Select, Update
+from sqlalchemy import Delete, Insert, Select, TextClause, Update
 from typing_extensions import override
 
 from convstore.db.statements import Statements
@@ -30,8 +30,9 @@ from convstore.db.types import format_sqlite_datetime, parse_sqlite_datetime
 __all__ = ["Codec", "PassthroughCodec", "Row", "SqliteCodec", "Statement", "Tx"]
 
 Row = tuple[Any, ...]
-Statement = Select[Any] | Insert | Update | Delete
-"""A Core statement from `convstore.db.statements`."""
+Statement = Select[Any] | Insert | Update | Delete | TextClause
+"""A Core statement from `convstore.db.statements`, or a textual one (SQLite's FTS5 upkeep,
+PostgreSQL's search catch-up: SQL that Core has no constructs for)."""
 
 
 class Codec(Protocol):

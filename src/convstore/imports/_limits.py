@@ -13,6 +13,10 @@ limit                  default      what it bounds
 ``member_bytes``       16 GiB       the bytes read from one file of the export (decompressed)
 ``total_bytes``        64 GiB       the bytes read from the whole export: conversation files
                                     and assets together (decompressed)
+``zip_entries``        100,000      a zip's entries, counted in its central directory before
+                                    the zip is opened (`convstore.zip_input`)
+``zip_directory_                     a zip's central directory
+bytes``                32 MiB
 =====================  ===========  ==========================================================
 
 An asset (an uploaded or generated file) is also held to the store's own attachment limit
@@ -28,6 +32,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from convstore.errors import ExportLimitError, InvalidInputError
+from convstore.zip_input import MAX_DIRECTORY_BYTES, MAX_ENTRIES
 
 __all__ = ["DEFAULT_LIMITS", "Budget", "ImportLimits"]
 
@@ -47,9 +52,20 @@ class ImportLimits:
     """Bytes read from one file of the export (after decompression)."""
     total_bytes: int = 64 * _GIB
     """Bytes read from the whole export (after decompression), assets included."""
+    zip_entries: int = MAX_ENTRIES
+    """Entries (files and folders) a zip export may hold, counted in its central directory
+    before it is opened: each costs about 700 bytes of memory for as long as the import runs."""
+    zip_directory_bytes: int = MAX_DIRECTORY_BYTES
+    """Largest central directory of a zip export, in bytes."""
 
     def __post_init__(self) -> None:
-        for name in ("conversation_size", "member_bytes", "total_bytes"):
+        for name in (
+            "conversation_size",
+            "member_bytes",
+            "total_bytes",
+            "zip_entries",
+            "zip_directory_bytes",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidInputError(f"ImportLimits.{name} must be a positive integer")

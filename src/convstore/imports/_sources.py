@@ -47,6 +47,7 @@ from typing import IO, Final
 
 from convstore.errors import ExportLimitError, InvalidInputError, MalformedExportError
 from convstore.model import FilePart
+from convstore.zip_input import open_zip
 
 from ._limits import DEFAULT_LIMITS, Budget, ImportLimits
 
@@ -144,7 +145,11 @@ class ExportSource:
             if path.is_dir():
                 names = self._list_directory(path)
             elif zipfile.is_zipfile(path):
-                self._zip = zipfile.ZipFile(path)
+                self._zip = open_zip(
+                    path,
+                    max_entries=limits.zip_entries,
+                    max_directory_bytes=limits.zip_directory_bytes,
+                )
                 infos = [i for i in self._zip.infolist() if not i.is_dir()]
                 names = [i.filename for i in infos]
                 self._sizes = {i.filename: i.file_size for i in infos}
@@ -152,6 +157,9 @@ class ExportSource:
                 names = [path.name]
             else:
                 raise InvalidInputError(f"no export at {path}")
+        except ExportLimitError:
+            self.close()
+            raise
         except (*_READ_ERRORS, ValueError) as exc:
             self.close()
             raise InvalidInputError(f"cannot read the export at {path}: {exc}") from exc

@@ -116,7 +116,7 @@ def _write(tx: Tx, target: _Target, entries: list[_Entry], stored: Sequence[Mess
     _, created = conversations.create_if_absent(
         tx, cid, tenant, tree.title, tree.metadata, now, created_at=began
     )
-    held = [row[0] for row in reads.tree(tx, cid)]
+    held = [seq for seq, _parent, _role, _created in reads.tree(tx, cid)]
     seqs = {m.id: m.seq for m in reads.messages_at(tx, cid, held) if m.id and m.seq}
     chain: list[Message] = []
     chain_parent: str | None = None

@@ -40,6 +40,7 @@ from convstore.errors import (
     MalformedPayloadError,
     UnsupportedFormatError,
 )
+from convstore.zip_input import open_zip
 
 from ._jsonstream import array_items
 
@@ -92,7 +93,7 @@ def check_zip(path: Path) -> None:
         return
     problem = None
     try:
-        with zipfile.ZipFile(path) as archive:
+        with open_zip(path) as archive:
             archive.infolist()
     except zipfile.BadZipFile as exc:
         problem = str(exc)
@@ -113,7 +114,7 @@ def detect_format(path: Path) -> Detected:
         raise InvalidInputError(f"no file or directory at {path}")
     check_zip(path)
     if looks_like_zip(path):
-        with zipfile.ZipFile(path) as archive:
+        with open_zip(path) as archive:
             return _detect_export(_ZipFiles(archive), f"the zip {path.name}")
     with _open(path) as raw:
         return _detect_json(raw, path.name, single_file=True)

@@ -21,6 +21,8 @@ Writes, each a function of one transaction:
 - ``branches``: undo, fork and switching branches; the lifecycles a moved head settles.
 - ``lifecycle``: the tool-call state machine, as pure functions.
 - ``appending``: the general append path: files into the blob store, then rows; gc retries.
+- ``tree_writes``: a whole tree of messages (restore, importers) through the same checks.
+- ``gc_retry``: files first, then rows, retried when garbage collection races the files.
 - ``lean_append``: SQLite's lean append (planned before the hop), falling back to ``writes``.
 - ``one_statement``: PostgreSQL's append in one statement, falling back to ``writes``.
 - ``planning``: planning an append's rows without running a statement (for the two above).
@@ -33,6 +35,7 @@ Reads, each a function of one read transaction:
 - ``listing``: conversation summaries, pages and cursors (``list_conversations``).
 - ``native``: the native records of a path, without building messages (integrations).
 - ``search``: full-text search over messages and conversation titles.
+- ``search_index``: keeping the deferred search index caught up (at search time, when idle).
 - ``paths``: walking the message tree by parent pointers, only as far as a question needs.
 - ``message_cache``: decoded messages kept per (conversation, seq): a reload decodes only news.
 - ``message_reads``: a load's message rows, decoded through the message cache.
@@ -43,8 +46,10 @@ Blobs and the rest:
 - ``maintenance``: garbage collection, ``fsck`` and recording the blob location.
 - ``export``: conversations and their blobs written to one zip archive.
 - ``restore``: an export archive restored, every conversation exactly as it was.
+- ``archive_checks``: an archive's rows checked as ``append`` checks what it writes.
 - ``archive_rows``: a conversation's rows as portable JSON and back (export and restore).
 - ``erase``: every row of a tenant deleted in one transaction (``erase_tenant``).
+- ``released_blobs``: blobs an erase released, deleted by the next gc whatever their age.
 - ``prune``: conversations nobody wrote to within a period, deleted.
 - ``documents``: a whole conversation as one JSON document (``show --json``).
 - ``settings``: store-wide settings kept in the database (where the blobs live).

@@ -1,29 +1,42 @@
-"""The general write path of messages: their files into the blob store, then their rows.
+"""The append pipeline: the one route every append of messages takes to the database.
 
-`append_batch` (``append``, checkpoint writes) and `complete_batch` (``complete_tool_call``)
-store a batch's file bytes first (`convstore.store.attachments`), then write its rows in one
-transaction (`convstore.store.writes`). The store's lean SQLite path
-(`convstore.store.lean_append`) comes before this one and falls back to it.
+Its callers: `ConversationStore.append` and the checkpoint writes (`append_batch`), and
+`ConversationStore.complete_tool_call` (`complete_batch`), each after the store's argument and
+message checks. The route:
+
+1. **Planned** (`_planned`): a batch without files, idempotency key or extra work (``also``),
+   which planning can decide, has its rows encoded and every call's lifecycle decided before
+   any transaction (`convstore.store.batch.plan_batch`). A backend that runs one-statement
+   operations (`convstore.db.backend.Backend.one_statement`: PostgreSQL) writes it in one
+   round trip (`convstore.store.one_statement`); otherwise the planned rows go in one hop
+   to the writer (`convstore.store.lean_append`, SQLite). Either declines what its
+   assumptions do not cover (a branch, a call already answered, a designed refusal of the
+   server) and the general step then runs as if it had not been tried.
+2. **General** (`_write_batch`): the batch's file bytes into the blob store
+   (`convstore.store.attachments`), then its rows in one transaction
+   (`convstore.store.writes`), walked against the calls stored on its path.
 
 Invariants:
 
 - A batch whose transaction finds garbage collection deleting (or having deleted, after this
   batch's put) one of its blobs is rolled back; its bytes are stored again once the collection
   is over, and it is retried. It never commits a reference to deleted bytes.
-- A batch without files, idempotency key, branch or extra work may go out as one statement on
-  PostgreSQL (`convstore.store.one_statement`), which declines whatever it cannot decide.
+- The fast steps are parameters of this one pipeline (the backend's capability), never a
+  backend's type; what they write equals what the general step would (differential tests:
+  tests/store/test_lean_append.py, tests/store/test_one_statement_append.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TypeVar
 
+from convstore.db.backend import Backend
 from convstore.db.tx import Tx
 from convstore.errors import BlobStorageError, ConversationNotFoundError
 from convstore.model import Message, ToolCall
-from convstore.store import arguments, one_statement, reads, writes
+from convstore.store import arguments, lean_append, one_statement, reads, writes
 from convstore.store.attachments import (
     BlobContext,
     attachment_rows,
@@ -62,17 +75,24 @@ async def append_batch(
     ``also(tx)`` runs after the rows in the same transaction (`append`'s ``state_patches``, a
     checkpoint). A replayed idempotency key raises `convstore.store.writes.NoChange`.
     """
+    if idempotency_key is None and also is None:
+        planned = await _planned(
+            ctx.backend,
+            conversation_id,
+            batch,
+            tenant=tenant,
+            on_conflict=on_conflict,
+            expected_revision=expected_revision,
+            parent_seq=parent_seq,
+        )
+        if planned is not None:
+            return planned
 
     def write(tx: Tx, plan: AppendPlan) -> AppendResult:
         stored = writes.append_messages(tx, plan)
         if also is not None:
             also(tx)
         return stored
-
-    async def in_one_statement(plan: AppendPlan) -> AppendResult | None:
-        if also is None and one_statement.eligible(ctx.backend, plan):
-            return await one_statement.append_in_one_statement(ctx.backend, plan)  # type: ignore[arg-type]
-        return None
 
     return await _write_batch(
         ctx,
@@ -88,8 +108,45 @@ async def append_batch(
             parent_seq=parent_seq,
         ),
         write,
-        in_one_statement,
     )
+
+
+async def _planned(
+    backend: Backend,
+    cid: str,
+    batch: list[Message],
+    *,
+    tenant: str | None,
+    on_conflict: OnConflict,
+    expected_revision: str | None,
+    parent_seq: int | None,
+) -> AppendResult | None:
+    """The batch written from rows planned before any transaction; ``None``: not taken."""
+    now = arguments.now()
+    if backend.one_statement is not None:
+        plan = AppendPlan(
+            conversation_id=cid,
+            messages=batch,
+            attachments=[],
+            now=now,
+            tenant=tenant,
+            on_conflict=on_conflict,
+            expected_revision=expected_revision,
+            parent_seq=parent_seq,
+        )
+        if not one_statement.eligible(backend, plan):
+            return None
+        return await one_statement.append_in_one_statement(backend, plan)
+    lean = lean_append.plan(
+        cid,
+        batch,
+        now,
+        tenant=tenant,
+        expected_revision=expected_revision,
+        parent_seq=parent_seq,
+        on_conflict=on_conflict,
+    )
+    return None if lean is None else await backend.write(lean.run)
 
 
 async def complete_batch(
@@ -109,19 +166,13 @@ async def complete_batch(
         tenant=tenant,
         expected_revision=expected_revision,
     )
-    return await _write_batch(ctx, plan, writes.complete_call, None)
+    return await _write_batch(ctx, plan, writes.complete_call)
 
 
 async def _write_batch(
-    ctx: BlobContext,
-    given: AppendPlan,
-    write: Callable[[Tx, AppendPlan], _T],
-    first_try: Callable[[AppendPlan], Awaitable[_T | None]] | None,
+    ctx: BlobContext, given: AppendPlan, write: Callable[[Tx, AppendPlan], _T]
 ) -> _T:
-    """``write`` the plan after storing its messages' files; retried if gc collects a blob.
-
-    ``first_try`` may write the plan another way first (returning ``None`` when it did not).
-    """
+    """``write`` the plan after storing its messages' files; retried if gc collects a blob."""
     backend, blobs = ctx.backend, ctx.blobs
     cid = given.conversation_id
     if any(needs_storing(f) for m in given.messages for f in m.files):
@@ -144,10 +195,6 @@ async def _write_batch(
             namespace=blobs.namespace_name,
             written=written_times(stored_blobs),
         )
-        if first_try is not None:
-            done = await first_try(plan)
-            if done is not None:
-                return done
 
         def run(tx: Tx, plan: AppendPlan = plan) -> _T:
             return write(tx, plan)

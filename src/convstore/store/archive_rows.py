@@ -29,12 +29,12 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from datetime import datetime
-from functools import cache
 from typing import Any, Final
 
-from sqlalchemy import JSON, Boolean, Insert, LargeBinary, Select, Table, bindparam, insert, select
+from sqlalchemy import JSON, Boolean, LargeBinary, Table
 
 from convstore.db import schema
+from convstore.db.statements.maintenance import archive_insert, archive_select
 from convstore.db.tx import Codec, Tx
 from convstore.db.types import UTCDateTime
 from convstore.errors import InvalidInputError, MalformedExportError
@@ -57,20 +57,6 @@ TABLES: Final = _conversation_tables()
 """The per-conversation tables, parents first."""
 
 _BY_NAME: Final = {t.name: t for t in TABLES}
-
-
-def _key(table: Table) -> Any:
-    return table.c.id if table is schema.conversations else table.c.conversation_id
-
-
-@cache
-def _select(table: Table) -> Select[Any]:
-    return select(*table.c).where(_key(table) == bindparam("cid"))
-
-
-@cache
-def _insert(table: Table, columns: tuple[str, ...]) -> Insert:
-    return insert(table).values({name: bindparam(name) for name in columns})
 
 
 _Convert = Callable[[Any], Any]
@@ -141,7 +127,7 @@ def dump_rows(tx: Tx, cid: str) -> dict[str, Any]:
     """Every row of conversation ``cid`` as an archive document (empty tables left out)."""
     tables: dict[str, Any] = {}
     for table in TABLES:
-        rows = tx.fetch(_select(table), {"cid": cid})
+        rows = tx.fetch(archive_select(table), {"cid": cid})
         if not rows:
             continue
         out = [dump for dump, _ in _converters(table, tx.codec)]
@@ -209,6 +195,6 @@ def restore_rows(tx: Tx, rows: ArchiveRows) -> dict[str, int]:
         }
         columns = tuple(wanted[0])
         params = [{name: into[name](row.get(name)) for name in columns} for row in wanted]
-        tx.execute_many(_insert(table, columns), params)
+        tx.execute_many(archive_insert(table, columns), params)
         counts[table.name] = len(params)
     return counts

@@ -22,9 +22,12 @@ from convstore.db import sqlite_path
 from convstore.errors import InvalidInputError, InvalidMessageError
 from convstore.limits import (
     MAX_CONVERSATION_ID_LENGTH,
+    MAX_METADATA_ENTRIES,
     check_json_object,
     check_key,
+    check_metadata_size,
     check_text,
+    check_title,
 )
 from convstore.store.ids import new_id
 
@@ -40,6 +43,7 @@ __all__ = [
     "check_ref",
     "default_blobs",
     "json_object",
+    "metadata_object",
     "new_header",
     "now",
     "state_patch",
@@ -97,10 +101,10 @@ def new_header(
     metadata: Mapping[str, Any] | None,
 ) -> tuple[str, dict[str, JsonValue]]:
     """The id (``None``: a new one) and checked metadata of a conversation about to be created."""
-    meta = stored_object(metadata, "metadata")
+    meta = metadata_object(metadata)
     cid = cid if cid is not None else new_id()
     check_text(cid, "conversation id", max_length=MAX_CONVERSATION_ID_LENGTH)
-    check_text(title, "title")
+    check_title(title)
     check_key(tenant, "tenant")
     return cid, meta
 
@@ -162,6 +166,15 @@ def stored_object(value: Any, what: str) -> dict[str, JsonValue]:
     """`json_object`, also refused if a database would store it differently (metadata, state)."""
     checked = json_object(value, what)
     check_json_object(checked, what)
+    return checked
+
+
+def metadata_object(value: Any) -> dict[str, JsonValue]:
+    """A conversation's metadata, checked: `stored_object` within the metadata size limits."""
+    if isinstance(value, Mapping) and len(value) > MAX_METADATA_ENTRIES:
+        check_metadata_size(value)  # refused before anything is validated
+    checked = stored_object(value, "metadata")
+    check_metadata_size(checked)
     return checked
 
 

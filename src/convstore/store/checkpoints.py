@@ -27,7 +27,11 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
-from convstore.db.checkpoint_statements import CheckpointStatements, checkpoint_statements
+from convstore.db.statements.checkpoints import (
+    CheckpointAt,
+    CheckpointStatements,
+    checkpoint_statements,
+)
 from convstore.db.tx import Row, Tx
 from convstore.errors import ConversationNotFoundError, InvalidInputError
 from convstore.limits import (
@@ -59,6 +63,9 @@ _KEY_LENGTH = 255
 
 TOUCH_EVERY: Final = timedelta(minutes=1)
 """How stale a thread's ``updated_at`` may be before a checkpoint write moves it."""
+
+_AT: Final = CheckpointAt
+"""Positions in a checkpoint row (`CHECKPOINT_COLUMNS`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,11 +372,12 @@ class Checkpoints:
             for row in rows:
                 if limit is not None and len(found) >= limit:
                     break
-                if checkpoint_ns is not None and row[1] != checkpoint_ns:
+                if checkpoint_ns is not None and row[_AT.checkpoint_ns] != checkpoint_ns:
                     continue
-                if before is not None and row[2] >= before:
+                if before is not None and row[_AT.checkpoint_id] >= before:
                     continue
-                if wanted is not None and not _matches(tx.codec.load_json(row[7]), wanted):
+                metadata = row[_AT.metadata]
+                if wanted is not None and not _matches(tx.codec.load_json(metadata), wanted):
                     continue
                 found.append(row)
             # Rows first, then their values: a stream stays the only open cursor.
@@ -394,7 +402,10 @@ def _check_key(value: str | None, what: str = "checkpoint key") -> None:
 def _visible(tx: Tx, stmts: CheckpointStatements, cid: str, tenant: str | None) -> bool:
     # Reads without a tenant skip this: a checkpoint row exists only with its conversation.
     rows = tx.fetch(stmts.conversation_tenant, {"cid": cid})
-    return bool(rows) and (tenant is None or rows[0][0] == tenant)
+    if not rows:
+        return False
+    owner, _last_seq = rows[0]
+    return tenant is None or owner == tenant
 
 
 def _touch_thread(tx: Tx, stmts: CheckpointStatements, cid: str, tenant: str | None) -> None:
@@ -420,9 +431,10 @@ def _matches(metadata: Any, wanted: Mapping[str, Any]) -> bool:
 
 
 def _record(tx: Tx, stmts: CheckpointStatements, row: Row) -> CheckpointRecord:
-    cid, ns, checkpoint_id = row[0], row[1], row[2]
+    cid, ns = row[_AT.conversation_id], row[_AT.checkpoint_ns]
+    checkpoint_id = row[_AT.checkpoint_id]
     codec = tx.codec
-    versions: dict[str, str] = codec.load_json(row[6])
+    versions: dict[str, str] = codec.load_json(row[_AT.channel_versions])
     values: list[ChannelValue] = []
     if versions:
         values = [
@@ -441,11 +453,11 @@ def _record(tx: Tx, stmts: CheckpointStatements, row: Row) -> CheckpointRecord:
         conversation_id=cid,
         checkpoint_ns=ns,
         checkpoint_id=checkpoint_id,
-        parent_checkpoint_id=row[3],
-        checkpoint_type=row[4],
-        checkpoint=_bytes(row[5]) or b"",
+        parent_checkpoint_id=row[_AT.parent_checkpoint_id],
+        checkpoint_type=row[_AT.checkpoint_type],
+        checkpoint=_bytes(row[_AT.checkpoint]) or b"",
         channel_versions=versions,
-        metadata=codec.load_json(row[7]),
+        metadata=codec.load_json(row[_AT.metadata]),
         values=values,
         writes=writes,
     )

@@ -74,8 +74,6 @@ class StoreConnection:
         }
         self._blobs: BlobStore | None = None
         self._search = SearchIndex(self._backend)
-        self._lean_appends = self._backend.dialect_name == "sqlite"
-        """Whether `append` may take `convstore.store.lean_append` (tests switch it off)."""
         self.recorded_blobs_url: str | None = None
         """The blob location recorded in the database (resolved to a usable path or URL), once
         open; with ``blobs=`` given it may differ from `blobs_url` (see ``convstore blobs set``)."""

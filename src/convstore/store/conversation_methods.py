@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from convstore.errors import ConversationNotFoundError, ConversationOwnedByAnotherTenantError
-from convstore.limits import MAX_LIST_LIMIT, check_count, check_text
+from convstore.limits import MAX_LIST_LIMIT, check_count, check_text, check_title
 from convstore.store import arguments, listing, search
 from convstore.store.arguments import UNSET
 from convstore.store.connection import StoreConnection
@@ -94,10 +94,10 @@ class ConversationMethods(StoreConnection):
         self._check_ref(conversation_id, tenant)
         changes: dict[str, Any] = {}
         if title is not UNSET:
-            check_text(title, "title")
+            check_title(title)
             changes["title"] = title
         if metadata is not UNSET:
-            changes["metadata"] = arguments.stored_object(metadata, "metadata")
+            changes["metadata"] = arguments.metadata_object(metadata)
         now = arguments.now()
         return await self._backend.write(
             lambda tx: conversations.update_header(

@@ -152,7 +152,7 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
             an empty batch, or a replayed idempotency key, the current one).
         """
         from convstore.message_checks import check_messages
-        from convstore.store import appending, conversations, lean_append, reads
+        from convstore.store import appending, conversations, reads
         from convstore.store.attachments import BlobContext
         from convstore.store.results import AppendResult
         from convstore.store.writes import NoChange
@@ -168,7 +168,7 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
             else None
         )
         if metadata is not None:
-            checked = arguments.stored_object(metadata, "metadata")
+            checked = arguments.metadata_object(metadata)
             also = conversations.metadata_setter(
                 conversation_id, checked, arguments.now(), after=also
             )
@@ -184,23 +184,6 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
             )
         # Before any blob is written: a batch over a documented limit leaves nothing behind.
         check_messages(batch, max_attachment_size=self.blob_store.max_size)
-        # State patches and metadata ride the general path (its ``also`` hook): the lean one
-        # writes rows only.
-        if idempotency_key is None and also is None and self._lean_appends:
-            lean = lean_append.plan(
-                conversation_id,
-                batch,
-                arguments.now(),
-                tenant=tenant,
-                expected_revision=expected_revision,
-                parent_seq=parent_seq,
-                on_conflict=on_conflict,
-            )
-            if lean is not None:
-                appended = await self._backend.write(lean.run)
-                if self._messages is not None:
-                    self._messages.put_appended(conversation_id, appended)
-                return appended
         try:
             stored = await appending.append_batch(
                 BlobContext.of(self),
@@ -250,20 +233,14 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
         check_seq(head_seq, "head_seq", minimum=0)
         cache = self._messages
         backend = self._backend
-        if backend.dialect_name == "postgresql":
-            # Its module loads the PostgreSQL backend's: imported for a PostgreSQL store only.
+        runner = backend.one_statement
+        if runner is not None:
+            # Its module loads the PostgreSQL load statement: imported for such a store only.
             from convstore.store import one_statement_load
 
-            if one_statement_load.eligible(backend):
-                return await one_statement_load.load_in_one_statement(
-                    backend,  # type: ignore[arg-type]  # eligible: a PostgresBackend
-                    conversation_id,
-                    tenant,
-                    last,
-                    before_seq,
-                    head_seq,
-                    cache,
-                )
+            return await one_statement_load.load_in_one_statement(
+                runner, conversation_id, tenant, last, before_seq, head_seq, cache
+            )
         return await backend.read(
             lambda tx: reads.load_conversation(
                 tx, conversation_id, tenant, last, before_seq, head_seq=head_seq, cache=cache

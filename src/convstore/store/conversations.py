@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from convstore.db.mapping import decode_conversation
+from convstore.db.statements.conversations import RowAt
 from convstore.db.tx import Tx
 from convstore.errors import ConversationNotFoundError
 from convstore.model import Conversation
@@ -64,7 +65,7 @@ def _row(
             None, new_revision(), False)  # fmt: skip
 
 
-_CREATED, _UPDATED, _REVISION = 5, 6, 9
+_CREATED, _UPDATED, _REVISION = RowAt.created_at, RowAt.updated_at, RowAt.revision
 """Where `_row` puts the new conversation's creation and update times and its revision."""
 
 

@@ -30,13 +30,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy import Delete, Select, Table, bindparam, delete, select
+from typing import TYPE_CHECKING
 
 from convstore.db import schema
 from convstore.db.backend import compact as compact_database
+from convstore.db.statements.maintenance import ERASE_LOCK, ERASE_REFERENCED, erase_delete
 from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError
 from convstore.limits import check_text
@@ -75,42 +73,14 @@ class EraseReport:
         return self.rows.get(schema.messages.name, 0)
 
 
-def _tenant_ids() -> Select[Any]:
-    c = schema.conversations.c
-    return select(c.id).where(c.tenant == bindparam("tenant"))
-
-
-@cache
-def _delete(table: Table) -> Delete:
-    if table is schema.conversations:
-        return delete(table).where(table.c.tenant == bindparam("tenant"))
-    return delete(table).where(table.c.conversation_id.in_(_tenant_ids()))
-
-
-@cache
-def _lock() -> Select[Any]:
-    return _tenant_ids().with_for_update()
-
-
-@cache
-def _referenced() -> Select[Any]:
-    r = schema.blob_refs.c
-    return (
-        select(r.namespace, r.sha256)
-        .where(r.conversation_id.in_(_tenant_ids()))
-        .distinct()
-        .order_by(r.namespace, r.sha256)
-    )
-
-
 def _erase(tx: Tx, tenant: str) -> tuple[dict[str, int], list[released_blobs.Released]]:
     params = {"tenant": tenant}
     # PostgreSQL: appends in flight to these conversations commit first (their rows are then
     # erased and counted); later ones wait and find the conversations gone. SQLite has one
     # writer at a time already.
-    tx.fetch(_lock(), params)
-    blobs = [(row[0], row[1]) for row in tx.fetch(_referenced(), params)]
-    rows = {table.name: tx.execute(_delete(table), params) for table in reversed(TABLES)}
+    tx.fetch(ERASE_LOCK, params)
+    blobs = [(namespace, sha256) for namespace, sha256 in tx.fetch(ERASE_REFERENCED, params)]
+    rows = {table.name: tx.execute(erase_delete(table), params) for table in reversed(TABLES)}
     records = released_blobs.release_unreferenced(tx, blobs, datetime.now(UTC))
     return {name: n for name, n in rows.items() if n}, records
 

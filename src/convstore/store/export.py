@@ -31,14 +31,12 @@ import json
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from sqlalchemy import Select, bindparam, select
-
-from convstore.db import schema
+from convstore.db.statements.blobs import SELECT_ATTACHMENT
+from convstore.db.statements.conversations import tenant_conversation_ids
 from convstore.db.tx import Tx
 from convstore.errors import ConversationNotFoundError, InvalidInputError, RevisionConflictError
 from convstore.progress import Progress, silent
@@ -105,19 +103,6 @@ class ExportReport:
     blob_bytes: int
 
 
-@cache
-def _ids(scoped: bool) -> Select[Any]:
-    c = schema.conversations.c
-    query = select(c.id).order_by(c.created_at, c.id)
-    return query.where(c.tenant == bindparam("tenant")) if scoped else query
-
-
-@cache
-def _attachment() -> Select[Any]:
-    a = schema.attachments.c
-    return select(a.size, a.media_type, a.created_at).where(a.sha256 == bindparam("sha256"))
-
-
 def _column(rows: dict[str, Any], table: str, column: str) -> list[Any]:
     body = rows["tables"].get(table)
     if body is None:
@@ -141,8 +126,9 @@ async def export_archive(
     """
     target = Path(path)
     if conversation_ids is None:
+        listed = tenant_conversation_ids(tenant is not None, by_creation=True)
         ids = await store.backend.read(
-            lambda tx: [r[0] for r in tx.fetch(_ids(tenant is not None), {"tenant": tenant})]
+            lambda tx: [cid for (cid,) in tx.fetch(listed, {"tenant": tenant})]
         )
     else:
         ids = list(dict.fromkeys(conversation_ids))
@@ -252,10 +238,11 @@ async def _blob(
     data = await store.blob_store.namespace(namespace).get(sha256)
 
     def catalogue(tx: Tx) -> dict[str, Any]:
-        row = tx.fetch(_attachment(), {"sha256": sha256})
-        media_type = row[0][1] if row else "application/octet-stream"
-        created = tx.codec.load_time(row[0][2]).isoformat() if row else None
-        return {"media_type": media_type, "created_at": created}
+        rows = tx.fetch(SELECT_ATTACHMENT, {"sha256": sha256})
+        if not rows:
+            return {"media_type": "application/octet-stream", "created_at": None}
+        _size, media_type, created = rows[0]
+        return {"media_type": media_type, "created_at": tx.codec.load_time(created).isoformat()}
 
     described = await store.backend.read(catalogue)
     name = f"blobs/{sha256}"

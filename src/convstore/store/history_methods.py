@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from convstore.limits import check_seq, check_text
+from convstore.limits import check_seq, check_text, check_title
 from convstore.store import arguments
 from convstore.store.connection import StoreConnection
 
@@ -88,7 +88,7 @@ class HistoryMethods(StoreConnection):
 
         self._check_ref(conversation_id, tenant)
         check_seq(at_seq, "at_seq")
-        check_text(title, "title")
+        check_title(title)
         now = arguments.now()
         return await self._backend.write(
             lambda tx: branches.fork(tx, conversation_id, tenant, at_seq, title, now)
@@ -132,7 +132,7 @@ class HistoryMethods(StoreConnection):
         now = arguments.now()
         also = None
         if metadata is not None:
-            checked = arguments.stored_object(metadata, "metadata")
+            checked = arguments.metadata_object(metadata)
             also = conversations.metadata_setter(conversation_id, checked, now)
 
         def switch(tx: Tx) -> None:

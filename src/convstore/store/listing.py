@@ -23,7 +23,7 @@ from typing import Any
 from pydantic_core import from_json, to_json
 from sqlalchemy import Select
 
-from convstore.db.statements import list_page
+from convstore.db.statements.conversations import list_page
 from convstore.db.tx import Codec, Row, Tx
 from convstore.errors import ConversationNotFoundError, InvalidInputError
 from convstore.store.metadata_tags import WIDE, filter_tags
@@ -93,8 +93,8 @@ def list_conversations(
 
     Creation order never changes, so a walk by cursor sees every conversation that existed
     when it started exactly once, however the others are written meanwhile. One statement per
-    page (`convstore.db.statements.list_page`): an index range whatever the page's depth, the
-    metadata filter included, so a read never holds its snapshot across pages.
+    page (`convstore.db.statements.conversations.list_page`): an index range whatever the
+    page's depth, the metadata filter included, so a read never holds its snapshot across pages.
     """
     codec = tx.codec
     stmt, params = page_query(codec, tenant, limit, cursor, metadata)

@@ -241,7 +241,7 @@ async def _collect(
         tx.execute(st.catalogue_attachments, {"digests": digests, "stamp": stamp})
         tx.fetch(st.lock_attachments_exclusive, {"digests": digests})
         params = {"namespace": namespace, "digests": digests}
-        taken = {row[0] for row in tx.fetch(st.select_blobs_referenced_in, params)}
+        taken = {sha256 for (sha256,) in tx.fetch(st.select_blobs_referenced_in, params)}
         marked = [sha256 for sha256 in candidates if sha256 not in taken]
         if marked:
             marks = {"ns": namespace, "digests": tx.codec.dump_json(marked)}

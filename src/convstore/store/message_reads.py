@@ -10,16 +10,19 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from typing_extensions import override
 
 from convstore.db.mapping import decode_messages
+from convstore.db.statements.messages import MessageAt
 from convstore.db.tx import Codec, Row, Statement, Tx
 from convstore.model import Message
 from convstore.store.message_cache import MessageCache
 
 __all__ = ["MessageDecoder", "TxMessages"]
+
+_SEQ: Final = MessageAt.seq
 
 
 class MessageDecoder:
@@ -45,12 +48,12 @@ class MessageDecoder:
             if cache is not None:
                 cache.put(instance, messages)
             return messages
-        seqs = [row[0] for row in rows]
+        seqs = [row[_SEQ] for row in rows]
         found, missing = cache.lookup(instance, seqs)
         if not missing:
             return found  # type: ignore[return-value]  # no None when nothing is missing
         wanted = set(missing)
-        decoded = decode_messages(cid, [row for row in rows if row[0] in wanted], codec)
+        decoded = decode_messages(cid, [row for row in rows if row[_SEQ] in wanted], codec)
         return self._merged(found, seqs, decoded)
 
     def _merged(
@@ -144,7 +147,7 @@ class TxMessages(MessageDecoder):
                 newest_first = len(messages) > 1 and _seq_of(messages[0]) > _seq_of(messages[-1])
                 cache.put(instance, messages[::-1] if newest_first else messages)
             return messages
-        seqs = [row[0] for row in tx.fetch(keys, params)]
+        seqs = [seq for (seq,) in tx.fetch(keys, params)]  # `MESSAGE_KEY_COLUMNS`
         found, missing = cache.lookup(instance, seqs)
         if not missing:
             return found  # type: ignore[return-value]  # no None when nothing is missing

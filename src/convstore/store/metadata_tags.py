@@ -108,7 +108,7 @@ def tags_of(metadata: Mapping[str, Any] | None) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class FilterTags:
-    """What a metadata filter walks and checks (see `convstore.db.statements.list_page`)."""
+    """What a metadata filter walks and checks (`statements.conversations.list_page`)."""
 
     entries: list[str]
     """Each entry's tag, in the filter's order."""

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from convstore.db.statements.conversations import HeaderAt
 from convstore.db.tx import Tx
 from convstore.errors import ConversationNotFoundError
 
@@ -75,7 +76,7 @@ def load_native(tx: Tx, cid: str, tenant: str | None, fmt: str, last: int | None
     if not rows:
         raise ConversationNotFoundError(cid)
     header = rows[0]
-    head, branched = header[8], bool(header[10])
+    head, branched = header[HeaderAt.head_seq], bool(header[HeaderAt.branched])
     if head is None or last == 0:
         found: list[Any] = []
     elif last is None and not branched:
@@ -98,7 +99,7 @@ def load_native(tx: Tx, cid: str, tenant: str | None, fmt: str, last: int | None
     return NativePath(
         entries,
         conversation_id=cid,
-        revision=header[9],
+        revision=header[HeaderAt.revision],
         head_seq=head,
-        metadata=codec.load_json(header[3]) or {},
+        metadata=codec.load_json(header[HeaderAt.metadata]) or {},
     )

@@ -23,8 +23,8 @@ from typing import Any, Final
 from pydantic_core import to_json
 from typing_extensions import override
 
-from convstore.db.pg_append import SQL, OneStatementAppend
-from convstore.db.postgres import PostgresBackend
+from convstore.db.backend import Backend
+from convstore.db.pg_append import DECLINES, SQL, OneStatementAppend
 from convstore.db.tx import Codec
 from convstore.errors import ConvstoreError
 from convstore.store import header_lock, writes
@@ -58,11 +58,10 @@ class _DriverCodec(Codec):
 _CODEC: Final = _DriverCodec()
 
 
-def eligible(backend: object, plan: AppendPlan) -> bool:
+def eligible(backend: Backend, plan: AppendPlan) -> bool:
     """Whether ``plan`` may try the one-statement path on ``backend``."""
     return (
-        isinstance(backend, PostgresBackend)
-        and backend.dialect_name == "postgresql"
+        backend.one_statement is not None
         and plan.parent_seq is None
         and plan.idempotency_key is None
         and not plan.attachments
@@ -71,10 +70,11 @@ def eligible(backend: object, plan: AppendPlan) -> bool:
     )
 
 
-async def append_in_one_statement(
-    backend: PostgresBackend, plan: AppendPlan
-) -> AppendResult | None:
+async def append_in_one_statement(backend: Backend, plan: AppendPlan) -> AppendResult | None:
     """The stored messages, or ``None``: the general path must take this append."""
+    runner = backend.one_statement
+    if runner is None:
+        return None
     try:
         batch = writes.plan_batch(PlanningTx(backend.statements, _CODEC), plan)
     except ConvstoreError:
@@ -91,7 +91,7 @@ async def append_in_one_statement(
         completions=batch.completions,
         interrupt_before=batch.interrupt_before,
     )
-    row = await backend.fetch_one_statement(SQL, append.arguments())
+    row = await runner.fetch_one_statement(SQL, append.arguments(), declines=DECLINES)
     if row is None:
         return None
     base, head = row

@@ -22,8 +22,10 @@ from pydantic_core import from_json
 from typing_extensions import override
 
 from convstore.db import pg_load
+from convstore.db.backend import OneStatement
 from convstore.db.mapping import decode_compactions, decode_conversation, decode_messages
-from convstore.db.postgres import PostgresBackend
+from convstore.db.statements.conversations import HeaderAt
+from convstore.db.statements.messages import MessageAt
 from convstore.db.tx import PassthroughCodec, Row
 from convstore.errors import ConversationNotFoundError
 from convstore.model import Conversation, Message
@@ -31,7 +33,7 @@ from convstore.store.message_cache import MessageCache
 from convstore.store.message_reads import MessageDecoder
 from convstore.store.reads import calls_of, other_path
 
-__all__ = ["eligible", "load_in_one_statement"]
+__all__ = ["load_in_one_statement"]
 
 
 class _DriverCodec(PassthroughCodec):
@@ -46,6 +48,7 @@ class _DriverCodec(PassthroughCodec):
 
 
 _CODEC: Final = _DriverCodec()
+_SEQ: Final = MessageAt.seq
 
 
 class _Fetched(MessageDecoder):
@@ -53,7 +56,7 @@ class _Fetched(MessageDecoder):
 
     def __init__(self, cid: str, rows: pg_load.LoadRows, cache: MessageCache | None) -> None:
         assert rows.header is not None
-        super().__init__(cid, rows.header[5], cache, _CODEC)
+        super().__init__(cid, rows.header[HeaderAt.created_at], cache, _CODEC)
         self.rows = rows
         self.later_messages: list[Message] = []
         """The messages after the window holding results of its calls (`pg_load.LoadRows`)."""
@@ -81,23 +84,19 @@ class _Fetched(MessageDecoder):
             return self.decoded(rows)
         if self.cache is None:
             return None
-        found, missing = self.cache.lookup(self.instance, [row[0] for row in rows])
+        seqs = [row[_SEQ] for row in rows]
+        found, missing = self.cache.lookup(self.instance, seqs)
         if not missing:
             return found  # type: ignore[return-value]  # no None when nothing is missing
         if not held.isdisjoint(missing):
             return None
         wanted = set(missing)
-        decoded = decode_messages(self.cid, [row for row in rows if row[0] in wanted], _CODEC)
-        return self._merged(found, [row[0] for row in rows], decoded)
-
-
-def eligible(backend: object) -> bool:
-    """Whether a load may take the one-statement path on ``backend``."""
-    return isinstance(backend, PostgresBackend) and backend.dialect_name == "postgresql"
+        decoded = decode_messages(self.cid, [row for row in rows if row[_SEQ] in wanted], _CODEC)
+        return self._merged(found, seqs, decoded)
 
 
 async def load_in_one_statement(  # noqa: PLR0917 (load's own arguments, in its order)
-    backend: PostgresBackend,
+    runner: OneStatement,
     cid: str,
     tenant: str | None,
     last: int | None,
@@ -112,7 +111,7 @@ async def load_in_one_statement(  # noqa: PLR0917 (load's own arguments, in its 
     held = None if cache is None else cache.held_range(cid)
     while True:
         arguments = pg_load.arguments(cid, tenant, last, before_seq, head_seq, held)
-        rows = pg_load.split(await backend.fetch_statement(pg_load.SQL, arguments))
+        rows = pg_load.split(await runner.fetch_statement(pg_load.SQL, arguments))
         if rows.header is None:
             raise ConversationNotFoundError(cid)
         reader = _Fetched(cid, rows, cache)
@@ -123,7 +122,7 @@ async def load_in_one_statement(  # noqa: PLR0917 (load's own arguments, in its 
         held = None  # the cache lacks a message of the range: read the rows whole
     reader.later_messages = later
     header = rows.header
-    if head_seq is not None and head_seq != header[8]:
+    if head_seq is not None and head_seq != header[HeaderAt.head_seq]:
         return other_path(header, _CODEC, messages, rows.calls, rows.compactions, head_seq,
                           last, before_seq)  # fmt: skip
     return _conversation(reader, messages, last, before_seq)

@@ -34,7 +34,7 @@ def walk_up(
         tx.statements.select_path_up,
         {"cid": cid, "start": start, "floor": floor, "to_user": 1 if to_user else 0},
     )
-    return sorted(((r[0], r[1], r[2]) for r in rows), reverse=True)
+    return sorted(((seq, parent, role) for seq, parent, role in rows), reverse=True)
 
 
 @dataclass(slots=True)

@@ -22,12 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cache, partial
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
-from sqlalchemy import Delete, Select, and_, bindparam, delete, or_, select
-
-from convstore.db import schema
+from convstore.db.statements.conversations import PRUNE_DELETE, PruneAt, prune_page
 from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError
 from convstore.limits import check_text
@@ -60,34 +58,6 @@ class PruneReport:
     dry_run: bool
 
 
-@cache
-def _page(scoped: bool, first: bool) -> Select[Any]:
-    c = schema.conversations.c
-    query = select(c.id, c.revision, c.updated_at, c.created_at).where(
-        c.created_at < bindparam("cutoff")
-    )
-    if scoped:
-        query = query.where(c.tenant == bindparam("tenant"))
-    if not first:
-        query = query.where(
-            or_(
-                c.created_at > bindparam("after_created"),
-                and_(c.created_at == bindparam("after_created"), c.id > bindparam("after_id")),
-            )
-        )
-    return query.order_by(c.created_at, c.id).limit(bindparam("n"))
-
-
-@cache
-def _delete() -> Delete:
-    c = schema.conversations.c
-    return delete(schema.conversations).where(
-        c.id == bindparam("cid"),
-        c.revision == bindparam("revision"),
-        c.updated_at < bindparam("cutoff"),
-    )
-
-
 _Candidate = tuple[str, str]  # (id, revision)
 
 
@@ -98,17 +68,21 @@ def _read_page(
     params: dict[str, Any] = {"cutoff": tx.codec.dump_time(cutoff), "tenant": tenant, "n": n}
     if after is not None:
         params["after_created"], params["after_id"] = after
-    rows = tx.fetch(_page(tenant is not None, after is None), params)
-    stale = [(r[0], r[1]) for r in rows if tx.codec.load_time(r[2]) < cutoff]
+    rows = tx.fetch(prune_page(tenant is not None, after is None), params)
+    at = PruneAt
+    stale = [
+        (r[at.id], r[at.revision]) for r in rows if tx.codec.load_time(r[at.updated_at]) < cutoff
+    ]
     # The raw stored value goes back as the keyset bound: it compares exactly as stored.
-    last = (rows[-1][3], rows[-1][0]) if rows else None
+    last = (rows[-1][at.created_at], rows[-1][at.id]) if rows else None
     return stale, len(rows), last
 
 
 def _delete_stale(tx: Tx, stale: list[_Candidate], cutoff: datetime) -> int:
     stamp = tx.codec.dump_time(cutoff)
     return sum(
-        tx.execute(_delete(), {"cid": cid, "revision": rev, "cutoff": stamp}) for cid, rev in stale
+        tx.execute(PRUNE_DELETE, {"cid": cid, "revision": rev, "cutoff": stamp})
+        for cid, rev in stale
     )
 
 

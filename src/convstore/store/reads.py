@@ -26,6 +26,9 @@ from convstore.db.mapping import (
     new_tool_call,
     outputs_of,
 )
+from convstore.db.statements.conversations import HeaderAt
+from convstore.db.statements.messages import MessageAt
+from convstore.db.statements.tool_calls import LifecycleAt
 from convstore.db.tx import Codec, Row, Tx
 from convstore.errors import ConversationNotFoundError, MessageNotFoundError
 from convstore.limits import MAX_SEQ
@@ -66,6 +69,11 @@ _NO_LIMIT = 2**62
 _ASSISTANT: Final = Role.ASSISTANT
 _TOOL: Final = Role.TOOL
 
+_H: Final = HeaderAt
+_M: Final = MessageAt
+_L: Final = LifecycleAt
+"""Positions in header, message and lifecycle rows (`convstore.db.statements`)."""
+
 
 def messages_at(tx: Tx, cid: str, seqs: Iterable[int]) -> list[Message]:
     """The messages with these sequence numbers (those that exist), by ``seq``."""
@@ -95,7 +103,7 @@ def path_seqs(tx: Tx, cid: str, end: int | None) -> list[int]:
         tx.statements.select_path_window,
         {"cid": cid, "head": end, "before": _NO_LIMIT, "n": _NO_LIMIT},
     )
-    return sorted(row[0] for row in rows)
+    return sorted(row[_M.seq] for row in rows)
 
 
 def tree(tx: Tx, cid: str) -> list[Row]:
@@ -122,8 +130,8 @@ def load_conversation(
     if not rows:
         raise ConversationNotFoundError(cid)
     header = rows[0]
-    head, branched = header[8], bool(header[10])
-    reader = TxMessages(tx, cid, header[5], cache)
+    head, branched = header[_H.head_seq], bool(header[_H.branched])
+    reader = TxMessages(tx, cid, header[_H.created_at], cache)
     if head_seq is not None and head_seq != head:
         return _load_other_path(tx, reader, header, head_seq, last, before_seq)
     whole = last is None and before_seq is None
@@ -191,17 +199,23 @@ def calls_of(
     if not everything:
         window = {m.seq for m in messages}
         # A call made in the window whose result lies after it (a before_seq page): its output.
-        later = sorted({row[5] for row in rows if row[5] is not None and row[5] not in window})
+        answered_in = {row[_L.result_seq] for row in rows}
+        later = sorted({seq for seq in answered_in if seq is not None and seq not in window})
         if later:
             outputs.update(outputs_of(reader.later(later)))
         # Calls answered here but made before the window (results follow calls on a path, so
         # the statement gave their name and arguments), in call order.
         if reaching_back:
-            before = [r for r in rows if r[5] in window and r[1] not in window and r[10]]
-            for row in sorted(before, key=lambda r: (r[1], r[2])):
-                made_by = (row[0], row[10], codec.load_json(row[12]), row[11])
+            before = [
+                r
+                for r in rows
+                if r[_L.result_seq] in window and r[_L.seq] not in window and r[_L.name]
+            ]
+            for row in sorted(before, key=lambda r: (r[_L.seq], r[_L.idx])):
+                arguments = codec.load_json(row[_L.arguments])
+                made_by = (row[_L.id], row[_L.name], arguments, row[_L.provider_id])
                 calls.append(_lifecycle_call(made_by, row, outputs, codec.load_time))
-    lifecycles = {row[0]: row for row in rows}
+    lifecycles = {row[_L.id]: row for row in rows}
     calls.extend(_built_calls(made, lifecycles.get, outputs, codec.load_time, reader))
     return calls
 
@@ -227,12 +241,13 @@ def _built_calls(
     cid = "" if reader is None else reader.cid
     for seq, part in made:
         row = lifecycle_of(part.id)
-        if row is None or row[1] != seq:  # the stored call of that id is another part
+        if row is None or row[_L.seq] != seq:  # the stored call of that id is another part
             continue
         if cache is None:
             calls.append(_lifecycle_call(part, row, outputs, load_time))
             continue
-        output = None if row[5] is None else outputs.get((row[5], row[6]))
+        result_seq = row[_L.result_seq]
+        output = None if result_seq is None else outputs.get((result_seq, row[_L.result_idx]))
         key = (cid, part.id)
         kept = cache.kept_call(key)
         # The same fresh lifecycle row, and the very part and output objects: the same call.
@@ -278,7 +293,7 @@ def _load_other_path(
     # integer and finds nothing, instead of overflowing the driver.
     before = min(head_seq + 1, MAX_SEQ)
     params = {"cid": cid, "head": head_seq, "before": before, "n": _NO_LIMIT}
-    if header[10]:
+    if header[_H.branched]:
         path = reader.read(st.select_path_window, st.select_path_window_keys, params)
     else:
         path = reader.read(st.select_messages_before, st.select_message_keys_before, params)
@@ -305,12 +320,16 @@ def other_path(  # noqa: PLR0917 (the rows a load read, and its arguments)
     derived from its own messages (`path_lifecycles`), so a call answered only on the active
     branch is unanswered here. The whole path is read: its lifecycles depend on all of it.
     """
-    cid = header[0]
+    cid = header[_H.id]
     if not path or path[-1].seq != head_seq:
         raise MessageNotFoundError(f"head_seq {head_seq}", cid)
-    made_at = {row[0]: row[1] for row in call_rows}
-    created = {row[0]: codec.load_time(row[7]) for row in call_rows}
-    cancelled = {row[0]: codec.load_time(row[9]) for row in call_rows if row[9] is not None}
+    made_at = {row[_L.id]: row[_L.seq] for row in call_rows}
+    created = {row[_L.id]: codec.load_time(row[_L.created_at]) for row in call_rows}
+    cancelled = {
+        row[_L.id]: codec.load_time(row[_L.cancelled_at])
+        for row in call_rows
+        if row[_L.cancelled_at] is not None
+    }
     derived = path_lifecycles(path, made_at, cancelled)
     below = [m for m in path if before_seq is None or (m.seq or 0) < before_seq]
     messages = below if last is None else below[max(len(below) - last, 0) :] if last else []
@@ -324,7 +343,9 @@ def other_path(  # noqa: PLR0917 (the rows a load read, and its arguments)
     made = [(m.seq or 0, p) for m in path for p in m.parts if isinstance(p, ToolCallPart)]
     tool_calls = _built_calls(made, wanted.get, outputs_of(path), _as_is)
     compactions = decode_compactions(compaction_rows, codec)
-    header = (*header[:8], head_seq, *header[9:])  # the path read ends there
+    ending_there = list(header)  # the path read ends there
+    ending_there[_H.head_seq] = head_seq
+    header = tuple(ending_there)
     return decode_conversation(header, codec, messages, tool_calls, compactions)
 
 
@@ -361,9 +382,9 @@ def branches(tx: Tx, cid: str, tenant: str | None) -> list[Branch]:
     )
     if not rows:
         raise ConversationNotFoundError(cid)
-    head = rows[0][8]
+    head = rows[0][_H.head_seq]
     shape = tree(tx, cid)
-    parents = {row[1] for row in shape}
+    parents = {parent for _seq, parent, _role, _created in shape}
     found = []
     for seq, _parent, _role, created in shape:
         if seq not in parents or seq == head:
@@ -390,7 +411,7 @@ def message_tree(tx: Tx, cid: str, tenant: str | None) -> MessageTree:
         TreeNode(seq, parent, roles[role], load_time(created))
         for seq, parent, role, created in tree(tx, cid)
     )
-    return MessageTree(nodes=nodes, head_seq=rows[0][8])
+    return MessageTree(nodes=nodes, head_seq=rows[0][_H.head_seq])
 
 
 def attachment_namespaces(tx: Tx, sha256: str, tenant: str | None) -> list[str]:
@@ -399,7 +420,7 @@ def attachment_namespaces(tx: Tx, sha256: str, tenant: str | None) -> list[str]:
         tx.statements.select_attachment_namespaces.pick(tenant),
         {"sha256": sha256, "for_tenant": tenant},
     )
-    return sorted({str(row[0]) for row in rows})
+    return sorted({str(namespace) for (namespace,) in rows})
 
 
 def blob_namespaces(tx: Tx, cid: str) -> dict[str, str]:
@@ -414,7 +435,7 @@ def revision_of(tx: Tx, cid: str, tenant: str | None) -> str:
     )
     if not rows:
         raise ConversationNotFoundError(cid)
-    revision: str = rows[0][9]
+    revision: str = rows[0][_H.revision]
     return revision
 
 
@@ -423,7 +444,7 @@ def conversation_tenant(tx: Tx, cid: str) -> str | None:
     rows = tx.fetch(tx.statements.select_conversation.any_tenant, {"cid": cid})
     if not rows:
         raise ConversationNotFoundError(cid)
-    tenant: str | None = rows[0][1]
+    tenant: str | None = rows[0][_H.tenant]
     return tenant
 
 
@@ -432,7 +453,7 @@ def tombstoned(tx: Tx, blobs: Iterable[tuple[str, str]]) -> bool:
     st = tx.statements
     for ns, sha in blobs:
         mark = tx.fetch(st.select_tombstone, {"ns": ns, "digest": sha})
-        if mark and mark[0][0] is None:
+        if mark and mark[0] == (None,):  # marked, bytes not yet deleted
             return True
     return False
 

@@ -19,14 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from functools import cache
 from typing import Any
-
-from sqlalchemy import Delete, Insert, Select, bindparam, delete, insert, select
 
 from convstore.blobs import StoredBlob
 from convstore.db.backend import Backend
-from convstore.db.schema import released_blobs
+from convstore.db.statements.blobs import (
+    DELETE_RELEASED,
+    DELETE_SETTLED_RELEASE,
+    INSERT_RELEASED,
+    SELECT_RELEASED,
+)
 from convstore.db.tx import Tx
 
 __all__ = [
@@ -42,55 +44,28 @@ Released = tuple[str, str, Any]
 """(namespace, digest, release time as stored)."""
 
 
-@cache
-def _insert() -> Insert:
-    return insert(released_blobs)
-
-
-@cache
-def _delete() -> Delete:
-    c = released_blobs.c
-    return delete(released_blobs).where(
-        c.namespace == bindparam("ns"), c.sha256 == bindparam("sha")
-    )
-
-
-@cache
-def _delete_settled() -> Delete:
-    c = released_blobs.c
-    return delete(released_blobs).where(
-        c.namespace == bindparam("ns"),
-        c.sha256 == bindparam("sha"),
-        c.released_at == bindparam("at"),
-    )
-
-
-@cache
-def _select() -> Select[Any]:
-    c = released_blobs.c
-    return select(c.namespace, c.sha256, c.released_at).order_by(c.namespace, c.sha256)
-
-
 def record(tx: Tx, blobs: Sequence[tuple[str, str]], now: datetime) -> list[Released]:
     """Record these (namespace, digest) blobs as released at ``now``; the records written."""
     if not blobs:
         return []
-    tx.execute_many(_delete(), [{"ns": ns, "sha": sha} for ns, sha in blobs])
+    tx.execute_many(DELETE_RELEASED, [{"ns": ns, "sha": sha} for ns, sha in blobs])
     stamp = tx.codec.dump_time(now)  # a record of when, never compared with a clock
     records = [(ns, sha, stamp) for ns, sha in blobs]
-    tx.insert_rows(_insert(), records)
+    tx.insert_rows(INSERT_RELEASED, records)
     return records
 
 
 def pending(tx: Tx) -> list[Released]:
     """Every release not yet settled by a garbage collection."""
-    return [(row[0], row[1], row[2]) for row in tx.fetch(_select())]
+    return [(namespace, sha256, at) for namespace, sha256, at in tx.fetch(SELECT_RELEASED)]
 
 
 def forget(tx: Tx, settled: Sequence[Released]) -> None:
     """Drop the records of these releases, unless an erase has rewritten them since."""
     if settled:
-        tx.execute_many(_delete_settled(), [{"ns": n, "sha": s, "at": at} for n, s, at in settled])
+        tx.execute_many(
+            DELETE_SETTLED_RELEASE, [{"ns": n, "sha": s, "at": at} for n, s, at in settled]
+        )
 
 
 def release_unreferenced(tx: Tx, blobs: Sequence[tuple[str, str]], now: datetime) -> list[Released]:

@@ -33,16 +33,19 @@ import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cache
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
-from sqlalchemy import Select, bindparam, select
-
 from convstore.blobs import BlobStore, StoredBlob
 from convstore.db import schema
+from convstore.db.statements.conversations import CONVERSATION_EXISTS
 from convstore.db.tx import Tx
-from convstore.errors import AttachmentNotFoundError, InvalidInputError, MalformedExportError
+from convstore.errors import (
+    AttachmentNotFoundError,
+    ExportLimitError,
+    InvalidInputError,
+    MalformedExportError,
+)
 from convstore.progress import Progress, silent
 from convstore.store import arguments
 from convstore.store.archive_checks import CheckedConversation, check_conversation
@@ -51,6 +54,7 @@ from convstore.store.attachments import BlobContext
 from convstore.store.export import EXPORT_FORMAT, EXPORT_VERSION, MANIFEST
 from convstore.store.metadata_tags import replace_tags
 from convstore.store.tree_writes import TreeBlobs, TreeHeader, reference_blobs, write_tree
+from convstore.zip_input import MAX_DIRECTORY_BYTES, MAX_ENTRIES, open_zip
 
 if TYPE_CHECKING:
     from convstore.store.connection import StoreConnection
@@ -86,6 +90,11 @@ class RestoreLimits:
     A conversation's rows hold 30 to 50 items per message."""
     total_bytes: int = 64 * 1024**3
     """Everything one restore reads, blobs included."""
+    zip_entries: int = MAX_ENTRIES
+    """Entries in the archive's central directory (a conversation file or a blob each), counted
+    before the zip is opened: each costs about 700 bytes while the restore runs."""
+    zip_directory_bytes: int = MAX_DIRECTORY_BYTES
+    """Largest central directory of the archive, in bytes."""
 
 
 @dataclass(slots=True)
@@ -120,7 +129,14 @@ class _Archive:
         self.limits = limits
         self.read_so_far = 0
         try:
-            self.zip = zipfile.ZipFile(path)
+            self.zip = open_zip(
+                path,
+                max_entries=limits.zip_entries,
+                max_directory_bytes=limits.zip_directory_bytes,
+                owner="RestoreLimits",
+            )
+        except ExportLimitError:
+            raise
         except _ZIP_ERRORS as exc:
             raise MalformedExportError(f"not a readable zip: {exc}", position=str(path)) from exc
         try:
@@ -336,14 +352,8 @@ async def _restore_one(
         report.rows[name] = report.rows.get(name, 0) + n
 
 
-@cache
-def _exists() -> Select[Any]:
-    c = schema.conversations.c
-    return select(c.id).where(c.id == bindparam("cid"))
-
-
 def _held(tx: Tx, cid: str) -> bool:
-    return bool(tx.fetch(_exists(), {"cid": cid}))
+    return bool(tx.fetch(CONVERSATION_EXISTS, {"cid": cid}))
 
 
 def _created(tx: Tx, checked: CheckedConversation) -> Any:

@@ -4,7 +4,7 @@ The index is the database's own, built off the write path and caught up before a
 it (`convstore.db.search_index`, `convstore.store.search_index`), so a search never returns a
 deleted message and never misses one committed before it began, whichever code path wrote
 them. This module parses the query, picks the statement for its shape
-(`convstore.db.search_statements`) and turns rows into hits.
+(`convstore.db.statements.search`) and turns rows into hits.
 
 Query syntax, the same on both databases: words, ``"phrases"`` and ``-excluded`` words or
 phrases. A document matches when it contains every included term and no excluded one as a
@@ -40,8 +40,9 @@ from typing import Any, Final
 
 from pydantic_core import from_json
 
-from convstore.db import search_index, search_statements
-from convstore.db.search_statements import POSTGRES_WEIGHTS, Mode, Shape, search_statement
+from convstore.db import search_index
+from convstore.db.statements import search as search_statements
+from convstore.db.statements.search import POSTGRES_WEIGHTS, Mode, Shape, search_statement
 from convstore.db.tx import Row, Tx
 from convstore.errors import InvalidInputError
 from convstore.limits import check_count, check_text
@@ -359,8 +360,8 @@ def run_search(
             roles=list(request.roles) if request.roles is not None else None,
         )
     if shape.dialect == "postgresql" and shape.tenant:
-        tx.fetch(search_statements.TENANT_PLANS)  # type: ignore[arg-type]
-    rows = tx.fetch(search_statement(shape), params)  # type: ignore[arg-type]
+        tx.fetch(search_statements.TENANT_PLANS)
+    rows = tx.fetch(search_statement(shape), params)
     paths: dict[str, PathAbove] = {}
     for row in rows[: request.limit]:
         page.append(_hit(tx, row, query, request.include_thinking, paths))
@@ -395,7 +396,7 @@ def _sqlite_params(
 def _hit(
     tx: Tx, row: Row, query: ParsedQuery, thinking: bool, paths: dict[str, PathAbove]
 ) -> SearchHit:
-    cid, title, seq, role, message_id, parts, head_seq, branched = row[:8]
+    cid, title, seq, role, message_id, parts, head_seq, branched, rank, _created = row
     if seq is None:
         return SearchHit(
             conversation_id=cid,
@@ -404,7 +405,7 @@ def _hit(
             message_id=None,
             role=None,
             snippet=make_snippet(title or "", query.included),
-            rank=float(row[8]),
+            rank=float(rank),
             on_active_path=True,
         )
     decoded = from_json(parts) if isinstance(parts, (str, bytes)) else parts
@@ -424,7 +425,7 @@ def _hit(
         message_id=message_id,
         role=Role(role),
         snippet=make_snippet(text, query.included),
-        rank=float(row[8]),
+        rank=float(rank),
         on_active_path=on_path,
     )
 

@@ -44,7 +44,6 @@ from convstore._compat.sqlite_driver import run_in_connection_thread
 from convstore.db import search_index
 from convstore.db.backend import Backend
 from convstore.db.errors import is_transient, translate
-from convstore.db.sqlite import SqliteBackend
 from convstore.db.sqlite_connections import close_quietly, configure, daemon_connection
 from convstore.db.sqlite_tx import (
     StatementCache,
@@ -93,7 +92,7 @@ def _merge_step(
     """One bounded merge step; whether it did any work."""
     before = raw.total_changes
     merge = search_index.MERGE
-    _in_write(raw, lambda tx: tx.execute(merge, {"pages": MERGE_PAGES}), statements, cache, wal)  # type: ignore[arg-type]
+    _in_write(raw, lambda tx: tx.execute(merge, {"pages": MERGE_PAGES}), statements, cache, wal)
     return raw.total_changes - before > 1
 
 
@@ -108,7 +107,7 @@ class SearchIndex:
     def __init__(self, backend: Backend) -> None:
         self._backend = backend
         self._sqlite = backend.dialect_name == "sqlite"
-        self._path = backend.database_path if isinstance(backend, SqliteBackend) else None
+        self._path = backend.database_path
         self._wal = None if self._path is None else wal_file(self._path)
         self._conn: aiosqlite.Connection | None = None
         self._cache = StatementCache()
@@ -150,8 +149,8 @@ class SearchIndex:
             return  # PostgreSQL: the documents went with the rows (a foreign-key cascade)
         async with self._lock:
             await self._write(self._catch_up)
-            await self._write(lambda tx: tx.execute(search_index.FORGET_TENANT, {"tenant": tenant}))  # type: ignore[arg-type]
-            await self._write(lambda tx: tx.execute(search_index.OPTIMIZE))  # type: ignore[arg-type]
+            await self._write(lambda tx: tx.execute(search_index.FORGET_TENANT, {"tenant": tenant}))
+            await self._write(lambda tx: tx.execute(search_index.OPTIMIZE))
             if self._wal is not None:
                 await self._raw(_checkpoint)
 

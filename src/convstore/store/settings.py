@@ -68,7 +68,10 @@ def resolve(recorded: str, database: Path | None) -> str:
 def blob_location(tx: Tx) -> str | None:
     """The recorded blob location (as recorded: maybe relative), if any."""
     rows = tx.fetch(tx.statements.select_setting, {"key": BLOBS_KEY})
-    return str(rows[0][0]) if rows else None
+    if not rows:
+        return None
+    ((value,),) = rows  # the key is the primary key
+    return str(value)
 
 
 def record(tx: Tx, url: str) -> str:

@@ -18,8 +18,8 @@ must not leave half of one behind; they write it with `write_tree`, the one oper
    reference is one this attempt stored or one the tenant can already see, and is held
    against garbage collection as an append holds it.
 4. **gc retry**: when a collector is deleting (or has just deleted) a blob the tree references
-   (`BlobBeingCollectedError`), the transaction rolls back, `write_tree` waits for the
-   collection to end, stores the bytes again and retries, like ``append`` (then
+   (`BlobBeingCollectedError`), the transaction rolls back, and the bytes are stored again and
+   the rows retried: the store's one loop for that, `convstore.store.gc_retry` (then
    `BlobStorageError`, nothing written).
 
 The caller owns what the tree means (which rows, which seqs, what is already present); this
@@ -31,14 +31,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 from convstore.blobs import BlobStore, StoredBlob
 from convstore.db.tx import Tx
-from convstore.errors import BlobStorageError, ConversationNotFoundError
 from convstore.message_checks import check_messages
 from convstore.model import Message
-from convstore.store import appending, arguments, writes
+from convstore.store import arguments, writes
 from convstore.store.attachments import (
     BlobContext,
     attachment_rows,
@@ -46,14 +45,12 @@ from convstore.store.attachments import (
     store_files,
     written_times,
 )
-from convstore.store.released_blobs import release_after_failure
-from convstore.store.writes import AppendPlan, BlobBeingCollectedError
+from convstore.store.gc_retry import stored_then_written
+from convstore.store.writes import AppendPlan
 
 __all__ = ["TreeBlobs", "TreeHeader", "reference_blobs", "write_tree"]
 
 _T = TypeVar("_T")
-
-_COLLECTED_RETRIES: Final = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +127,8 @@ async def write_tree(
     arguments.new_header(header.id, header.title, header.tenant, header.metadata)
     check_messages(messages, max_attachment_size=ctx.blobs.max_size)
     into = ctx.blobs.namespace(namespace_of(ctx.dedupe, header.tenant))
-    for attempt in range(_COLLECTED_RETRIES):
+
+    async def store() -> tuple[tuple[list[Message], TreeBlobs], list[StoredBlob]]:
         stored_messages, stored_blobs = await store_files(into, messages)
         if blobs is not None:
             stored_blobs = [*stored_blobs, *await blobs(into)]
@@ -139,21 +137,16 @@ async def write_tree(
             stored={b.sha256: b for b in stored_blobs},
             now=arguments.now(),
         )
+        return (stored_messages, tree_blobs), stored_blobs
 
-        def run(tx: Tx, done: list[Message] = stored_messages, tb: TreeBlobs = tree_blobs) -> _T:
-            return write(tx, done, tb)
+    async def written(stored: tuple[list[Message], TreeBlobs]) -> _T:
+        return await ctx.backend.write(lambda tx: write(tx, *stored))
 
-        try:
-            return await ctx.backend.write(run)
-        except ConversationNotFoundError:
-            # Erased while the bytes went in (or another tenant's id): release them to gc.
-            await release_after_failure(ctx.backend, tree_blobs.namespace, stored_blobs)
-            raise
-        except BlobBeingCollectedError as collected:
-            if attempt == _COLLECTED_RETRIES - 1:
-                break
-            await appending.wait_for_collection(ctx, collected.blobs)
-    raise BlobStorageError(
-        f"an attachment of conversation {header.id!r} was being garbage-collected and could "
-        "not be stored again; nothing of it was written: retry"
+    return await stored_then_written(
+        ctx,
+        into.namespace_name,
+        store,
+        written,
+        refusal=f"an attachment of conversation {header.id!r} was being garbage-collected and "
+        "could not be stored again; nothing of it was written: retry",
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import (
     JSON,
@@ -33,9 +33,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 
 from convstore.db.schema import checkpoint_values, checkpoint_writes, checkpoints, conversations
-from convstore.db.statements import Scoped, _scoped
+from convstore.db.statements._common import Scoped, positions
+from convstore.db.statements._common import scoped as _scoped
 
-__all__ = ["CHECKPOINT_COLUMNS", "CheckpointStatements", "checkpoint_statements"]
+__all__ = ["CHECKPOINT_COLUMNS", "CheckpointAt", "CheckpointStatements", "checkpoint_statements"]
 
 CHECKPOINT_COLUMNS = (
     checkpoints.c.conversation_id,
@@ -48,6 +49,21 @@ CHECKPOINT_COLUMNS = (
     checkpoints.c.metadata,
 )
 """A checkpoint row, in the order `convstore.store.checkpoints` reads it."""
+
+_AT: Final = positions(CHECKPOINT_COLUMNS)
+
+
+class CheckpointAt:
+    """Where each column is in a `CHECKPOINT_COLUMNS` row."""
+
+    conversation_id: Final = _AT["conversation_id"]
+    checkpoint_ns: Final = _AT["checkpoint_ns"]
+    checkpoint_id: Final = _AT["checkpoint_id"]
+    parent_checkpoint_id: Final = _AT["parent_checkpoint_id"]
+    checkpoint_type: Final = _AT["checkpoint_type"]
+    checkpoint: Final = _AT["checkpoint"]
+    channel_versions: Final = _AT["channel_versions"]
+    metadata: Final = _AT["metadata"]
 
 
 def _upsert(dialect_name: str, table: Table, *, replace: tuple[str, ...]) -> Insert:
