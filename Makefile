@@ -5,6 +5,10 @@ PYTHON ?= python3
 # No bytecode compiled at install time: Python compiles (and caches) what is imported on first
 # use; compiling every installed module first made a clean install markedly slower.
 PIP_INSTALL := pip install --quiet --no-compile
+# ...which PYTHONDONTWRITEBYTECODE (set in some containers) would undo: every `python -m
+# convstore` a test starts would compile each module it imports again (about half of such a
+# test's time). Recipes run without it, so the first import writes the cache.
+unexport PYTHONDONTWRITEBYTECODE
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev

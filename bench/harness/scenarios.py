@@ -108,7 +108,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
     Scenario(
         "listing", "bench.listing_bench", "the conversation list and gc at 1k-1M conversations",
         "dev",
-        smoke=("--sizes", "50", "--database", "sqlite,postgresql", "--no-gc"),
+        smoke=("--sizes", "50", "--database", "sqlite,postgresql", "--no-gc", "--bulk"),
         needs=("postgres",),
     ),
     Scenario(

@@ -12,6 +12,19 @@ only the error classes, so the command line and applications that need a part of
 do not pay for the rest (SQLAlchemy, pydantic models, providers). Type checkers read the
 imports under ``TYPE_CHECKING`` below; ``_LAZY`` must name the same modules
 (``tests/test_public_api.py`` checks both against ``__all__``).
+
+Packages: ``model`` (the canonical values), ``store`` (`ConversationStore`, the single write
+boundary), ``db`` (schema, statements, backends), ``blobs`` (attachment bytes), ``transcript``
+(the provider-neutral plan), ``providers`` (one module per wire format), ``integrations``
+(frameworks), ``imports`` (other products' exports), ``web`` (the inspector), ``mcp`` (the MCP
+server), ``cli`` (the command line), ``_compat`` (other libraries' internals).
+
+Modules: ``errors`` (the error tree), ``capabilities`` (what each target accepts, as data),
+``limits`` and ``message_checks`` (what a message may hold, and the check), ``parsing`` and
+``rendering`` (wire JSON in, requests out), ``sync`` (a blocking facade), ``json_input`` and
+``zip_input`` (untrusted JSON and zips read safely), ``media_types``, ``progress``, and the
+private ``_search_tool`` (search as an agent's tool), ``_serving`` (uvicorn for ``serve`` and
+``mcp``), ``_words`` (counts in plain English).
 """
 
 from __future__ import annotations

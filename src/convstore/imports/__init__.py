@@ -22,6 +22,14 @@ Invariants (every tree format; docs/imports.md has the mapping):
   the broken conversation written.
 - Only the export is read: a file handed alone has no assets; nothing is reached through a
   symbolic link; an asset pointer names one exact file (`convstore.imports._sources`).
+
+Modules: one per format (``chatgpt``, ``claude``, ``openwebui``, ``archive`` for convstore's
+own zip) and ``detection`` (what a file is); beside them ``_sources`` (a file, directory or
+zip as handed over), ``_jsonstream`` (a top-level JSON array one element at a time),
+``_limits`` (`ImportLimits` and the byte budget), ``_tree`` (a conversation as a tree of
+nodes), ``_common`` (ids, times, inline data, files, placeholders), ``_driver`` (read, convert,
+write, one conversation at a time), ``_writer`` (one tree in one transaction, through
+`convstore.store.tree_writes`) and ``_report`` (what an import did).
 """
 
 from __future__ import annotations

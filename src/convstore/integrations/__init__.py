@@ -17,4 +17,11 @@ store API, and imports its framework only inside its own module (an optional ext
   channels are the thread's conversation (``pip install convstore[langgraph]``).
 - `convstore.integrations.langchain`: ``ConvstoreChatMessageHistory``, a LangChain chat message
   history (``pip install convstore[langchain]``).
+
+Their private helpers: ``_native_record`` (a framework's record kept beside the canonical
+messages) and ``_native_blobs`` (inline bytes moved out of it and back), ``_store_handle`` (the
+store an integration writes to), and per framework ``_openai_agents_items`` /
+``_openai_agents_reads``, ``_ai_sdk_from_ui`` / ``_ai_sdk_keys``, ``_pydantic_ai_parts``,
+``_adk_parts`` / ``_adk_state``, ``_langchain_messages`` (LangChain and LangGraph), and
+``_langgraph_thread`` / ``_langgraph_async_only``.
 """

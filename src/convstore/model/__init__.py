@@ -6,6 +6,18 @@ these values to rows and the renderers map them to provider JSON.
 
 The names load their modules on first use (module ``__getattr__``, as ``convstore`` does):
 reading a `Role` or a `TreeNode` does not build the pydantic models.
+
+- ``messages``: `Message`: a role, an ordered list of parts, and where they came from.
+- ``roles``: `Role`, a plain enum with no pydantic behind it.
+- ``parts``: message parts (text, files, thinking, tool calls, tool results), one tagged union.
+- ``content``: parts that appear both in messages and inside a `ContentOutput`.
+- ``outputs``: typed tool outputs and the ``result_kind`` that names which one a result holds.
+- ``records``: what a message carries beside its parts: native record and token usage.
+- ``conversation``: a loaded conversation, its tool-call lifecycles and compaction records.
+- ``tree``: `MessageTree`, the shape of a history without the messages' contents.
+- ``tool_definitions``: what a request offers the model to call, independent of any provider.
+- ``serialization``: the stable, versioned JSON form of messages.
+- ``_base``: the base every model class shares (trusted construction, validation wording).
 """
 
 from __future__ import annotations

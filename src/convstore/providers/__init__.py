@@ -8,6 +8,10 @@ module grew past ~600 lines its parser lives beside it (``<name>_parse.py``, re-
 Completions encoder), ``_encoding``/``_parsing`` (JSON helpers), ``_wire_tools`` and ``_schema``
 (the ``tools`` field and its schema dialects), ``_usage`` (token usage of responses).
 
+The formats: ``anthropic`` (parser in ``anthropic_parse``), ``gemini`` (``gemini_parse``),
+``openai_chat``, ``openai_responses`` (``openai_responses_parse``), and the Chat Completions
+dialects ``mistral`` and ``kimi``; ``_openai`` holds the wire facts OpenAI's two formats share.
+
 Invariants: provider knowledge lives in these modules and in `convstore.capabilities`, nowhere
 else; no provider SDK is imported at runtime (these modules read and write plain JSON).
 """

@@ -18,6 +18,13 @@ tenant's conversation is 404):
 
 Invariants: it uses only the public store API (like an integration) and never writes; every
 stored string reaches a page escaped; pages run no script.
+
+Modules: ``_app`` assembles routes, templates and the outer wall (``_guard``, one ASGI
+middleware); ``_pages`` holds the handlers (``_params`` parses their arguments strictly,
+``_views`` computes what templates show, ``_branches`` sibling arrows and tips,
+``_checkpoints`` a LangGraph thread's timeline, ``_markdown`` message text as safe HTML,
+``_attachments`` bytes a browser can never run); ``_compat`` is the seam to store features;
+``_server`` runs it on uvicorn for ``convstore serve``.
 """
 
 from __future__ import annotations
