@@ -19,12 +19,10 @@ Invariants:
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Literal
 
-import convstore
 from convstore.errors import (
     InvalidInputError,
 )
@@ -60,10 +58,17 @@ if TYPE_CHECKING:
     from convstore.store.checkpoints import Checkpoints
     from convstore.store.export import ExportReport
     from convstore.store.native import NativePath
-    from convstore.store.results import AppendResult
     from convstore.store.writes import OnConflict
     from convstore.transcript.planner import OrphanPolicy
     from convstore.transcript.reasoning import ReasoningPolicy
+
+if TYPE_CHECKING:
+    # Used at run time, bound as globals by `_import_append_pipeline` and `_import_reads`.
+    from convstore.message_checks import check_messages  # noqa: TC004
+    from convstore.store import appending, conversations, reads  # noqa: TC004
+    from convstore.store.attachments import BlobContext  # noqa: TC004
+    from convstore.store.results import AppendResult  # noqa: TC004
+    from convstore.store.writes import NoChange  # noqa: TC004
 
 __all__ = [
     "DEFAULT_BLOB_TIMEOUT",
@@ -73,30 +78,34 @@ __all__ = [
 ]
 
 
-_APPEND_PIPELINE = "convstore.store.appending"
-_READS = "convstore.store.reads"
+_loaded = {"append": False, "reads": False}
+"""Whether the hot methods' modules are bound as this module's globals yet."""
 
 
 def _import_append_pipeline() -> None:
-    """Import what `ConversationStore.append` uses, on its first call.
+    """Bind what `ConversationStore.append` uses as globals of this module, on its first call.
 
-    Hot methods reach lazily loaded modules through the package (``convstore.store.reads``),
-    importing them only while ``sys.modules`` lacks them: a function-level ``from m import n``
-    costs about 2 µs on every call (five of them were 4% of an append's instructions), an
-    attribute of a loaded package about 50 ns.
+    The append pipeline is imported only by a process that appends (a search or a listing
+    never loads it: tests/cli/test_lazy_cli.py), yet a function-level ``from m import n``
+    costs about 2 µs on every call: five of them were 4% of an append's instructions.
+    Bound once, they are plain global lookups.
     """
-    import convstore.message_checks
-    import convstore.store.appending
-    import convstore.store.attachments
-    import convstore.store.conversations
-    import convstore.store.reads
-    import convstore.store.results
-    import convstore.store.writes  # noqa: F401
+    global check_messages, appending, conversations, reads, BlobContext, AppendResult, NoChange  # noqa: PLW0603
+    from convstore.message_checks import check_messages
+    from convstore.store import appending, conversations, reads
+    from convstore.store.attachments import BlobContext
+    from convstore.store.results import AppendResult
+    from convstore.store.writes import NoChange
+
+    _loaded["append"] = _loaded["reads"] = True
 
 
 def _import_reads() -> None:
-    """Import what `ConversationStore.load` uses, on its first call (as above)."""
-    import convstore.store.reads  # noqa: F401
+    """Bind `convstore.store.reads` for `ConversationStore.load`, on its first call (as above)."""
+    global reads  # noqa: PLW0603
+    from convstore.store import reads
+
+    _loaded["reads"] = True
 
 
 class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
@@ -179,22 +188,21 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
             `AppendResult`: a list whose ``revision`` is the conversation's new revision (for
             an empty batch, or a replayed idempotency key, the current one).
         """
-        if _APPEND_PIPELINE not in sys.modules:
+        if not _loaded["append"]:
             _import_append_pipeline()
-        store = convstore.store
         self._check_ref(conversation_id, tenant)
         check_key(idempotency_key, "idempotency key")
         batch = arguments.as_messages(messages)
         check_seq(parent_seq, "parent_seq")
         patches = arguments.state_patches(conversation_id, state_patches)
         also = (
-            store.conversations.state_patcher(conversation_id, patches, arguments.now())
+            conversations.state_patcher(conversation_id, patches, arguments.now())
             if patches
             else None
         )
         if metadata is not None:
             checked = arguments.metadata_object(metadata)
-            also = store.conversations.metadata_setter(
+            also = conversations.metadata_setter(
                 conversation_id, checked, arguments.now(), after=also
             )
         if not batch:
@@ -202,16 +210,16 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
                 raise InvalidInputError(
                     "state_patches and metadata are applied with an append of messages"
                 )
-            return store.results.AppendResult(
+            return AppendResult(
                 revision=await self._backend.read(
-                    lambda tx: store.reads.revision_of(tx, conversation_id, tenant)
+                    lambda tx: reads.revision_of(tx, conversation_id, tenant)
                 )
             )
         # Before any blob is written: a batch over a documented limit leaves nothing behind.
-        convstore.message_checks.check_messages(batch, max_attachment_size=self.blob_store.max_size)
+        check_messages(batch, max_attachment_size=self.blob_store.max_size)
         try:
-            stored = await store.appending.append_batch(
-                store.attachments.BlobContext.of(self),
+            stored = await appending.append_batch(
+                BlobContext.of(self),
                 conversation_id,
                 batch,
                 tenant=tenant,
@@ -221,7 +229,7 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
                 parent_seq=parent_seq,
                 also=also,
             )
-        except store.writes.NoChange as replay:
+        except NoChange as replay:
             replayed: AppendResult = replay.value
             return replayed
         if self._messages is not None:
@@ -250,7 +258,7 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
         another branch is unanswered there), and the result's ``head_seq`` is N. A seq that is
         not a message of the conversation raises `MessageNotFoundError`.
         """
-        if _READS not in sys.modules:
+        if not _loaded["reads"]:
             _import_reads()
         self._check_ref(conversation_id, tenant)
         check_count(last, "last")
@@ -266,7 +274,6 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
             return await one_statement_load.load_in_one_statement(
                 runner, conversation_id, tenant, last, before_seq, head_seq, cache
             )
-        reads = convstore.store.reads
         return await backend.read(
             lambda tx: reads.load_conversation(
                 tx, conversation_id, tenant, last, before_seq, head_seq=head_seq, cache=cache
