@@ -28,13 +28,12 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from convstore.blobs import StoredBlob
 from convstore.db.backend import Backend
 from convstore.db.tx import Tx
-from convstore.errors import BlobStorageError, ConversationNotFoundError
 from convstore.model import Message, ToolCall
 from convstore.store import arguments, lean_append, one_statement, reads, writes
 from convstore.store.attachments import (
@@ -45,17 +44,13 @@ from convstore.store.attachments import (
     store_files,
     written_times,
 )
-from convstore.store.released_blobs import release_after_failure
+from convstore.store.gc_retry import stored_then_written
 from convstore.store.results import AppendResult
 from convstore.store.writes import AppendPlan, OnConflict
 
-__all__ = ["append_batch", "complete_batch", "wait_for_collection"]
+__all__ = ["append_batch", "complete_batch"]
 
 _T = TypeVar("_T")
-
-_COLLECTED_RETRIES = 3
-_STALE_TOMBSTONE = 60.0
-"""Seconds after which a garbage collector's mark on a blob is taken for a dead collector's."""
 
 
 async def append_batch(
@@ -175,7 +170,10 @@ async def complete_batch(
 async def _write_batch(
     ctx: BlobContext, given: AppendPlan, write: Callable[[Tx, AppendPlan], _T]
 ) -> _T:
-    """``write`` the plan after storing its messages' files; retried if gc collects a blob."""
+    """``write`` the plan after storing its messages' files; retried if gc collects a blob.
+
+    The retry is `convstore.store.gc_retry`'s, the one loop restores and imports share.
+    """
     backend, blobs = ctx.backend, ctx.blobs
     cid = given.conversation_id
     if any(needs_storing(f) for m in given.messages for f in m.files):
@@ -183,13 +181,14 @@ async def _write_batch(
         if tenant is None:
             tenant = await backend.read(lambda tx: reads.conversation_tenant(tx, cid))
         blobs = blobs.namespace(namespace_of(ctx.dedupe, tenant))
-    for attempt in range(_COLLECTED_RETRIES):
+
+    async def store() -> tuple[AppendPlan, list[StoredBlob]]:
         stored_messages, stored_blobs = await store_files(blobs, given.messages)
         plan = AppendPlan(
             conversation_id=cid,
             messages=stored_messages,
             attachments=attachment_rows(stored_blobs),
-            now=arguments.now(),
+            now=arguments.now(),  # each attempt stamps its own
             tenant=given.tenant,
             idempotency_key=given.idempotency_key,
             on_conflict=given.on_conflict,
@@ -198,45 +197,13 @@ async def _write_batch(
             namespace=blobs.namespace_name,
             written=written_times(stored_blobs),
         )
+        return plan, stored_blobs
 
-        def run(tx: Tx, plan: AppendPlan = plan) -> _T:
-            return write(tx, plan)
-
-        try:
-            return await backend.write(run)
-        except writes.BlobBeingCollectedError as collected:
-            if attempt == _COLLECTED_RETRIES - 1:
-                break
-            # Wait for the collection to end, then store the bytes again (above).
-            await wait_for_collection(ctx, collected.blobs)
-        except ConversationNotFoundError:
-            # Erased or deleted while this batch's bytes went in: nothing will reference them.
-            await release_after_failure(backend, plan.namespace, stored_blobs)
-            raise
-    raise BlobStorageError(
-        "an attachment of this append was being garbage-collected and could not be stored "
-        "again; nothing was written: retry the append"
+    return await stored_then_written(
+        ctx,
+        blobs.namespace_name,
+        store,
+        lambda plan: backend.write(lambda tx: write(tx, plan)),
+        refusal="an attachment of this append was being garbage-collected and could not be "
+        "stored again; nothing was written: retry the append",
     )
-
-
-async def wait_for_collection(ctx: BlobContext, blobs: list[tuple[str, str]]) -> None:
-    """Wait until garbage collection has finished with ``blobs`` (namespace, digest).
-
-    A collector holds its mark for one stat and one delete; a mark older than
-    `_STALE_TOMBSTONE` was left by a collector that died: whether it deleted the bytes is
-    unknown, so they are taken as deleted now and the retry stores them again.
-    """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + _STALE_TOMBSTONE
-    delay = 0.01
-    while await ctx.backend.read(lambda tx: reads.tombstoned(tx, blobs)):
-        if loop.time() > deadline:
-            await _take_as_deleted(ctx, blobs)
-            return
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 0.5)
-
-
-async def _take_as_deleted(ctx: BlobContext, blobs: list[tuple[str, str]]) -> None:
-    now = await ctx.blobs.storage_now()
-    await ctx.backend.write(lambda tx: writes.finish_tombstones(tx, blobs, now))

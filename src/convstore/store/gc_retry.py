@@ -6,8 +6,8 @@ transaction finds a collector deleting (or having just deleted) one of the blobs
 `BlobBeingCollectedError` and rolls back; `stored_then_written` waits for the collection to
 end, stores the bytes again and writes again, up to `COLLECTED_RETRIES` attempts, then gives
 up with `BlobStorageError` (nothing written). Its callers: `convstore.store.tree_writes`
-(restore and the importers); the append pipeline (`convstore.store.appending`) is to move onto
-it.
+(restore and the importers) and the append pipeline's general step
+(`convstore.store.appending`).
 
 Invariants:
 
