@@ -36,6 +36,7 @@ from convstore.db.mapping import (
     encode_tool_call,
     outputs_of,
 )
+from convstore.db.statements.tool_calls import ToolCallAt
 from convstore.db.tx import Row, Tx
 from convstore.errors import (
     ToolCallConflictError,
@@ -321,4 +322,5 @@ PlannedBatch = Batch
 def call_as_stored(tx: Tx, cid: str, result: ToolResultPart) -> ToolCall:
     """The call ``result`` answers, as the database now holds it, with ``result``'s output."""
     row = tx.fetch(tx.statements.select_tool_call, {"cid": cid, "call_id": result.call_id})[0]
-    return decode_tool_calls([row], {(row[8], row[9]): result.output}, tx.codec)[0]
+    at = (row[ToolCallAt.result_seq], row[ToolCallAt.result_idx])
+    return decode_tool_calls([row], {at: result.output}, tx.codec)[0]

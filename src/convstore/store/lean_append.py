@@ -30,6 +30,7 @@ from typing import Final
 from convstore.db.mapping import holds_no_files
 from convstore.db.sqlite_tx import CODEC
 from convstore.db.statements import Statements
+from convstore.db.statements.tool_calls import ToolCallAt
 from convstore.db.tx import Tx
 from convstore.errors import ConvstoreError
 from convstore.model import Message, ToolCallStatus
@@ -76,7 +77,7 @@ class LeanAppend:
             tx.statements.select_tool_calls_in,
             {"cid": self.plan.conversation_id, "ids": tx.codec.dump_json(call_ids)},
         )
-        return all(row[6] in _OPEN for row in found)
+        return all(row[ToolCallAt.status] in _OPEN for row in found)
 
     def _general(self, tx: Tx) -> AppendResult:
         return writes.append_messages(tx, self.plan)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
+from convstore.db.statements.tool_calls import ToolCallAt
 from convstore.db.tx import Tx
 from convstore.errors import (
     AttachmentNotFoundError,
@@ -165,11 +166,13 @@ def stored_copies(
 def _stored_call(tx: Tx, cid: str, call_id: str, on_path: Callable[[int], bool]) -> DbCall | None:
     """The call ``call_id`` as stored, if it is on the path."""
     rows = tx.fetch(tx.statements.select_tool_call, {"cid": cid, "call_id": call_id})
-    if not rows or not on_path(rows[0][1]):
+    if not rows or not on_path(rows[0][ToolCallAt.seq]):
         return None
+    row = rows[0]
+    answered = row[ToolCallAt.result_seq]
     return DbCall(
-        status=ToolCallStatus(rows[0][6]),
-        result_at=(rows[0][8], rows[0][9]) if rows[0][8] is not None else None,
+        status=ToolCallStatus(row[ToolCallAt.status]),
+        result_at=None if answered is None else (answered, row[ToolCallAt.result_idx]),
     )
 
 
