@@ -88,6 +88,9 @@ test-fast: $(STAMP)
 checks: lint typecheck
 
 # The framework environments one after another (each is small; they run beside the main suite).
+# Each one's mypy keeps its cache in its own environment: the shared .mypy_cache, written by the
+# dev environment's mypy at the same time, held modules another environment does not have and
+# crashed its mypy (AssertionError: Cannot find module for pydantic_ai...).
 frameworks: pytest-agents test-pydantic-ai test-google-adk test-langgraph docs-extras
 
 # Each integration page's blocks in an environment built from its extra alone (the pinned
@@ -170,7 +173,7 @@ $(PAI_STAMP): pyproject.toml constraints-pydantic-ai.txt
 	touch $@
 
 test-pydantic-ai: $(PAI_STAMP)
-	$(PAI_VENV)/bin/mypy
+	$(PAI_VENV)/bin/mypy --cache-dir $(PAI_VENV)/.mypy_cache
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_pydantic_ai.py tests/integrations/test_pydantic_ai_fidelity.py \
 		tests/integrations/test_pydantic_ai_docs.py tests/integrations/test_pydantic_ai_crash.py \
 		tests/mcp_server/test_pydantic_ai_client.py
@@ -182,7 +185,7 @@ $(ADK_STAMP): pyproject.toml constraints-google-adk.txt
 	touch $@
 
 test-google-adk: $(ADK_STAMP)
-	$(ADK_VENV)/bin/mypy
+	$(ADK_VENV)/bin/mypy --cache-dir $(ADK_VENV)/.mypy_cache
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(ADK_VENV)/bin/pytest tests/integrations/test_google_adk.py tests/integrations/test_google_adk_crash.py \
 		tests/integrations/test_google_adk_docs.py
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(ADK_VENV)/bin/pytest tests/integrations/test_docs_blocks.py -k google_adk
@@ -194,7 +197,7 @@ $(LG_STAMP): pyproject.toml constraints-langgraph.txt
 	touch $@
 
 test-langgraph: $(LG_STAMP)
-	$(LG_VENV)/bin/mypy
+	$(LG_VENV)/bin/mypy --cache-dir $(LG_VENV)/.mypy_cache
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(LG_VENV)/bin/pytest tests/integrations/test_langgraph_conformance.py \
 		tests/integrations/test_langgraph.py tests/integrations/test_langchain.py \
 		tests/integrations/test_langgraph_docs.py
