@@ -7,11 +7,11 @@ renderer that turns any stored history into a request each LLM provider accepts.
 Everything public is re-exported here; modules whose names start with an underscore, and
 everything not listed in ``__all__``, may change without notice.
 
-The names load their modules on first use (module ``__getattr__``): ``import convstore`` costs
-only the error classes, so the command line and applications that need a part of the library
-do not pay for the rest (SQLAlchemy, pydantic models, providers). Type checkers read the
-imports under ``TYPE_CHECKING`` below; ``_LAZY`` must name the same modules
-(``tests/test_public_api.py`` checks both against ``__all__``).
+The names load their modules on first use (module ``__getattr__``, from ``_lazy``):
+``import convstore`` costs only the error classes, so the command line and applications that
+need a part of the library do not pay for the rest (SQLAlchemy, pydantic models, providers).
+Type checkers read the imports under ``TYPE_CHECKING`` below; ``_LAZY`` must name the same
+modules (``tests/test_public_api.py`` checks both against ``__all__``).
 
 Packages: ``model`` (the canonical values), ``store`` (`ConversationStore`, the single write
 boundary), ``db`` (schema, statements, backends), ``blobs`` (attachment bytes), ``transcript``
@@ -23,14 +23,13 @@ Modules: ``errors`` (the error tree), ``capabilities`` (what each target accepts
 ``limits`` and ``message_checks`` (what a message may hold, and the check), ``parsing`` and
 ``rendering`` (wire JSON in, requests out), ``sync`` (a blocking facade), ``json_input`` and
 ``zip_input`` (untrusted JSON and zips read safely), ``media_types``, ``progress``, and the
-private ``_search_tool`` (search as an agent's tool), ``_serving`` (uvicorn for ``serve`` and
-``mcp``), ``_words`` (counts in plain English).
+private ``_lazy`` (names loaded on first use), ``_search_tool`` (search as an agent's
+tool), ``_serving`` (uvicorn for ``serve`` and ``mcp``), ``_words`` (counts in plain English).
 """
 
 from __future__ import annotations
 
-import importlib
-
+from convstore._lazy import lazy_attributes
 from convstore.errors import (
     AsyncOnlyError,
     AttachmentCorruptedError,
@@ -67,8 +66,6 @@ from convstore.errors import (
 # rest of this module; type checkers treat any name TYPE_CHECKING as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from convstore._search_tool import SEARCH_TOOL_PARAMETERS, SearchToolHit, search_tool
     from convstore.capabilities import TARGETS, Capabilities, capabilities_for
     from convstore.db import DEFAULT_URL, migrate
@@ -262,14 +259,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'convstore' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), __all__)

@@ -2,8 +2,8 @@
 
 - ``convstore --help`` (and a usage error) imports no SQLAlchemy, pydantic, asyncio or
   provider module: only the parser (`convstore.cli.parser`) and the error classes.
-- ``import convstore`` loads the error classes only; every other public name loads its module
-  on first use and is the object its module defines.
+- ``import convstore`` loads the error classes (and `convstore._lazy`) only; every other
+  public name loads its module on first use and is the object its module defines.
 - The names the parser spells out (targets, formats, the default URL) are the library's.
 - Every command's handler is an async function where the command table says it is.
 - ``search`` and ``list`` on an existing, current database open the store and read it without
@@ -77,7 +77,11 @@ def test_help_and_usage_errors_import_nothing_heavy(argv: list[str]) -> None:
 
 def test_import_convstore_loads_the_errors_only() -> None:
     loaded = _modules_after("import convstore")
-    assert [m for m in loaded if m.startswith("convstore")] == ["convstore", "convstore.errors"]
+    assert [m for m in loaded if m.startswith("convstore")] == [
+        "convstore",
+        "convstore._lazy",
+        "convstore.errors",
+    ]
     assert _heavy(loaded) == []
 
 

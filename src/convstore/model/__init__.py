@@ -22,13 +22,11 @@ reading a `Role` or a `TreeNode` does not build the pydantic models.
 
 from __future__ import annotations
 
-import importlib
+from convstore._lazy import lazy_attributes
 
 # Not `typing.TYPE_CHECKING` (see ``convstore/__init__.py``); type checkers treat it as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from convstore.model.content import AttachmentRef, FilePart, TextPart
     from convstore.model.conversation import (
         Branch,
@@ -119,14 +117,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'convstore.model' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), __all__)

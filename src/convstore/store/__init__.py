@@ -65,13 +65,11 @@ pipeline or the renderers behind `ConversationStore`'s other methods.
 
 from __future__ import annotations
 
-import importlib
+from convstore._lazy import lazy_attributes
 
 # Not `typing.TYPE_CHECKING` (see ``convstore/__init__.py``); type checkers treat it as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from convstore.store.conversation_store import (
         DEFAULT_MAX_ATTACHMENT_SIZE,
         ConversationStore,
@@ -124,14 +122,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'convstore.store' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), __all__)

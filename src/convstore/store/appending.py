@@ -120,30 +120,21 @@ def _planned(
 
     The write's result is ``None`` when it declined (the general step follows).
     """
-    now = arguments.now()
+    plan = AppendPlan(
+        conversation_id=cid,
+        messages=batch,
+        attachments=[],
+        now=arguments.now(),
+        tenant=tenant,
+        on_conflict=on_conflict,
+        expected_revision=expected_revision,
+        parent_seq=parent_seq,
+    )
     if backend.one_statement is not None:
-        plan = AppendPlan(
-            conversation_id=cid,
-            messages=batch,
-            attachments=[],
-            now=now,
-            tenant=tenant,
-            on_conflict=on_conflict,
-            expected_revision=expected_revision,
-            parent_seq=parent_seq,
-        )
         if not one_statement.eligible(backend, plan):
             return None
         return one_statement.append_in_one_statement(backend, plan)
-    lean = lean_append.plan(
-        cid,
-        batch,
-        now,
-        tenant=tenant,
-        expected_revision=expected_revision,
-        parent_seq=parent_seq,
-        on_conflict=on_conflict,
-    )
+    lean = lean_append.plan(plan)
     return None if lean is None else backend.write(lean.run)
 
 

@@ -24,7 +24,6 @@ Invariants:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Final
 
 from convstore.db.mapping import holds_no_files
@@ -33,11 +32,11 @@ from convstore.db.statements import Statements
 from convstore.db.statements.tool_calls import ToolCallAt
 from convstore.db.tx import Tx
 from convstore.errors import ConvstoreError
-from convstore.model import Message, ToolCallStatus
+from convstore.model import ToolCallStatus
 from convstore.store import header_lock, writes
 from convstore.store.planning import PlanningTx, planning_cannot_decide
 from convstore.store.results import AppendResult
-from convstore.store.writes import AppendPlan, OnConflict
+from convstore.store.writes import AppendPlan
 
 __all__ = ["LeanAppend", "plan"]
 
@@ -83,31 +82,13 @@ class LeanAppend:
         return writes.append_messages(tx, self.plan)
 
 
-def plan(
-    cid: str,
-    messages: list[Message],
-    now: datetime,
-    *,
-    tenant: str | None,
-    expected_revision: str | None,
-    parent_seq: int | None,
-    on_conflict: OnConflict,
-) -> LeanAppend | None:
+def plan(append: AppendPlan) -> LeanAppend | None:
     """The lean write of a batch without idempotency key; ``None``: the general path's."""
+    messages = append.messages
     if any(not holds_no_files(m.parts) and m.files for m in messages) or planning_cannot_decide(
         messages
     ):
         return None
-    append = AppendPlan(
-        conversation_id=cid,
-        messages=messages,
-        attachments=[],
-        now=now,
-        tenant=tenant,
-        on_conflict=on_conflict,
-        expected_revision=expected_revision,
-        parent_seq=parent_seq,
-    )
     try:
         batch = writes.plan_batch(_PLANNING, append)
     except ConvstoreError:
