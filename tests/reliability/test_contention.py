@@ -47,6 +47,10 @@ async def test_filtered_listings_beside_a_writer_and_a_reader(
     monkeypatch.setattr(sqlite_tx, "WAL_CHECKPOINT_BYTES", bound)
     run = uuid.uuid4().hex  # the PostgreSQL database is shared by the session
     async with ConversationStore(db_url, blobs=blobs_url, auto_migrate=True) as store:
+        # The bound below is the writer's and the readers'; the idle-time search catch-up
+        # indexes the 600 conversations in one commit of its own, larger than the slack
+        # (its own WAL bound: tests/db/test_sqlite_readers.py).
+        store.search_index.background = False
         await populate(store, run, 600)
         database = sqlite_path(db_url)
         wal = None if database is None else database.with_name(database.name + "-wal")
