@@ -142,7 +142,7 @@ PYTEST_WORKERS ?= auto
 XDIST := -n $(PYTEST_WORKERS)
 
 pytest: $(STAMP) $(AI_SDK_STAMP)
-	$(BIN)/pytest $(XDIST)
+	$(BIN)/pytest $(XDIST) --durations=40
 	CONVSTORE_TEST_PG_PARTITIONS=4 $(BIN)/pytest $(XDIST) -m postgres $(PARTITIONED_SUITES)
 
 $(AI_SDK_STAMP): $(AI_SDK_NODE)/package.json $(AI_SDK_NODE)/package-lock.json

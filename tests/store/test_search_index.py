@@ -148,10 +148,12 @@ class _Run:
             assert [h for h in page if h.seq is not None] == [], token
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(("seed", "budget"), [(1, None), (2, 1), (3, 1)])
 async def test_random_operations_leave_the_index_equal_to_a_rebuilt_one(
-    store: ConversationStore, seed: int
+    store: ConversationStore, seed: int, budget: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if budget is not None:  # every catch-up transaction indexes one new row (SQLite)
+        monkeypatch.setattr(search_index, "CATCH_UP_BUDGET", budget)
     run = _Run(store, random.Random(seed))
     compared = 0
     for _ in range(150):
@@ -229,6 +231,88 @@ async def test_a_popped_message_is_not_found_before_any_catch_up(
     assert [h.seq for h in await store.search("walrus", tenant=tenant)] == [1]
     assert [h.seq for h in await store.search("narwhal", tenant=tenant)] == [3]
     assert await _differences(store) == []
+
+
+async def test_a_backlog_is_indexed_in_transactions_of_bounded_size(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'backlog.db'}"
+    async with ConversationStore(url, blobs=f"memory://{uuid.uuid4().hex}") as store:
+        store.search_index.background = False
+        conv = await store.create_conversation()
+        words = "the walrus said nothing about the ice or the sea " * 24  # ~1,200 characters
+        await store.append(conv.id, [Message.user(f"turn{n} {words}") for n in range(40)])
+        monkeypatch.setattr(search_index, "CATCH_UP_BUDGET", 10_000)
+        steps: list[search_index.CaughtUp] = []
+        catch_up = search_index.catch_up
+
+        def counted(tx: Any, **options: Any) -> search_index.CaughtUp:
+            steps.append(catch_up(tx, **options))
+            return steps[-1]
+
+        monkeypatch.setattr(search_index, "catch_up", counted)
+        assert await store.search_index.catch_up() == 40
+        # 10,000 characters of ~1,240-character rows: 9 rows a transaction (the one that
+        # crosses the budget included), then the rest.
+        assert [s.indexed for s in steps] == [9, 9, 9, 9, 4]
+        assert [s.done for s in steps] == [False] * 4 + [True]
+        assert len({s.until for s in steps}) == 1
+        assert [h.seq for h in await store.search("turn39")] == [40]
+        assert await _differences(store) == []
+
+
+async def test_a_catch_up_stops_where_it_set_out_to_and_below_the_newest_row(
+    tmp_path: Any,
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'until.db'}"
+    async with ConversationStore(url, blobs=f"memory://{uuid.uuid4().hex}") as store:
+        store.search_index.background = False
+        conv = await store.create_conversation()
+        await store.append(conv.id, [Message.user(f"walrus{n}") for n in range(6)])
+        first = await store.backend.write(lambda tx: search_index.catch_up(tx, budget=1))
+        assert (first.indexed, first.done) == (1, False)
+        # Rows appended after a caller's first catch-up are not its to index ...
+        await store.append(conv.id, Message.user("narwhal"))
+        rest = await store.backend.write(
+            lambda tx: search_index.catch_up(tx, budget=10**9, until=first.until)
+        )
+        assert (rest.indexed, rest.done, rest.until) == (5, True, first.until)
+        dialect = store.backend.dialect_name
+        assert await store.backend.read(lambda tx: search_index.pending(tx, dialect))
+        # ... and the mark never passes the newest row, even when the rows a caller set out to
+        # reach are gone: SQLite gives the next row the newest deleted row's rowid.
+        await store.truncate(conv.id, after_seq=3)  # rowids 4 to 7 go; the mark falls to 3
+        stale = await store.backend.write(
+            lambda tx: search_index.catch_up(tx, until=first.until + 1)
+        )
+        assert stale.done
+        marks = text("SELECT mark, (SELECT max(rowid) FROM messages) FROM search_state")
+        assert await store.backend.read(lambda tx: tx.fetch(marks)) == [(3, 3)]  # type: ignore[arg-type]
+        await store.append(conv.id, Message.user("beluga"))  # rowid 4 again
+        assert [h.snippet for h in await store.search("beluga")] == ["⟦beluga⟧"]
+        assert list(await store.search("narwhal")) == []
+        assert await _differences(store) == []
+
+
+async def test_rows_after_a_deleted_conversations_unindexed_turns_are_found(
+    tmp_path: Any,
+) -> None:
+    # The deleted conversation holds rows on both sides of the mark, and the newest rowids:
+    # after it goes, the mark must be at or below the newest row left (revision 0014).
+    url = f"sqlite+aiosqlite:///{tmp_path / 'mark.db'}"
+    async with ConversationStore(url, blobs=f"memory://{uuid.uuid4().hex}") as store:
+        store.search_index.background = False
+        kept = await store.create_conversation()
+        await store.append(kept.id, [Message.user(f"walrus{n}") for n in range(3)])
+        gone = await store.create_conversation()
+        await store.append(gone.id, [Message.user("indexed"), Message.assistant("indexed")])
+        await store.search_index.catch_up()
+        await store.append(gone.id, [Message.user("pending"), Message.assistant("pending")])
+        await store.delete_conversation(gone.id)
+        await store.search_index.catch_up()
+        await store.append(kept.id, Message.user("beluga"))
+        assert [h.seq for h in await store.search("beluga")] == [4]
+        assert await _differences(store) == []
 
 
 async def test_renumbered_rowids_rebuild_the_index(tmp_path: Any) -> None:

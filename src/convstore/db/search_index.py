@@ -18,12 +18,16 @@ SQLite (this module; PostgreSQL's objects and statements are in
   that range (`tenant_range`): other tenants' documents are never visited.
 - ``search_state.mark`` is the highest message rowid indexed; ``search_map`` maps each indexed
   message rowid to its document id. Triggers on ``messages`` (``DELETE``, ``UPDATE OF parts``
-  only; nothing on ``INSERT``) log the rowids of rows at or below the mark in ``search_log``; a
-  delete also lowers the mark to ``max(rowid)``, because SQLite reuses the rowid of the newest
-  row once it is deleted: a new row must land above the mark.
+  only; nothing on ``INSERT``) log the rowids of rows at or below the mark in ``search_log``;
+  after every deleted row the mark is lowered to ``max(rowid)`` if it is above it (revision
+  0014's `DELETE_TRIGGER`), because SQLite reuses the rowid of the newest row once it is
+  deleted: a new row must land above the mark.
 - A catch-up removes the logged documents, indexes logged rows that still exist (updates) and
-  every row above the mark, clears the log and moves the mark, in one transaction: index, map,
+  the rows above the mark, clears the log and moves the mark, in one transaction: index, map,
   log and mark commit or roll back together (so it may commit with ``synchronous=NORMAL``).
+  Given a ``budget``, one catch-up indexes at most about that many characters of new rows (at
+  least one row): a backlog is indexed in short transactions, each holding the write lock and
+  growing the WAL by a bounded amount, with appends and checkpoints between them.
 - Titles are few and written by conversation writes only: triggers on ``conversations`` keep
   them in the index at once.
 - A ``VACUUM`` or a table-rebuilding migration may renumber rowids. ``search_state`` keeps the
@@ -35,6 +39,7 @@ SQLite (this module; PostgreSQL's objects and statements are in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Final
 
 from sqlalchemy import Connection, TextClause, text
@@ -45,14 +50,17 @@ from convstore.db.search_index_postgres import pg_attach, pg_catch_up, pg_detach
 from convstore.db.tx import Row, Tx
 
 __all__ = [
+    "CATCH_UP_BUDGET",
     "DOC_MASK",
     "MERGE",
     "PENDING",
     "SLOT_BITS",
     "SQLITE_CREATE",
     "SQLITE_DROP",
+    "CaughtUp",
     "catch_up",
     "downgrade",
+    "downgrade_delete_trigger",
     "pending",
     "pg_attach",
     "pg_catch_up",
@@ -60,6 +68,7 @@ __all__ = [
     "tenant_range",
     "title_doc",
     "upgrade",
+    "upgrade_delete_trigger",
 ]
 
 SLOT_BITS: Final = 40
@@ -88,6 +97,13 @@ _LOG: Final = (
     " WHERE NOT EXISTS (SELECT 1 FROM search_log WHERE msg = old.rowid);"
 )
 _AT_OR_BELOW_MARK: Final = "WHEN old.rowid <= (SELECT mark FROM search_state)"
+_DELETE_TRIGGER_0011: Final = (  # as revision 0011 created it, to the character
+    f"""CREATE TRIGGER search_messages_delete AFTER DELETE ON messages {_AT_OR_BELOW_MARK} BEGIN
+      {_LOG}
+      UPDATE search_state SET mark = coalesce((SELECT max(rowid) FROM messages), 0)
+      WHERE mark > coalesce((SELECT max(rowid) FROM messages), 0);
+    END"""
+)
 
 SQLITE_CREATE: Final = (
     # AUTOINCREMENT: an erased tenant's slot is never given to another tenant.
@@ -101,11 +117,7 @@ SQLITE_CREATE: Final = (
     """CREATE VIRTUAL TABLE search_fts USING fts5(
       title, body, thinking, tokenize='trigram case_sensitive 0', columnsize=0)""",
     "INSERT INTO search_fts (search_fts, rank) VALUES ('automerge', 0)",
-    f"""CREATE TRIGGER search_messages_delete AFTER DELETE ON messages {_AT_OR_BELOW_MARK} BEGIN
-      {_LOG}
-      UPDATE search_state SET mark = coalesce((SELECT max(rowid) FROM messages), 0)
-      WHERE mark > coalesce((SELECT max(rowid) FROM messages), 0);
-    END""",
+    _DELETE_TRIGGER_0011,
     f"""CREATE TRIGGER search_messages_update AFTER UPDATE OF parts ON messages
     {_AT_OR_BELOW_MARK} BEGIN
       {_LOG}
@@ -126,7 +138,53 @@ SQLITE_CREATE: Final = (
     END""",
 )
 """Revision 0011's objects (after 0006's triggers, view and table and 0008's index are gone);
-`catch_up` then fills them."""
+`catch_up` then fills them. Revision 0014 replaces the delete trigger (`DELETE_TRIGGER`)."""
+
+_LOWER_MARK: Final = (
+    "UPDATE search_state SET mark = coalesce((SELECT max(rowid) FROM messages), 0)"
+    " WHERE mark > coalesce((SELECT max(rowid) FROM messages), 0)"
+)
+
+DELETE_TRIGGER: Final = f"""CREATE TRIGGER search_messages_delete AFTER DELETE ON messages BEGIN
+      INSERT INTO search_log (msg) SELECT old.rowid
+      WHERE old.rowid <= (SELECT mark FROM search_state)
+      AND NOT EXISTS (SELECT 1 FROM search_log WHERE msg = old.rowid);
+      {_LOWER_MARK};
+    END"""
+"""Revision 0014's delete trigger: log the row if it is indexed, and after *every* deleted row
+keep the mark at or below the newest row.
+
+0011's trigger did both only for rows at or below the mark. A statement deleting rows on both
+sides of the mark (a conversation whose newest turns were not indexed yet) lowered the mark
+while the unindexed rows still held the top rowids, then deleted those without lowering it
+again: the mark was left above the newest row, and the next rows, given the freed rowids, were
+never indexed.
+"""
+
+_REPAIR: Final = (
+    _LOWER_MARK,
+    # Rows at or below the mark that the index lacks (what 0011's trigger lost): logged, so the
+    # next catch-up indexes them as updated rows.
+    "INSERT INTO search_log (msg) SELECT m.rowid FROM messages AS m"
+    " WHERE m.rowid <= (SELECT mark FROM search_state)"
+    " AND NOT EXISTS (SELECT 1 FROM search_map AS s WHERE s.msg = m.rowid)"
+    " AND NOT EXISTS (SELECT 1 FROM search_log AS l WHERE l.msg = m.rowid)",
+)
+
+
+def upgrade_delete_trigger(conn: Connection) -> None:
+    """Revision 0014 (SQLite): `DELETE_TRIGGER` in place of 0011's, and what it lost repaired."""
+    conn.exec_driver_sql("DROP TRIGGER search_messages_delete")
+    conn.exec_driver_sql(DELETE_TRIGGER)
+    for sql in _REPAIR:
+        conn.exec_driver_sql(sql)
+
+
+def downgrade_delete_trigger(conn: Connection) -> None:
+    """Back to 0011's delete trigger."""
+    conn.exec_driver_sql("DROP TRIGGER search_messages_delete")
+    conn.exec_driver_sql(_DELETE_TRIGGER_0011)
+
 
 SQLITE_DROP: Final = (
     "DROP TRIGGER search_titles_update",
@@ -171,6 +229,10 @@ _RENUMBERED: Final = _q(
     FROM search_state AS s"""
 )
 _TOP: Final = _q("SELECT coalesce(max(rowid), 0) FROM messages")
+_NEXT: Final = _q(
+    "SELECT rowid, length(parts) FROM messages WHERE rowid > :mark AND rowid <= :until"
+    " ORDER BY rowid LIMIT :rows"
+)
 _FORGET_DOCS: Final = _q(
     "DELETE FROM search_fts WHERE rowid IN"
     " (SELECT s.doc FROM search_log AS l CROSS JOIN search_map AS s ON s.msg = l.msg)"
@@ -274,16 +336,53 @@ def pending(tx: Tx, dialect: str = "sqlite") -> bool:
     return bool(_one(tx, PENDING if dialect == "sqlite" else search_index_postgres.PENDING)[0])
 
 
-def catch_up(tx: Tx, *, rebuild: bool = False) -> int:
-    """Bring the index up to every row ``tx`` sees (in a write transaction); rows indexed.
+CATCH_UP_BUDGET: Final = 64 * 1024
+"""Characters of new messages (their stored parts) one bounded catch-up indexes at most."""
+_BUDGET_ROWS: Final = 512
+"""Rows one bounded catch-up indexes at most, whatever their size."""
 
-    ``rebuild`` (or rowids found renumbered) indexes everything from scratch.
+
+@dataclass(frozen=True, slots=True)
+class CaughtUp:
+    """What one catch-up did: rows indexed, and how far a caller must go to be done."""
+
+    indexed: int
+    until: int
+    """The highest rowid the catch-up set out to reach (pass it to the next catch-up)."""
+    done: bool
+    """Every row up to `until` is indexed."""
+
+
+def catch_up(
+    tx: Tx, *, rebuild: bool = False, budget: int | None = None, until: int | None = None
+) -> CaughtUp:
+    """Bring the index up to what ``tx`` sees (in a write transaction), or part of the way.
+
+    ``budget`` bounds the characters of new rows indexed in this transaction (at least one row
+    is); ``until`` stops at that rowid (a caller's first catch-up reports the rowid to pass,
+    so rows appended meanwhile cannot keep a caller looping). ``rebuild`` (or rowids found
+    renumbered) empties the index first.
     """
     if rebuild or bool(_one(tx, _RENUMBERED)[0]):
         for stmt in _RESET:
             _run(tx, stmt)
+        until = None  # a rowid read before the renumbering means nothing now
     mark = int(_one(tx, _STATE)[0])
-    top = int(_one(tx, _TOP)[0])
+    newest = int(_one(tx, _TOP)[0])
+    until = newest if until is None else until
+    # The mark never passes the newest row: SQLite gives a deleted newest row's rowid to the
+    # next row, which must land above the mark to be indexed.
+    top, done = max(mark, min(until, newest)), True
+    if budget is not None:
+        top, spent = mark, 0
+        rows = tx.fetch(_NEXT, {"mark": mark, "until": until, "rows": _BUDGET_ROWS})
+        for rowid, size in rows:
+            if spent >= budget:
+                done = False
+                break
+            top, spent = int(rowid), spent + int(size or 0)
+        else:
+            done = len(rows) < _BUDGET_ROWS
     params = {"mark": mark, "top": top}
     _run(tx, _FORGET_DOCS)
     _run(tx, _FORGET_MAP)
@@ -293,7 +392,7 @@ def catch_up(tx: Tx, *, rebuild: bool = False) -> int:
     _run(tx, _INDEX_NEW, params)
     _run(tx, _CLEAR_LOG)
     _run(tx, _MOVE_MARK, params)
-    return max(0, top - mark)
+    return CaughtUp(indexed=max(0, top - mark), until=until, done=done)
 
 
 _SLOT: Final = _q("SELECT slot FROM search_tenants WHERE tenant = :tenant")

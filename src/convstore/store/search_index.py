@@ -5,13 +5,14 @@ decides when they run:
 
 - **At search time** (`SearchIndex.search`): the query runs on a reader in one hop, after a
   cheap check, in the same snapshot, that nothing is pending. When something is, the catch-up
-  runs in one short write transaction and the query runs again in a new snapshot: everything
-  committed before the search started is then indexed, and a row deleted or changed since it
-  was indexed is excluded by the log the query reads.
+  runs (in short write transactions of bounded size, up to the newest row it found at its
+  start) and the query runs again in a new snapshot: everything committed before the search
+  started is then indexed, and a row deleted or changed since it was indexed is excluded by
+  the log the query reads.
 - **In the background**: every write to the store tells `SearchIndex` (a backend write
   listener: a clock reading, nothing else); once no write is in flight and none has ended for
   `IDLE_SECONDS`
-  (or `MAX_DELAY_SECONDS` have passed with writes never pausing), one catch-up runs and then a
+  (or `MAX_DELAY_SECONDS` have passed with writes never pausing), the catch-up runs and then a
   few bounded steps of FTS5 segment merging, each its own transaction, while the writer stays
   idle. So a search rarely finds more than the last turn pending, and merging never runs
   inside an append or a search. Last, the WAL is checkpointed there once it passes a
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 import sqlite3
@@ -96,6 +98,10 @@ def _merge_step(
     return raw.total_changes - before > 1
 
 
+def _bounded_catch_up(tx: Tx, *, until: int | None) -> search_index.CaughtUp:
+    return search_index.catch_up(tx, budget=search_index.CATCH_UP_BUDGET, until=until)
+
+
 def _checkpoint(raw: sqlite3.Connection) -> None:
     with contextlib.suppress(sqlite3.Error):  # busy: the next checkpoint copies it
         raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
@@ -130,14 +136,15 @@ class SearchIndex:
     async def catch_up(self) -> int:
         """Index everything committed so far; the number of new rows indexed."""
         async with self._lock:
-            return await self._write(self._catch_up)
+            return await self._catch_up()
 
     async def rebuild(self) -> int:
         """Index every row from scratch (after anything that renumbers rowids)."""
         if not self._sqlite:
             return 0
         async with self._lock:
-            return await self._write(lambda tx: search_index.catch_up(tx, rebuild=True))
+            caught_up = await self._write(lambda tx: search_index.catch_up(tx, rebuild=True))
+            return caught_up.indexed
 
     async def purge(self, tenant: str) -> None:
         """After erasing ``tenant``: the index keeps nothing of it.
@@ -148,7 +155,7 @@ class SearchIndex:
         if not self._sqlite:
             return  # PostgreSQL: the documents went with the rows (a foreign-key cascade)
         async with self._lock:
-            await self._write(self._catch_up)
+            await self._catch_up()
             await self._write(lambda tx: tx.execute(search_index.FORGET_TENANT, {"tenant": tenant}))
             await self._write(lambda tx: tx.execute(search_index.OPTIMIZE))
             if self._wal is not None:
@@ -186,8 +193,22 @@ class SearchIndex:
             return result
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _catch_up(self, tx: Tx) -> int:
-        return search_index.catch_up(tx) if self._sqlite else search_index.pg_catch_up(tx)
+    async def _catch_up(self) -> int:
+        """Index what was committed before this call, in transactions of bounded size.
+
+        Each transaction indexes about `search_index.CATCH_UP_BUDGET` characters at most, then
+        lets the writer and the WAL bound in: a backlog of a thousand turns is not one
+        transaction holding the write lock for a second and writing megabytes of WAL at once.
+        """
+        if not self._sqlite:
+            return await self._write(search_index.pg_catch_up)
+        indexed, until = 0, None
+        while True:
+            step = await self._write(functools.partial(_bounded_catch_up, until=until))
+            indexed += step.indexed
+            if step.done:
+                return indexed
+            until = step.until
 
     async def _write(self, fn: Callable[[Tx], T]) -> T:
         if self._wal is None:  # in memory, or PostgreSQL: the backend's own writes
@@ -223,7 +244,7 @@ class SearchIndex:
             seen = self._last_write
             try:
                 async with self._lock:
-                    await self._write(self._catch_up)
+                    await self._catch_up()
                     if self._wal is not None:
                         for _ in range(MERGE_STEPS):
                             if self._last_write != seen or not await self._raw(
