@@ -105,7 +105,7 @@ NOT_FOR_READING = (
     "convstore.store.one_statement",
     "convstore.store.planning",
     "convstore.db.migrations",
-    "convstore.db.postgres",
+    "convstore.db.postgres.backend",
 )
 # ...and, for search and list, no pydantic model either (pydantic_core's JSON parser is fine).
 NO_MODELS = ("pydantic.main", "convstore.model.messages", "convstore.model.content")

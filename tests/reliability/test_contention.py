@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 
 from convstore import ConversationStore
-from convstore.db import sqlite_path, sqlite_tx
+from convstore.db import sqlite_path
+from convstore.db.sqlite import tx as sqlite_tx
 from convstore.store.maintenance import fsck
 from tests.reliability.contention import (
     checked_collection,

@@ -278,7 +278,7 @@ tool_calls: Final = Table(
         sqlite_where=text("status = 'pending'"),
         postgresql_where=text("status = 'pending'"),
     ),
-    # PostgreSQL only (revision 0012): its one-statement window (`convstore.db.pg_load`) finds
+    # PostgreSQL only (revision 0012): its one-statement window (`convstore.db.postgres.load`) finds
     # the calls made and answered in a window through these, in index ranges, instead of
     # parsing the window's parts. SQLite reads a window's calls by the ids its decoded parts
     # name (`convstore.store.reads.calls_of`); its appends do not pay for them.

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from convstore.db.mapping import holds_no_files
-from convstore.db.sqlite_tx import CODEC
+from convstore.db.sqlite.tx import CODEC
 from convstore.db.statements import Statements
 from convstore.db.statements.tool_calls import ToolCallAt
 from convstore.db.tx import Tx

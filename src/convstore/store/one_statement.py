@@ -1,4 +1,4 @@
-"""The common PostgreSQL append in one round trip (`convstore.db.pg_append`).
+"""The common PostgreSQL append in one round trip (`convstore.db.postgres.append`).
 
 Invariants:
 
@@ -24,7 +24,7 @@ from pydantic_core import to_json
 from typing_extensions import override
 
 from convstore.db.backend import Backend
-from convstore.db.pg_append import DECLINES, SQL, OneStatementAppend
+from convstore.db.postgres.append import DECLINES, SQL, OneStatementAppend
 from convstore.db.tx import Codec
 from convstore.errors import ConvstoreError
 from convstore.store import header_lock, writes

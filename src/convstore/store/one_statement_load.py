@@ -1,4 +1,4 @@
-"""PostgreSQL loads and windows in one round trip (`convstore.db.pg_load`).
+"""PostgreSQL loads and windows in one round trip (`convstore.db.postgres.load`).
 
 Invariants:
 
@@ -21,9 +21,9 @@ from typing import Any, Final
 from pydantic_core import from_json
 from typing_extensions import override
 
-from convstore.db import pg_load
 from convstore.db.backend import OneStatement
 from convstore.db.mapping import decode_compactions, decode_conversation, decode_messages
+from convstore.db.postgres import load as pg_load
 from convstore.db.statements.conversations import HeaderAt
 from convstore.db.statements.messages import MessageAt
 from convstore.db.tx import PassthroughCodec, Row

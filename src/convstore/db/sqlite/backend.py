@@ -7,9 +7,9 @@ thread, on statements compiled once from the shared Core definitions.
 
 This module owns the backend itself: its connections' lifecycle, the group-commit writer, the
 reader pool and statement tracing. What runs inside a driver thread lives beside it: the
-transactions and the WAL bound in `convstore.db.sqlite_tx`, schema checks and migrations in
-`convstore.db.sqlite_schema`, opening and configuring connections in
-`convstore.db.sqlite_connections`.
+transactions and the WAL bound in `convstore.db.sqlite.tx`, schema checks and migrations in
+`convstore.db.sqlite.schema`, opening and configuring connections in
+`convstore.db.sqlite.connections`.
 
 Invariants:
 
@@ -51,7 +51,7 @@ from sqlalchemy.engine import URL
 
 from convstore._compat.sqlite_driver import adapt_none_quickly, run_in_connection_thread
 from convstore.db.errors import is_transient, translate
-from convstore.db.sqlite_connections import (
+from convstore.db.sqlite.connections import (
     backoff,
     close_quietly,
     configure,
@@ -59,8 +59,8 @@ from convstore.db.sqlite_connections import (
     install_trace,
     translated,
 )
-from convstore.db.sqlite_schema import migrate_schema, prepare_schema
-from convstore.db.sqlite_tx import (
+from convstore.db.sqlite.schema import migrate_schema, prepare_schema
+from convstore.db.sqlite.tx import (
     WAL_AUTOCHECKPOINT_PAGES,
     Outcome,
     StatementCache,

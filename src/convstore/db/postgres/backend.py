@@ -245,8 +245,8 @@ class PostgresBackend:
             raise translate(exc) from exc
 
     async def partition(self, modulus: int) -> list[str]:
-        """Hash-partition the per-conversation tables (`convstore.db.partitioning`)."""
-        from convstore.db.partitioning import partition_tables
+        """Hash-partition the per-conversation tables (`convstore.db.postgres.partitioning`)."""
+        from convstore.db.postgres.partitioning import partition_tables
 
         try:
             async with _loop_migration_lock(), self.engine.begin() as conn:

@@ -1,7 +1,7 @@
 """SQLite transactions as they run in a connection's driver thread.
 
 Each function here runs whole inside the aiosqlite thread of one raw ``sqlite3`` connection
-(the backend in `convstore.db.sqlite` hands it over in one hop): a read or write transaction
+(the backend in `convstore.db.sqlite.backend` hands it over in one hop): a read or write transaction
 around one store operation, a group of writes sharing one ``COMMIT`` (each in its own
 savepoint, failing alone), and the bound on the WAL's size checked after each group. Core
 statements are compiled to driver SQL once per statement object (`StatementCache`).
