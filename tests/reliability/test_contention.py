@@ -29,7 +29,7 @@ import pytest
 from convstore import ConversationStore
 from convstore.db import sqlite_path
 from convstore.db.sqlite import tx as sqlite_tx
-from convstore.store.maintenance import fsck
+from convstore.store.maintenance.garbage import fsck
 from tests.reliability.contention import (
     checked_collection,
     gc_beside_writers,

@@ -15,7 +15,7 @@ import pytest
 
 from convstore import ConversationStore, Message, ToolCallPart
 from convstore.db.schema import metadata
-from convstore.store.reads import load_conversation
+from convstore.store.load.reads import load_conversation
 from tests.support.round_trips import round_trips
 
 

@@ -72,7 +72,7 @@ class Backend(Protocol):
         """This backend's one-statement runner, or ``None`` (every operation is ``fn(tx)``).
 
         The store's fast paths are parameters of its pipelines, not other backends' types:
-        the append (`convstore.store.appending`) and the load take it when it is there.
+        the append (`convstore.store.append.appending`) and the load take it when it is there.
         """
         ...
 

@@ -74,30 +74,30 @@ if TYPE_CHECKING:
         DEFAULT_MAX_ATTACHMENT_SIZE,
         ConversationStore,
     )
-    from convstore.store.listing import ConversationPage, ConversationSummary
-    from convstore.store.maintenance import (
+    from convstore.store.conversations.listing import ConversationPage, ConversationSummary
+    from convstore.store.load.native import NativeEntry, NativePath
+    from convstore.store.maintenance.garbage import (
         FsckReport,
         GarbageReport,
         collect_garbage,
         fsck,
         record_blob_location,
     )
-    from convstore.store.native import NativeEntry, NativePath
     from convstore.store.results import AppendResult
     from convstore.store.search import SearchHit, SearchPage
 
 _LAZY: dict[str, str] = {
     "DEFAULT_MAX_ATTACHMENT_SIZE": "convstore.store.conversation_store",
     "ConversationStore": "convstore.store.conversation_store",
-    "ConversationPage": "convstore.store.listing",
-    "ConversationSummary": "convstore.store.listing",
-    "FsckReport": "convstore.store.maintenance",
-    "GarbageReport": "convstore.store.maintenance",
-    "collect_garbage": "convstore.store.maintenance",
-    "fsck": "convstore.store.maintenance",
-    "record_blob_location": "convstore.store.maintenance",
-    "NativeEntry": "convstore.store.native",
-    "NativePath": "convstore.store.native",
+    "ConversationPage": "convstore.store.conversations.listing",
+    "ConversationSummary": "convstore.store.conversations.listing",
+    "FsckReport": "convstore.store.maintenance.garbage",
+    "GarbageReport": "convstore.store.maintenance.garbage",
+    "collect_garbage": "convstore.store.maintenance.garbage",
+    "fsck": "convstore.store.maintenance.garbage",
+    "record_blob_location": "convstore.store.maintenance.garbage",
+    "NativeEntry": "convstore.store.load.native",
+    "NativePath": "convstore.store.load.native",
     "AppendResult": "convstore.store.results",
     "SearchHit": "convstore.store.search",
     "SearchPage": "convstore.store.search",

@@ -11,7 +11,7 @@ results of the window's calls that lie after it (``later``: a ``before_seq`` pag
 compactions. It returns them as one row set, each row tagged with its kind and its values in
 typed slots (`_SLOTS`), ordered by kind and then by ``seq`` (compactions by id).
 
-A reader that keeps decoded messages (`convstore.store.message_cache`) names the conversation
+A reader that keeps decoded messages (`convstore.store.load.message_cache`) names the conversation
 instance it last saw and the range of seqs it holds of it (``held``): rows in that range come
 back as their ``seq`` alone (flag ``b``), the others whole. A row is immutable once written and
 a seq never reused, so a message the reader holds is what the row says; one in the range it
@@ -20,7 +20,7 @@ does not hold (another branch, a page it skipped) it reads again, whole, without
 Invariants:
 
 - One statement is one snapshot, so no transaction is opened (no ``BEGIN``/``COMMIT`` round
-  trips): the rows are those the transactional path (`convstore.store.reads`) reads inside one
+  trips): the rows are those the transactional path (`convstore.store.load.reads`) reads inside one
   ``REPEATABLE READ`` transaction.
 - A conversation that does not exist (for the tenant, when one is given) returns no rows.
 - Every value is bound, never interpolated, and the choices between the shapes of a load are
@@ -253,7 +253,7 @@ class LoadRows:
     """The statement's rows, in the shapes `convstore.db.statements` gives the same reads.
 
     JSON values are the server's text, times are ``datetime`` s (see
-    `convstore.store.one_statement_load`'s codec).
+    `convstore.store.load.one_statement`'s codec).
     """
 
     header: Row | None = None

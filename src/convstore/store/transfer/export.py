@@ -4,7 +4,7 @@ The zip (docs/export.md describes it for people who receive one)::
 
     manifest.json                    what is inside (written last, read first)
     conversations/000001.json        one per conversation: the ``show --json`` document, plus
-                                     "archive": its rows (`convstore.store.archive_rows`)
+                                     "archive": its rows (`convstore.store.transfer.archive_rows`)
     blobs/<sha256>                   each attachment's bytes once, named by their SHA-256
 
 Invariants:
@@ -41,14 +41,14 @@ from convstore.db.tx import Tx
 from convstore.errors import ConversationNotFoundError, InvalidInputError, RevisionConflictError
 from convstore.progress import Progress, silent
 from convstore.store import arguments
-from convstore.store.archive_rows import dump_rows
-from convstore.store.documents import conversation_document
+from convstore.store.transfer.archive_rows import dump_rows
+from convstore.store.transfer.documents import conversation_document
 
 if TYPE_CHECKING:
     from convstore.blobs import BlobStore
     from convstore.db.backend import Backend
     from convstore.model import Conversation
-    from convstore.store.listing import ConversationSummary
+    from convstore.store.conversations.listing import ConversationSummary
 
 
 class ConversationReader(Protocol):

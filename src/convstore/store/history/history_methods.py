@@ -2,9 +2,9 @@
 
 Undo (`pop`, `truncate`), `fork`, `branches`, `tree`, `switch_branch`, `cancel_tool_calls` and
 `compact`. Each checks its arguments, opens one transaction and calls one function of
-`convstore.store.branches`, `convstore.store.writes` or `convstore.store.reads`, as every
-public method of the store does. Those modules are imported by the methods that use them
-(see `convstore.store.conversation_methods`).
+`convstore.store.history.branches`, `convstore.store.append.writes` or `convstore.store.load.reads`,
+as every public method of the store does. Those modules are imported by the methods that use them
+(see `convstore.store.conversations.conversation_methods`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class HistoryMethods(StoreConnection):
         that made calls removes them. A message other branches run through is kept for them
         (only the head moves). An empty path raises `InvalidInputError`.
         """
-        from convstore.store import branches
+        from convstore.store.history import branches
 
         self._check_ref(conversation_id, tenant)
         now = arguments.now()
@@ -60,7 +60,7 @@ class HistoryMethods(StoreConnection):
 
         Returns the removed messages, newest first.
         """
-        from convstore.store import branches
+        from convstore.store.history import branches
 
         self._check_ref(conversation_id, tenant)
         check_seq(after_seq, "after_seq", minimum=0)
@@ -84,7 +84,7 @@ class HistoryMethods(StoreConnection):
         Messages keep their ``seq`` and ``id``; attachments are shared by hash, never copied.
         Returns the new conversation's header (no messages loaded).
         """
-        from convstore.store import branches
+        from convstore.store.history import branches
 
         self._check_ref(conversation_id, tenant)
         check_seq(at_seq, "at_seq")
@@ -96,7 +96,7 @@ class HistoryMethods(StoreConnection):
 
     async def branches(self, conversation_id: str, *, tenant: str | None = None) -> list[Branch]:
         """The tips of the conversation's message tree, by ``head_seq``; the active one marked."""
-        from convstore.store import reads
+        from convstore.store.load import reads
 
         self._check_ref(conversation_id, tenant)
         return await self._backend.read(lambda tx: reads.branches(tx, conversation_id, tenant))
@@ -107,7 +107,7 @@ class HistoryMethods(StoreConnection):
         What a UI needs for sibling arrows and branch lists (`MessageTree.siblings`,
         `MessageTree.newest_tip`) in one read of four small columns, no message decoded.
         """
-        from convstore.store import reads
+        from convstore.store.load import reads
 
         self._check_ref(conversation_id, tenant)
         return await self._backend.read(lambda tx: reads.message_tree(tx, conversation_id, tenant))
@@ -125,7 +125,8 @@ class HistoryMethods(StoreConnection):
 
         ``metadata``, when given, replaces the conversation's metadata in the same transaction.
         """
-        from convstore.store import branches, conversations
+        from convstore.store.conversations import headers
+        from convstore.store.history import branches
 
         self._check_ref(conversation_id, tenant)
         check_seq(head_seq, "head_seq")
@@ -133,7 +134,7 @@ class HistoryMethods(StoreConnection):
         also = None
         if metadata is not None:
             checked = arguments.metadata_object(metadata)
-            also = conversations.metadata_setter(conversation_id, checked, now)
+            also = headers.metadata_setter(conversation_id, checked, now)
 
         def switch(tx: Tx) -> None:
             branches.switch_branch(tx, conversation_id, tenant, head_seq, expected_revision, now)
@@ -150,7 +151,7 @@ class HistoryMethods(StoreConnection):
         expected_revision: str | None = None,
     ) -> list[str]:
         """Move every pending call of the active path to ``cancelled``; the ids it cancelled."""
-        from convstore.store import writes
+        from convstore.store.append import writes
 
         self._check_ref(conversation_id, tenant)
         now = arguments.now()
@@ -171,7 +172,7 @@ class HistoryMethods(StoreConnection):
 
         Non-destructive: every message stays stored and loadable.
         """
-        from convstore.store import writes
+        from convstore.store.append import writes
 
         self._check_ref(conversation_id, tenant)
         check_seq(through_seq, "through_seq", minimum=0)

@@ -1,9 +1,9 @@
 """An archive's rows checked as ``append`` checks what it writes, before a restore writes any.
 
-An export archive (`convstore.store.archive_rows`) carries a conversation as its rows, so
+An export archive (`convstore.store.transfer.archive_rows`) carries a conversation as its rows, so
 that a restore is exact; an archive from a stranger carries whatever its author typed. Every
 row is held here to what the store itself would have written, and a restore writes only rows
-that passed (`convstore.store.restore`):
+that passed (`convstore.store.transfer.restore`):
 
 - **Nothing names another conversation, tenant or namespace.** Every row's
   ``conversation_id`` is the conversation being restored (rows naming another are refused),
@@ -50,7 +50,7 @@ from convstore.limits import (
 from convstore.message_checks import check_messages
 from convstore.model import Message, ResultKind, ToolCallPart, ToolResultPart
 from convstore.model._base import describe_validation_error
-from convstore.store.archive_rows import TABLES, ArchiveRows
+from convstore.store.transfer.archive_rows import TABLES, ArchiveRows
 
 __all__ = ["INT32_MAX", "CheckedConversation", "check_conversation"]
 

@@ -3,7 +3,7 @@
 Why this is safe across processes and stores on one database:
 
 - A message row never changes once written, and a conversation's ``seq`` is never reused
-  (`convstore.store.branches`: the counter is never wound back). A popped, truncated, erased
+  (`convstore.store.history.branches`: the counter is never wound back). A popped, truncated, erased
   or deleted message is simply not selected again: every load asks the database which seqs
   its path holds now and takes only those from here, so another process's pops, appends,
   branch switches and deletions show exactly.

@@ -2,7 +2,7 @@
 
 Invariants:
 
-- A message row is decoded only when the cache (`convstore.store.message_cache`) does not keep
+- A message row is decoded only when the cache (`convstore.store.load.message_cache`) does not keep
   that (conversation instance, seq) already; what is decoded is kept from then on.
 - A load's result is one snapshot: kept messages stand for rows the same read found.
 """
@@ -18,7 +18,7 @@ from convstore.db.mapping import decode_messages
 from convstore.db.statements.messages import MessageAt
 from convstore.db.tx import Codec, Row, Statement, Tx
 from convstore.model import Message
-from convstore.store.message_cache import MessageCache
+from convstore.store.load.message_cache import MessageCache
 
 __all__ = ["MessageDecoder", "TxMessages"]
 
@@ -30,13 +30,13 @@ class MessageDecoder:
 
     Subclasses say where a load's tool-call lifecycles and later messages come from
     (`call_rows`, `later`): `TxMessages` reads them in the load's transaction,
-    `convstore.store.one_statement_load` has them from its one statement.
+    `convstore.store.load.one_statement` has them from its one statement.
     """
 
     def __init__(self, cid: str, created: Any, cache: MessageCache | None, codec: Codec) -> None:
         self.cid = cid
         self.instance = (cid, created)
-        """The conversation instance (`convstore.store.message_cache`): id and creation time."""
+        """The conversation instance (id, creation time) of `convstore.store.load.message_cache`."""
         self.cache = cache
         self.codec = codec
 

@@ -3,8 +3,8 @@
 Create (`create_conversation`, `get_or_create_conversation`), read (`get_conversation`,
 `list_conversations`, and `search` across them: `convstore.store.search`), change
 (`update_conversation`, `update_state`) and `delete_conversation`. Each checks its arguments,
-opens one transaction and calls one function of `convstore.store.conversations`,
-`convstore.store.writes`, `convstore.store.reads` or `convstore.store.search`.
+opens one transaction and calls one function of `convstore.store.conversations.headers`,
+`convstore.store.append.writes`, `convstore.store.load.reads` or `convstore.store.search`.
 
 The modules that build model values are imported by the methods that use them, so a process
 that only lists or searches does not load the pydantic models or the write path.
@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from convstore.errors import ConversationNotFoundError, ConversationOwnedByAnotherTenantError
 from convstore.limits import MAX_LIST_LIMIT, check_count, check_text, check_title
-from convstore.store import arguments, listing, search
+from convstore.store import arguments, search
 from convstore.store.arguments import UNSET
 from convstore.store.connection import StoreConnection
-from convstore.store.listing import ConversationPage, ConversationSummary
+from convstore.store.conversations import listing
+from convstore.store.conversations.listing import ConversationPage, ConversationSummary
 from convstore.store.search import SearchPage
 
 if TYPE_CHECKING:
@@ -41,13 +42,13 @@ class ConversationMethods(StoreConnection):
         id: str | None = None,
     ) -> Conversation:
         """A new, empty conversation. ``id`` lets the application choose the id."""
-        from convstore.store import conversations
+        from convstore.store.conversations import headers
 
         self._require_open()
         cid, meta = arguments.new_header(id, title, tenant, metadata)
         now = arguments.now()
         return await self._backend.write(
-            lambda tx: conversations.insert(tx, cid, tenant, title, meta, now)
+            lambda tx: headers.insert(tx, cid, tenant, title, meta, now)
         )
 
     async def get_or_create_conversation(
@@ -64,14 +65,14 @@ class ConversationMethods(StoreConnection):
         held by another tenant raises `ConversationOwnedByAnotherTenantError` (every
         integration's thread and session ids come through here).
         """
-        from convstore.store import conversations
+        from convstore.store.conversations import headers
 
         self._require_open()
         cid, meta = arguments.new_header(conversation_id, title, tenant, metadata)
         now = arguments.now()
         try:
             return await self._backend.write(
-                lambda tx: conversations.get_or_create(tx, cid, tenant, title, meta, now)
+                lambda tx: headers.get_or_create(tx, cid, tenant, title, meta, now)
             )
         except ConversationNotFoundError as exc:
             raise ConversationOwnedByAnotherTenantError(cid) from exc
@@ -89,7 +90,7 @@ class ConversationMethods(StoreConnection):
 
         Returns the conversation's header (no messages loaded).
         """
-        from convstore.store import conversations
+        from convstore.store.conversations import headers
 
         self._check_ref(conversation_id, tenant)
         changes: dict[str, Any] = {}
@@ -100,7 +101,7 @@ class ConversationMethods(StoreConnection):
             changes["metadata"] = arguments.metadata_object(metadata)
         now = arguments.now()
         return await self._backend.write(
-            lambda tx: conversations.update_header(
+            lambda tx: headers.update_header(
                 tx, conversation_id, tenant, expected_revision, now, **changes
             )
         )
@@ -118,13 +119,13 @@ class ConversationMethods(StoreConnection):
         ``null`` deletes a key, nested objects merge, anything else replaces. Returns the
         header (no messages loaded) with the new ``state`` and ``revision``.
         """
-        from convstore.store import conversations
+        from convstore.store.conversations import headers
 
         self._check_ref(conversation_id, tenant)
         checked = arguments.state_patch(patch)
         now = arguments.now()
         return await self._backend.write(
-            lambda tx: conversations.update_header(
+            lambda tx: headers.update_header(
                 tx, conversation_id, tenant, expected_revision, now, state_patch=checked
             )
         )
@@ -197,7 +198,7 @@ class ConversationMethods(StoreConnection):
         expected_revision: str | None = None,
     ) -> None:
         """Delete a conversation and everything in it; its blobs become collectable."""
-        from convstore.store import writes
+        from convstore.store.append import writes
 
         self._check_ref(conversation_id, tenant)
         await self._backend.write(

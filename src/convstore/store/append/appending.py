@@ -6,15 +6,15 @@ message checks. The route:
 
 1. **Planned** (`_planned`): a batch without files, idempotency key or extra work (``also``),
    which planning can decide, has its rows encoded and every call's lifecycle decided before
-   any transaction (`convstore.store.batch.plan_batch`). A backend that runs one-statement
+   any transaction (`convstore.store.append.batch.plan_batch`). A backend that runs one-statement
    operations (`convstore.db.backend.Backend.one_statement`: PostgreSQL) writes it in one
-   round trip (`convstore.store.one_statement`); otherwise the planned rows go in one hop
-   to the writer (`convstore.store.lean_append`, SQLite). Either declines what its
+   round trip (`convstore.store.append.one_statement`); otherwise the planned rows go in one hop
+   to the writer (`convstore.store.append.lean_append`, SQLite). Either declines what its
    assumptions do not cover (a branch, a call already answered, a designed refusal of the
    server) and the general step then runs as if it had not been tried.
 2. **General** (`_write_batch`): the batch's file bytes into the blob store
    (`convstore.store.attachments`), then its rows in one transaction
-   (`convstore.store.writes`), walked against the calls stored on its path.
+   (`convstore.store.append.writes`), walked against the calls stored on its path.
 
 Invariants:
 
@@ -35,7 +35,10 @@ from convstore.blobs import StoredBlob
 from convstore.db.backend import Backend
 from convstore.db.tx import Tx
 from convstore.model import Message, ToolCall
-from convstore.store import arguments, lean_append, one_statement, reads, writes
+from convstore.store import arguments
+from convstore.store.append import lean_append, one_statement, writes
+from convstore.store.append.gc_retry import stored_then_written
+from convstore.store.append.writes import AppendPlan, OnConflict
 from convstore.store.attachments import (
     BlobContext,
     attachment_rows,
@@ -44,9 +47,8 @@ from convstore.store.attachments import (
     store_files,
     written_times,
 )
-from convstore.store.gc_retry import stored_then_written
+from convstore.store.load import reads
 from convstore.store.results import AppendResult
-from convstore.store.writes import AppendPlan, OnConflict
 
 __all__ = ["append_batch", "complete_batch"]
 
@@ -68,7 +70,7 @@ async def append_batch(
     """Store the batch (files, then rows); its stored copies.
 
     ``also(tx)`` runs after the rows in the same transaction (`append`'s ``state_patches``, a
-    checkpoint). A replayed idempotency key raises `convstore.store.writes.NoChange`.
+    checkpoint). A replayed idempotency key raises `convstore.store.append.writes.NoChange`.
     """
     if idempotency_key is None and also is None:
         planned = _planned(
@@ -163,7 +165,7 @@ async def _write_batch(
 ) -> _T:
     """``write`` the plan after storing its messages' files; retried if gc collects a blob.
 
-    The retry is `convstore.store.gc_retry`'s, the one loop restores and imports share.
+    The retry is `convstore.store.append.gc_retry`'s, the one loop restores and imports share.
     """
     backend, blobs = ctx.backend, ctx.blobs
     cid = given.conversation_id

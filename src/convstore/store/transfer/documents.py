@@ -1,8 +1,8 @@
 """A whole conversation as one JSON document: the ``show --json`` document.
 
 ``convstore show --json``, the inspector's ``/conversations/{id}.json`` and every conversation
-of an export (`convstore.store.export`) are this document; `convstore.cli.transfer` reads it
-back. Its layout and invariants are described there.
+of an export (`convstore.store.transfer.export`) are this document; `convstore.cli.transfer` reads
+it back. Its layout and invariants are described there.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from convstore.model import TOOL_DEFINITIONS, Conversation
 from convstore.model.serialization import MESSAGES_ADAPTER
-from convstore.store.tools import TOOLS_KEY, stored_tools
+from convstore.store.conversations.tools import TOOLS_KEY, stored_tools
 
 __all__ = ["FORMAT", "VERSION", "conversation_document"]
 

@@ -15,7 +15,7 @@ Invariants:
   a path: the first result after the call on the path completes it, unless it was stored after
   the call was cancelled (then it is history, as it was when appended); otherwise a call ever
   cancelled is cancelled (``cancelled_at`` keeps that across paths); otherwise a later user
-  message interrupts it; otherwise it is pending. The rule is `convstore.store.lifecycle`'s
+  message interrupts it; otherwise it is pending. The rule is `convstore.store.history.lifecycle`'s
   (`answers`, `unanswered`); `settle` decides which calls to ask it about.
 - When the head moves other than by growing the path at its end, the path keeps what it shares
   with the old one (root → the last shared message) and swaps the rest. `settle` rederives only
@@ -37,12 +37,12 @@ from datetime import datetime
 from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError
 from convstore.model import Conversation, Message, Role, ToolCallStatus, ToolResultPart
-from convstore.store.header_lock import Header, advance, lock, new_revision
+from convstore.store.append.header_lock import Header, advance, lock, new_revision
+from convstore.store.conversations.metadata_tags import write_tags
+from convstore.store.history.lifecycle import answers, status_for, unanswered
 from convstore.store.ids import new_id
-from convstore.store.lifecycle import answers, status_for, unanswered
-from convstore.store.metadata_tags import write_tags
-from convstore.store.paths import diverge, walk_up
-from convstore.store.reads import load_conversation, messages_at, path_seqs
+from convstore.store.load.paths import diverge, walk_up
+from convstore.store.load.reads import load_conversation, messages_at, path_seqs
 
 __all__ = ["fork", "move_head", "pop", "settle", "switch_branch", "truncate"]
 

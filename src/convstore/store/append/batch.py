@@ -1,14 +1,14 @@
 """An append's batch as rows: its messages walked in order, every call's lifecycle decided.
 
-The batch walker is shared by every append path: the general one (`convstore.store.writes`)
+The batch walker is shared by every append path: the general one (`convstore.store.append.writes`)
 walks a batch against the calls stored on its path; `plan_batch` walks it before any statement
-runs (`convstore.store.lean_append`, `convstore.store.one_statement`), then `Batch.placed` puts
-it after the conversation's last seq.
+runs (`convstore.store.append.lean_append`, `convstore.store.append.one_statement`), then
+`Batch.placed` puts it after the conversation's last seq.
 
 Invariants:
 
 - The lifecycle of every call the batch touches is decided here, once, by
-  `convstore.store.lifecycle.on_result`; calls created and answered in the same batch are
+  `convstore.store.history.lifecycle.on_result`; calls created and answered in the same batch are
   inserted already in their final state. Only calls on the active path are answered: a result
   for a call on another branch (or none) is kept as history with no lifecycle (a completion
   refuses it: `ToolCallNotFoundError`).
@@ -52,8 +52,8 @@ from convstore.model import (
     ToolOutput,
     ToolResultPart,
 )
-from convstore.store.lifecycle import Outcome, on_result, status_for
-from convstore.store.reads import messages_at
+from convstore.store.history.lifecycle import Outcome, on_result, status_for
+from convstore.store.load.reads import messages_at
 
 __all__ = [
     "AppendPlan",
@@ -307,7 +307,7 @@ def plan_batch(tx: Tx, plan: AppendPlan) -> PlannedBatch:
 
     Sequence numbers start at 1 (relative to the conversation's ``last_seq``), the first
     message follows no parent, and every earlier call the batch answers is taken as pending:
-    the caller must make those assumptions hold (see `convstore.store.one_statement`). ``tx``
+    the caller must make those assumptions hold (see `convstore.store.append.one_statement`). ``tx``
     supplies only the codec; planning runs no statement.
     """
     batch = Batch(tx, plan, lambda _call_id: DbCall(ToolCallStatus.PENDING, None), {})

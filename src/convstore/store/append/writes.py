@@ -3,15 +3,15 @@
 Invariants:
 
 - Every write first locks the conversation's header row and ends by advancing it to a new
-  revision (`convstore.store.header_lock`). Keys are computed in Python, so each table is
+  revision (`convstore.store.append.header_lock`). Keys are computed in Python, so each table is
   written with one ``executemany``.
 - A write is all or nothing: any error raises out of ``fn`` and the backend rolls back.
 - An append's rows and the lifecycle of every call it touches are decided once, by walking
-  the batch (`convstore.store.batch`); here the walk meets the stored calls of its path.
+  the batch (`convstore.store.append.batch`); here the walk meets the stored calls of its path.
 - A batch may reference only blobs it stored or its tenant can see, and none that garbage
   collection is deleting (`BlobBeingCollectedError`: the caller stores them again and retries).
 - An append with ``parent_seq`` other than the head starts a branch: the lifecycles of the path
-  it grows from are recomputed first (`convstore.store.branches`).
+  it grows from are recomputed first (`convstore.store.history.branches`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from convstore.model import (
     ToolResultPart,
 )
 from convstore.model._base import trusted
-from convstore.store.batch import (
+from convstore.store.append.batch import (
     AppendPlan,
     Batch,
     DbCall,
@@ -45,10 +45,10 @@ from convstore.store.batch import (
     call_as_stored,
     plan_batch,
 )
-from convstore.store.branches import move_head
-from convstore.store.header_lock import Header, advance, lock
-from convstore.store.paths import PathAbove, walk_up
-from convstore.store.reads import messages_at
+from convstore.store.append.header_lock import Header, advance, lock
+from convstore.store.history.branches import move_head
+from convstore.store.load.paths import PathAbove, walk_up
+from convstore.store.load.reads import messages_at
 from convstore.store.results import AppendResult
 
 _new_message = trusted(Message)

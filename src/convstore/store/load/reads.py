@@ -43,9 +43,9 @@ from convstore.model import (
     ToolResultPart,
 )
 from convstore.model.tree import MessageTree, TreeNode
-from convstore.store.lifecycle import path_lifecycles
-from convstore.store.message_cache import MessageCache
-from convstore.store.message_reads import MessageDecoder, TxMessages
+from convstore.store.history.lifecycle import path_lifecycles
+from convstore.store.load.message_cache import MessageCache
+from convstore.store.load.message_reads import MessageDecoder, TxMessages
 
 __all__ = [
     "attachment_namespaces",

@@ -1,7 +1,7 @@
 """A conversation's rows as portable JSON, and back: what makes an export restore exactly.
 
-The ``show --json`` document (`convstore.store.documents`) is a conversation's active path as
-people and the public API see it; it cannot carry what only the store sets (other branches,
+The ``show --json`` document (`convstore.store.transfer.documents`) is a conversation's active path
+as people and the public API see it; it cannot carry what only the store sets (other branches,
 seq numbers with gaps, the head, the revision, timestamps, tool-call lifecycle rows,
 LangGraph checkpoints). An archive document carries those as the rows themselves::
 

@@ -1,7 +1,7 @@
 """One conversation's tree of messages written through the store's write boundary, at once.
 
-``append`` writes one path segment per transaction. A restore (`convstore.store.restore`) and
-the product importers (`convstore.imports`) write a whole tree, every branch and the head, and
+``append`` writes one path segment per transaction. A restore (`convstore.store.transfer.restore`)
+and the product importers (`convstore.imports`) write a whole tree, every branch and the head, and
 must not leave half of one behind; they write it with `write_tree`, the one operation for that:
 
 1. **Checks, before any byte or row is written**: the conversation id, tenant, title and
@@ -13,13 +13,13 @@ must not leave half of one behind; they write it with `write_tree`, the one oper
    conversation's tenant (`namespace_of`), never one an input names.
 3. **Rows second, in one transaction**: ``write(tx, messages, blobs)`` gets the messages with
    their files swapped for references and a `TreeBlobs` saying what this attempt stored.
-   It writes through the store's own write steps (`convstore.store.writes.append_messages`
+   It writes through the store's own write steps (`convstore.store.append.writes.append_messages`
    for canonical messages; `reference_blobs` before inserting rows of its own) so every blob
    reference is one this attempt stored or one the tenant can already see, and is held
    against garbage collection as an append holds it.
 4. **gc retry**: when a collector is deleting (or has just deleted) a blob the tree references
    (`BlobBeingCollectedError`), the transaction rolls back, and the bytes are stored again and
-   the rows retried: the store's one loop for that, `convstore.store.gc_retry` (then
+   the rows retried: the store's one loop for that, `convstore.store.append.gc_retry` (then
    `BlobStorageError`, nothing written).
 
 The caller owns what the tree means (which rows, which seqs, what is already present); this
@@ -37,7 +37,10 @@ from convstore.blobs import BlobStore, StoredBlob
 from convstore.db.tx import Tx
 from convstore.message_checks import check_messages
 from convstore.model import Message
-from convstore.store import arguments, writes
+from convstore.store import arguments
+from convstore.store.append import writes
+from convstore.store.append.gc_retry import stored_then_written
+from convstore.store.append.writes import AppendPlan
 from convstore.store.attachments import (
     BlobContext,
     attachment_rows,
@@ -45,8 +48,6 @@ from convstore.store.attachments import (
     store_files,
     written_times,
 )
-from convstore.store.gc_retry import stored_then_written
-from convstore.store.writes import AppendPlan
 
 __all__ = ["TreeBlobs", "TreeHeader", "reference_blobs", "write_tree"]
 

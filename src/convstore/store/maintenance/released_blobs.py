@@ -2,11 +2,11 @@
 
 Invariants:
 
-- A record is written in the erase's own transaction (`convstore.store.erase`), so it exists
-  exactly when the rows that referenced the blob are gone.
+- A record is written in the erase's own transaction (`convstore.store.maintenance.erase`), so it
+  exists exactly when the rows that referenced the blob are gone.
 - A record only lets garbage collection skip the grace period; the deletion itself still goes
-  through the marking protocol (`convstore.store.maintenance.collect_blobs`), which keeps any
-  blob an append references meanwhile.
+  through the marking protocol (`convstore.store.maintenance.garbage.collect_blobs`), which keeps
+  any blob an append references meanwhile.
 - An append or tree write whose conversation vanished (erased or deleted) while its bytes went
   in records them the same way (`release_unreferenced`), unless something references them: an
   append racing an erase leaves no bytes behind past the next gc.

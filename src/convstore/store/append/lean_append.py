@@ -2,7 +2,7 @@
 
 Most appends are the next turn of a conversation: at its head, no file, no idempotency key.
 For those, `plan` walks the batch with the general path's own walker
-(`convstore.store.writes.plan_batch`) in the caller's thread, and `LeanAppend.run` is a short
+(`convstore.store.append.writes.plan_batch`) in the caller's thread, and `LeanAppend.run` is a short
 function in the writer's thread: lock the header (existence, tenant, revision), check
 application message ids, look up the earlier calls the batch's results answer (one query),
 then the planned rows with one ``executemany`` per table, the interrupt and the advance.
@@ -13,7 +13,7 @@ Invariants:
   it): the rows are the general path's own, planned with one assumption, that every earlier
   call the batch answers is pending or interrupted (or does not exist: its completion then
   changes no row). `run` checks that assumption and what the general path checks first.
-- Anything else goes to the general path (`convstore.store.writes.append_messages`), as if
+- Anything else goes to the general path (`convstore.store.append.writes.append_messages`), as if
   this one had not been tried, so its errors are raised in its order: from the caller's
   thread, a batch with a file or one that planning refuses; from inside the transaction,
   before anything is written, a ``parent_seq`` other than the head (a new branch), results for
@@ -33,10 +33,10 @@ from convstore.db.statements.tool_calls import ToolCallAt
 from convstore.db.tx import Tx
 from convstore.errors import ConvstoreError
 from convstore.model import ToolCallStatus
-from convstore.store import header_lock, writes
-from convstore.store.planning import PlanningTx, planning_cannot_decide
+from convstore.store.append import header_lock, writes
+from convstore.store.append.planning import PlanningTx, planning_cannot_decide
+from convstore.store.append.writes import AppendPlan
 from convstore.store.results import AppendResult
-from convstore.store.writes import AppendPlan
 
 __all__ = ["LeanAppend", "plan"]
 

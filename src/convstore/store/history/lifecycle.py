@@ -13,9 +13,9 @@ Invariants:
 - Equality is value equality of the typed outputs, so key order in a JSON object or a file
   part rebuilt from the same bytes never makes a false conflict.
 - A lifecycle belongs to a path: `path_lifecycles` derives every call's state on any path from
-  that path's messages alone, as a read of another branch needs it; `convstore.store.branches`
-  keeps the stored rows of the active path to the same rule, asking `answers` and `unanswered`
-  here, so the rule has one home.
+  that path's messages alone, as a read of another branch needs it;
+  `convstore.store.history.branches` keeps the stored rows of the active path to the same rule,
+  asking `answers` and `unanswered` here, so the rule has one home.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def path_lifecycles(
 ) -> dict[str, PathLifecycle]:
     """The lifecycle of every call made on ``path`` (root → end, in order), by call id.
 
-    The rule `convstore.store.branches` keeps stored lifecycles to: the first result after a
+    The rule `convstore.store.history.branches` keeps stored lifecycles to: the first result after a
     call on the path completes it, unless it was stored after the call was cancelled (then it
     is history); otherwise a call ever cancelled is cancelled; otherwise a later user message
     interrupts it; otherwise it is pending. ``made_at`` gives the seq of the message each

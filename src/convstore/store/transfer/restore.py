@@ -1,4 +1,4 @@
-"""Restoring an export zip (`convstore.store.export`): every conversation exactly as it was.
+"""Restoring an export zip (`convstore.store.transfer.export`): every conversation as it was.
 
 ``import_file(store, "export.zip", "convstore")`` lands here (`convstore.imports.archive`).
 
@@ -8,8 +8,8 @@ Invariants:
   the head, seqs, revision, timestamps, state, lifecycles and checkpoints come back as they
   were, so ``show --json`` of a restored conversation equals the exported document.
 - An archive is input from a stranger. Its rows are held to what ``append`` would write
-  (`convstore.store.archive_checks`) and written through the store's one tree write
-  (`convstore.store.tree_writes.write_tree`): every row belongs to the conversation being
+  (`convstore.store.transfer.archive_checks`) and written through the store's one tree write
+  (`convstore.store.append.tree_writes.write_tree`): every row belongs to the conversation being
   restored, in the restoring tenant; every blob reference is bytes the archive itself holds
   (stored into the tenant's namespace, hash-checked against their name) or a blob the tenant
   can already see. A refusal is a `MalformedExportError` naming the member and the field.
@@ -48,12 +48,12 @@ from convstore.errors import (
 )
 from convstore.progress import Progress, silent
 from convstore.store import arguments
-from convstore.store.archive_checks import CheckedConversation, check_conversation
-from convstore.store.archive_rows import read_archive, restore_rows
+from convstore.store.append.tree_writes import TreeBlobs, TreeHeader, reference_blobs, write_tree
 from convstore.store.attachments import BlobContext
-from convstore.store.export import EXPORT_FORMAT, EXPORT_VERSION, MANIFEST
-from convstore.store.metadata_tags import replace_tags
-from convstore.store.tree_writes import TreeBlobs, TreeHeader, reference_blobs, write_tree
+from convstore.store.conversations.metadata_tags import replace_tags
+from convstore.store.transfer.archive_checks import CheckedConversation, check_conversation
+from convstore.store.transfer.archive_rows import read_archive, restore_rows
+from convstore.store.transfer.export import EXPORT_FORMAT, EXPORT_VERSION, MANIFEST
 from convstore.zip_input import MAX_DIRECTORY_BYTES, MAX_ENTRIES, open_zip
 
 if TYPE_CHECKING:

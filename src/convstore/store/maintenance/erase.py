@@ -3,7 +3,7 @@
 Invariants:
 
 - One write transaction deletes the tenant's rows from every per-conversation table
-  (`convstore.store.archive_rows.TABLES`: messages, tool calls, compactions, metadata tags,
+  (`convstore.store.transfer.archive_rows.TABLES`: messages, tool calls, compactions, metadata tags,
   idempotency keys, LangGraph checkpoints, blob references, and any table added later with a
   ``conversation_id``), children first, then the conversations themselves (their title,
   metadata and state). Search entries go with their messages: the database maintains them.
@@ -14,8 +14,8 @@ Invariants:
 - The bytes are content addressed and may be shared (global deduplication, or another
   tenant's identical file in the shared namespace), so they are not deleted in the
   transaction. The report lists the blobs the erased rows referenced that nothing references
-  any more, and the transaction records them (`convstore.store.released_blobs`): the next
-  garbage collection deletes them whatever their age, or ``now=True`` deletes them at once.
+  any more, and the transaction records them (`convstore.store.maintenance.released_blobs`): the
+  next garbage collection deletes them whatever their age, or ``now=True`` deletes them at once.
   Either way through garbage collection's own marking protocol, so an append racing to
   reference the same bytes stores them again rather than losing them. An append whose bytes
   went in while the erase ran, and whose rows then find the conversation gone, records its
@@ -39,9 +39,9 @@ from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError
 from convstore.limits import check_text
 from convstore.progress import Progress, silent
-from convstore.store import released_blobs
-from convstore.store.archive_rows import TABLES
-from convstore.store.maintenance import collect_released
+from convstore.store.maintenance import released_blobs
+from convstore.store.maintenance.garbage import collect_released
+from convstore.store.transfer.archive_rows import TABLES
 
 if TYPE_CHECKING:
     from convstore.store.connection import StoreConnection

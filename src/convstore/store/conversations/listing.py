@@ -1,6 +1,7 @@
 """Conversations as listed: summaries (a header and its message count), pages and cursors.
 
-Each read is a function of one open read transaction (``fn(tx)``), like `convstore.store.reads`.
+Each read is a function of one open read transaction (``fn(tx)``), like
+`convstore.store.load.reads`.
 
 Invariants:
 
@@ -26,7 +27,7 @@ from sqlalchemy import Select
 from convstore.db.statements.conversations import list_page
 from convstore.db.tx import Codec, Row, Tx
 from convstore.errors import ConversationNotFoundError, InvalidInputError
-from convstore.store.metadata_tags import WIDE, filter_tags
+from convstore.store.conversations.metadata_tags import WIDE, filter_tags
 
 __all__ = [
     "ConversationPage",

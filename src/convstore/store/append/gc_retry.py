@@ -1,20 +1,20 @@
 """Files first, then the rows: the one loop that retries a write garbage collection raced.
 
 Every write that references blobs stores their bytes, then writes its rows in one transaction
-that checks and holds each reference (`convstore.store.writes.check_references`). When that
+that checks and holds each reference (`convstore.store.append.writes.check_references`). When that
 transaction finds a collector deleting (or having just deleted) one of the blobs, it raises
 `BlobBeingCollectedError` and rolls back; `stored_then_written` waits for the collection to
 end, stores the bytes again and writes again, up to `COLLECTED_RETRIES` attempts, then gives
-up with `BlobStorageError` (nothing written). Its callers: `convstore.store.tree_writes`
+up with `BlobStorageError` (nothing written). Its callers: `convstore.store.append.tree_writes`
 (restore and the importers) and the append pipeline's general step
-(`convstore.store.appending`).
+(`convstore.store.append.appending`).
 
 Invariants:
 
 - No committed row references bytes a collector deleted: the retry stores them again first.
 - A write whose conversation vanished while its bytes went in (erased, deleted, or another
   tenant's id: `ConversationNotFoundError`) releases the bytes it stored to the next gc
-  (`convstore.store.released_blobs.release_after_failure`) and re-raises.
+  (`convstore.store.maintenance.released_blobs.release_after_failure`) and re-raises.
 - A collector's mark older than `STALE_TOMBSTONE` was left by a collector that died: whether it
   deleted the bytes is unknown, so they are taken as deleted and stored again.
 """
@@ -27,10 +27,11 @@ from typing import Final, TypeVar
 
 from convstore.blobs import StoredBlob
 from convstore.errors import BlobStorageError, ConversationNotFoundError
-from convstore.store import reads, writes
+from convstore.store.append import writes
+from convstore.store.append.writes import BlobBeingCollectedError
 from convstore.store.attachments import BlobContext
-from convstore.store.released_blobs import release_after_failure
-from convstore.store.writes import BlobBeingCollectedError
+from convstore.store.load import reads
+from convstore.store.maintenance.released_blobs import release_after_failure
 
 __all__ = ["COLLECTED_RETRIES", "STALE_TOMBSTONE", "stored_then_written", "wait_for_collection"]
 

@@ -22,10 +22,10 @@ from convstore.db.statements.conversations import RowAt
 from convstore.db.tx import Tx
 from convstore.errors import ConversationNotFoundError
 from convstore.model import Conversation
+from convstore.store.append.header_lock import Header, lock, new_revision
 from convstore.store.arguments import UNSET
-from convstore.store.header_lock import Header, lock, new_revision
-from convstore.store.metadata_tags import replace_tags, write_tags
-from convstore.store.reads import conversation_tenant
+from convstore.store.conversations.metadata_tags import replace_tags, write_tags
+from convstore.store.load.reads import conversation_tenant
 
 __all__ = [
     "UNSET",

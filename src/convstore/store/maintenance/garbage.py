@@ -14,9 +14,9 @@ Invariants:
   collector checks the blob's age once more and only then deletes the bytes, then the mark.
 - Blobs live in namespaces (one per tenant unless deduplication is global); a reference names
   its namespace, and each namespace is collected on its own.
-- Blobs a tenant erase released (`convstore.store.released_blobs`) skip the grace period: the
-  erase proved them unreferenced and no append has referenced them since unless the marking
-  finds it. Their age is judged against the collection's start instead.
+- Blobs a tenant erase released (`convstore.store.maintenance.released_blobs`) skip the grace
+  period: the erase proved them unreferenced and no append has referenced them since unless the
+  marking finds it. Their age is judged against the collection's start instead.
 - Staging objects older than the grace period (left by writers that crashed mid-put) are swept.
 - ``fsck`` never changes anything: it verifies every referenced blob's bytes against its hash
   and lists blobs nothing references.
@@ -35,8 +35,9 @@ from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError
 from convstore.progress import Progress
 from convstore.progress import silent as _silent
-from convstore.store import released_blobs, settings
-from convstore.store.reads import referenced_blobs
+from convstore.store import settings
+from convstore.store.load.reads import referenced_blobs
+from convstore.store.maintenance import released_blobs
 
 if TYPE_CHECKING:
     from convstore.store.connection import StoreConnection
@@ -163,7 +164,7 @@ async def collect_blobs(
 ) -> list[str]:
     """Delete these (namespace, digest) blobs now if nothing references them; their labels.
 
-    For blobs known to have just lost their last reference (`convstore.store.erase`): no
+    For blobs known to have just lost their last reference (`convstore.store.maintenance.erase`): no
     grace period, but the same marking protocol as `collect_garbage`, so an append that
     references one of them meanwhile keeps it (it commits first) or stores it again.
     """
