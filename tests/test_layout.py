@@ -162,9 +162,9 @@ def _private_reaches(name: str, path: Path, modules: dict[str, Path]) -> set[str
     return found
 
 
-# Private modules reached from outside their package, each with its reason. The packages pass
-# of issue #36 (one privacy convention) gives each a public home; the test fails on an entry
-# that no longer matches.
+# Private modules reached from outside their package, each with its reason: what is left of the
+# underscore convention to settle (each wants a public home in its package, or a move beside its
+# one user). The test fails on an entry that no longer matches.
 KNOWN_PRIVATE_REACHES: dict[str, set[str]] = {
     # The one wording of a pydantic validation error, shared by every checker of input.
     "convstore.cli.commands": {"convstore.model._base"},
