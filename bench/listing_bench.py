@@ -88,15 +88,16 @@ async def _create(store: ConversationStore, start: int, stop: int, *, bulk: bool
 
 async def _create_in_bulk(store: ConversationStore, start: int, stop: int) -> None:
     """The rows `create_conversation` writes, made by its own row builders (the header row of
-    `convstore.store.conversations`, the metadata tags of `convstore.store.metadata_tags`), but
-    inserted `BULK` conversations per transaction instead of one: a million one-row
-    transactions take ~25 minutes here, which measures group commit, not the list."""
+    `convstore.store.conversations.headers`, the metadata tags of
+    `convstore.store.conversations.metadata_tags`), but inserted `BULK` conversations per
+    transaction instead of one: a million one-row transactions take ~25 minutes here, which measures
+    group commit, not the list."""
     # The package's own row builders and statements: the only internals a benchmark uses,
     # imported here so that importing this module (its report) needs none of them.
-    from convstore.store import conversations
     from convstore.store.arguments import now
+    from convstore.store.conversations.headers import _row
+    from convstore.store.conversations.metadata_tags import tags_of
     from convstore.store.ids import new_id
-    from convstore.store.metadata_tags import tags_of
 
     for first in range(start, stop, BULK):
 
@@ -104,9 +105,7 @@ async def _create_in_bulk(store: ConversationStore, start: int, stop: int) -> No
             headers, tags = [], []
             for i in range(first, min(first + BULK, stop)):
                 cid, tenant, created = new_id(), f"t{i % TENANTS}", now()
-                row = conversations._row(
-                    cid, tenant, f"conversation {i}", _metadata(i), created, tx
-                )
+                row = _row(cid, tenant, f"conversation {i}", _metadata(i), created, tx)
                 headers.append(row)
                 tags += [(cid, t, tenant, row[5]) for t in sorted(tags_of(_metadata(i)))]
             tx.insert_rows(tx.statements.insert_conversation, headers)

@@ -79,7 +79,7 @@ def test_the_canonical_init_is_not_custom_to_pydantic() -> None:
 
 def test_importing_convstore_registers_no_sqlite_adapter() -> None:
     code = (
-        "import sqlite3, convstore, convstore.db.sqlite, convstore.store;"
+        "import sqlite3, convstore, convstore.db.sqlite.backend, convstore.store;"
         "assert (type(None), sqlite3.PrepareProtocol) not in sqlite3.adapters"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

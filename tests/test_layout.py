@@ -164,11 +164,11 @@ KNOWN_PRIVATE_REACHES: dict[str, set[str]] = {
     # The one wording of a pydantic validation error, shared by every checker of input.
     "convstore.cli.commands": {"convstore.model._base"},
     "convstore.cli.transfer": {"convstore.model._base"},
-    "convstore.store.archive_checks": {"convstore.model._base"},
+    "convstore.store.transfer.archive_checks": {"convstore.model._base"},
     "convstore.store.arguments": {"convstore.model._base"},
     # Trusted construction (no validation) of rows the store wrote itself.
     "convstore.db.mapping": {"convstore.model._base"},
-    "convstore.store.writes": {"convstore.model._base"},
+    "convstore.store.append.writes": {"convstore.model._base"},
     # The commands that start the servers reach their private runners.
     "convstore.cli.mcp_command": {"convstore.mcp._http", "convstore.mcp._stdio"},
     "convstore.cli.serve": {"convstore.web._guard", "convstore.web._server"},

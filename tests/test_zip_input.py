@@ -22,7 +22,7 @@ import pytest
 from convstore import ConversationStore
 from convstore.errors import ExportLimitError
 from convstore.imports import ImportLimits, import_file
-from convstore.store.restore import RestoreLimits, restore_archive
+from convstore.store.transfer.restore import RestoreLimits, restore_archive
 from convstore.zip_input import MAX_ENTRIES, directory_entries, open_zip
 from tests.support.archives import crowded_zip
 

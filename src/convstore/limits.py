@@ -95,9 +95,9 @@ Why these values:
   page of 50 (the inspector's, the MCP list) stays under 200 K characters of titles whatever the
   conversations hold, and 4,096 is far above any product's generated or typed title (a
   30-million-character title once made a 30 MB list page). Metadata travels with every header
-  a list returns and writes one index row per top-level entry (`convstore.store.metadata_tags`):
-  1,000 entries and 1 Mi characters bound both, far above the labels and ids it is meant for;
-  larger application data belongs in messages or state.
+  a list returns and writes one index row per top-level entry
+  (`convstore.store.conversations.metadata_tags`): 1,000 entries and 1 Mi characters bound both, far
+  above the labels and ids it is meant for; larger application data belongs in messages or state.
 """
 
 from __future__ import annotations

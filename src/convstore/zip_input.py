@@ -11,7 +11,7 @@ walks the directory itself, a header at a time in constant memory, counting entr
 not a directory header, whichever comes first, and `zipfile` then reports any damage itself.
 
 What every reader of zips from outside uses: the importers (`convstore.imports`) and the
-restore of an export (`convstore.store.restore`).
+restore of an export (`convstore.store.transfer.restore`).
 """
 
 from __future__ import annotations

@@ -98,14 +98,14 @@ NOT_FOR_READING = (
     "convstore.providers",
     "convstore.transcript",
     "convstore.imports",
-    "convstore.store.appending",
-    "convstore.store.writes",
-    "convstore.store.batch",
-    "convstore.store.lean_append",
-    "convstore.store.one_statement",
-    "convstore.store.planning",
+    "convstore.store.append.appending",
+    "convstore.store.append.writes",
+    "convstore.store.append.batch",
+    "convstore.store.append.lean_append",
+    "convstore.store.append.one_statement",
+    "convstore.store.append.planning",
     "convstore.db.migrations",
-    "convstore.db.postgres",
+    "convstore.db.postgres.backend",
 )
 # ...and, for search and list, no pydantic model either (pydantic_core's JSON parser is fine).
 NO_MODELS = ("pydantic.main", "convstore.model.messages", "convstore.model.content")

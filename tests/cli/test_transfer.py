@@ -19,7 +19,7 @@ from convstore import (
     ToolCallPart,
     ToolDefinition,
 )
-from convstore.store.tools import tools_metadata
+from convstore.store.conversations.tools import tools_metadata
 from tests.cli.test_cli import convstore
 from tests.providers.conversations import PDF, PNG
 from tests.support.corpus import CORPUS_DIR

@@ -1,9 +1,9 @@
 """One thread hop per store call on SQLite.
 
 Every statement of a call runs in one hand-off to its connection's thread
-(`convstore.db.sqlite.SqliteBackend.hops` counts them): a hop is a context switch and a wait on a
-busy machine, which no instruction count shows. Each operation is measured after a warm-up of
-the same kind (the reader connections are open, statements prepared).
+(`convstore.db.sqlite.backend.SqliteBackend.hops` counts them): a hop is a context switch and a
+wait on a busy machine, which no instruction count shows. Each operation is measured after a
+warm-up of the same kind (the reader connections are open, statements prepared).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from convstore import ConversationStore, JsonOutput, Message, TextPart, ToolCallPart, ToolResultPart
-from convstore.db.sqlite import SqliteBackend
+from convstore.db.sqlite.backend import SqliteBackend
 
 
 def _turn(n: int) -> list[Message]:

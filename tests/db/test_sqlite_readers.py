@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from convstore import ConversationStore, Message
-from convstore.db import search_index, sqlite_tx
+from convstore.db import search_index
+from convstore.db.sqlite import tx as sqlite_tx
 from convstore.db.tx import Tx
 
 

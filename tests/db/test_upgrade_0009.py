@@ -17,7 +17,7 @@ from sqlalchemy import Connection
 from convstore import ConversationStore
 from convstore.db import migrate
 from convstore.db.migrations import downgrade_connection
-from convstore.store.metadata_tags import PAIRED_ENTRIES, tag
+from convstore.store.conversations.metadata_tags import PAIRED_ENTRIES, tag
 from tests.db.test_migrations import _drift, _run
 from tests.db.test_upgrade_0005 import _rows
 

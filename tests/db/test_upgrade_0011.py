@@ -16,8 +16,9 @@ from alembic import command
 from sqlalchemy import Connection
 
 from convstore import ConversationStore, Message
-from convstore.db import migrate, search_index, search_index_postgres
+from convstore.db import migrate, search_index
 from convstore.db.migrations import alembic_config, downgrade_connection
+from convstore.db.postgres import search_index as search_index_postgres
 from tests.db.test_migrations import _drift, _run
 from tests.db.test_upgrade_0005 import _rows
 from tests.db.test_upgrade_0006 import _found, _populate

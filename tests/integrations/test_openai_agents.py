@@ -486,7 +486,7 @@ async def test_each_session_call_is_one_thread_hop(db: Path) -> None:
     # SQLiteSession makes one to_thread hop (tests/db/test_sqlite_hops.py for the store).
     # pop_item is two: the item is read (with its bytes) at a revision, then popped at it, so
     # that the references that find the bytes are still there when they are read.
-    from convstore.db.sqlite import SqliteBackend
+    from convstore.db.sqlite.backend import SqliteBackend
 
     async with ConversationStore(f"sqlite+aiosqlite:///{db}") as store:
         backend = store.backend

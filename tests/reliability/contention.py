@@ -27,8 +27,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from convstore import ConversationStore, FilePart, Message
-from convstore.store.maintenance import collect_garbage
-from convstore.store.reads import referenced_blobs
+from convstore.store.load.reads import referenced_blobs
+from convstore.store.maintenance.garbage import collect_garbage
 
 LISTERS = 4
 PROJECTS = 10

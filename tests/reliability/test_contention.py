@@ -27,8 +27,9 @@ from pathlib import Path
 import pytest
 
 from convstore import ConversationStore
-from convstore.db import sqlite_path, sqlite_tx
-from convstore.store.maintenance import fsck
+from convstore.db import sqlite_path
+from convstore.db.sqlite import tx as sqlite_tx
+from convstore.store.maintenance.garbage import fsck
 from tests.reliability.contention import (
     checked_collection,
     gc_beside_writers,

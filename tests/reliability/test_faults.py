@@ -44,7 +44,7 @@ from convstore import (
     ToolCallStatus,
     fsck,
 )
-from convstore.db import sqlite_tx
+from convstore.db.sqlite import tx as sqlite_tx
 from tests.support.postgres import PostgresCluster
 from tests.support.storage import LocalStorage
 

@@ -23,8 +23,8 @@ import pytest
 from convstore import ConversationStore, FilePart, Message
 from convstore.blobs import BlobStore
 from convstore.blobs._threaded import LocalBackend
-from convstore.store import reads
-from convstore.store.maintenance import collect_garbage, fsck
+from convstore.store.load import reads
+from convstore.store.maintenance.garbage import collect_garbage, fsck
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"gc race" * 40
 HOUR = 3600

@@ -29,7 +29,7 @@ import pytest
 
 from convstore import ConversationStore, Message
 from convstore.cli.main import main as cli
-from convstore.db import sqlite as sqlite_backend
+from convstore.db.sqlite import backend as sqlite_backend
 from convstore.errors import DatabaseError, SchemaError
 
 REPO = Path(__file__).resolve().parents[2]

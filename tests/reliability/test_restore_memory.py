@@ -2,9 +2,10 @@
 
 Each bomb is a zip whose members decompress to far more than the file holds, built in
 milliseconds (`tests.support.archives.Repeat`), restored in a child process whose peak RSS
-(``VmHWM``) must stay at most `PEAK_MB`: the limits of `convstore.store.restore.RestoreLimits`
-stop reading at the member's limit, never trusting the zip's sizes or the manifest's.
-The largest archive the limits accept is restored too, under the same bound.
+(``VmHWM``) must stay at most `PEAK_MB`: the limits of
+`convstore.store.transfer.restore.RestoreLimits` stop reading at the member's limit, never trusting
+the zip's sizes or the manifest's. The largest archive the limits accept is restored too, under the
+same bound.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 from convstore import ConversationStore, FilePart, Message
-from convstore.store.restore import RestoreLimits
+from convstore.store.transfer.restore import RestoreLimits
 from tests.support.archives import Repeat, crowded_zip, write_zip
 from tests.support.images import noise_png
 

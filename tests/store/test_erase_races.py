@@ -16,7 +16,8 @@ import pytest
 
 from convstore import ConversationStore, FilePart, Message
 from convstore.errors import ConversationNotFoundError
-from convstore.store import appending, collect_garbage
+from convstore.store import collect_garbage
+from convstore.store.append import appending
 from convstore.store.attachments import namespace_of
 from tests.support.images import noise_png
 

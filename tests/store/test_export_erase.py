@@ -36,7 +36,7 @@ from convstore.imports import import_file
 from convstore.store import collect_garbage
 from convstore.store.attachments import namespace_of
 from convstore.store.checkpoints import ChannelValue, PendingWrite
-from convstore.store.documents import conversation_document
+from convstore.store.transfer.documents import conversation_document
 from tests.support.images import noise_png
 from tests.support.postgres import PostgresCluster
 

@@ -1,7 +1,7 @@
 """The lean SQLite append and the general one write identical rows.
 
-`convstore.store.lean_append` takes the common append (one unbranched conversation, no files,
-no idempotency key) and leaves everything else to `convstore.store.writes`. Here the same
+`convstore.store.append.lean_append` takes the common append (one unbranched conversation, no files,
+no idempotency key) and leaves everything else to `convstore.store.append.writes`. Here the same
 generated sequences of appends go to two stores: one as it ships, one with the lean path
 switched off. Every append must end the same way (the same stored messages, or the same error),
 and afterwards every table must hold the same rows and `load` must return the same
@@ -41,7 +41,7 @@ from convstore import (
     ToolResultPart,
     Usage,
 )
-from convstore.store import lean_append
+from convstore.store.append import lean_append
 from tests.strategies import TEXT, json_values
 
 OUTPUTS = [

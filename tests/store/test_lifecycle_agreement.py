@@ -1,12 +1,12 @@
 """Stored lifecycles and derived ones agree, on random branch trees.
 
-The active path's ``tool_calls`` rows are kept up to date by `convstore.store.branches.settle`
-as the head moves; any other path's lifecycles are derived from its messages alone
-(`convstore.store.lifecycle.path_lifecycles`). Both follow the one rule in `lifecycle`. After
-every random operation (turns at the head or hanging from any earlier message, results,
-cancellations, pops, truncations, branch switches) the head's path is read three ways and must
-agree: as stored; derived, while the stored head is elsewhere; and as stored again once the
-head has moved away and back (which settles every call the two moves touch).
+The active path's ``tool_calls`` rows are kept up to date by
+`convstore.store.history.branches.settle` as the head moves; any other path's lifecycles are derived
+from its messages alone (`convstore.store.history.lifecycle.path_lifecycles`). Both follow the one
+rule in `lifecycle`. After every random operation (turns at the head or hanging from any earlier
+message, results, cancellations, pops, truncations, branch switches) the head's path is read three
+ways and must agree: as stored; derived, while the stored head is elsewhere; and as stored again
+once the head has moved away and back (which settles every call the two moves touch).
 """
 
 from __future__ import annotations

@@ -24,7 +24,13 @@ from convstore import ConversationStore, Message
 from convstore.db.schema import conversation_tags, conversations
 from convstore.db.statements.conversations import list_page
 from convstore.imports import import_file
-from convstore.store.metadata_tags import PAIRED_ENTRIES, WIDE, filter_tags, tag, tags_of
+from convstore.store.conversations.metadata_tags import (
+    PAIRED_ENTRIES,
+    WIDE,
+    filter_tags,
+    tag,
+    tags_of,
+)
 from tests.support.postgres import PostgresCluster
 
 ROOT = Path(__file__).resolve().parents[2]

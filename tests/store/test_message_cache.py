@@ -27,7 +27,7 @@ from convstore import (
     Message,
     ToolCallPart,
 )
-from convstore.db import pg_load
+from convstore.db.postgres import load as pg_load
 from tests.store.test_state_machine import StoreMachine
 
 
@@ -42,7 +42,7 @@ async def _store(db_url: str, message_cache: int = 10_000) -> AsyncIterator[Conv
 def _decoding(store: ConversationStore) -> Iterator[list[str]]:
     """The statements that read whole message rows (what a load decodes), while active.
 
-    On PostgreSQL a load is one statement (`convstore.db.pg_load`) whose message rows come
+    On PostgreSQL a load is one statement (`convstore.db.postgres.load`) whose message rows come
     whole or, where the store's cache holds them, as their seq alone: it counts when any row
     came whole.
     """

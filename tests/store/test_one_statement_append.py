@@ -31,7 +31,7 @@ from convstore import (
     ToolCallConflictError,
     ToolCallPart,
 )
-from convstore.store import one_statement
+from convstore.store.append import one_statement
 
 pytestmark = pytest.mark.postgres
 

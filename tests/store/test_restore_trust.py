@@ -30,7 +30,7 @@ from convstore.errors import (
     MalformedExportError,
 )
 from convstore.imports import import_file
-from convstore.store.documents import conversation_document
+from convstore.store.transfer.documents import conversation_document
 from tests.support.archives import Tables, rows, set_rows, tamper
 from tests.support.images import noise_png
 

@@ -21,7 +21,8 @@ import pytest
 from sqlalchemy import text
 
 from convstore import ConversationStore, Message, ThinkingPart, ToolCallPart
-from convstore.db import search_index, search_index_postgres
+from convstore.db import search_index
+from convstore.db.postgres import search_index as search_index_postgres
 from convstore.store import search
 
 _TOKEN = re.compile(r"tok\d+x")

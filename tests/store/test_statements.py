@@ -15,7 +15,7 @@ import pytest
 
 from convstore import ConversationStore, Message, ToolCallPart
 from convstore.db.schema import metadata
-from convstore.store.reads import load_conversation
+from convstore.store.load.reads import load_conversation
 from tests.support.round_trips import round_trips
 
 
@@ -76,7 +76,7 @@ async def test_load_runs_the_same_statements_for_10_and_1000_messages(
         assert len((await store.load(small)).messages) == 12
     with recorded(store) as for_large:
         assert len((await store.load(large)).messages) == 1000
-    # PostgreSQL reads it all in one statement (`convstore.db.pg_load`).
+    # PostgreSQL reads it all in one statement (`convstore.db.postgres.load`).
     statements = 1 if store.backend.dialect_name == "postgresql" else 4
     assert len(_queries(for_small)) == len(_queries(for_large)) == statements
     with recorded(store) as windowed:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from convstore import ConversationStore, InvalidInputError, Message, ToolDefinition
-from convstore.store.tools import TOOLS_KEY, stored_tools, tools_metadata
+from convstore.store.conversations.tools import TOOLS_KEY, stored_tools, tools_metadata
 
 TOOL = ToolDefinition(name="lookup", description="Find.", parameters={"type": "object"})
 

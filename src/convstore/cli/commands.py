@@ -33,8 +33,8 @@ from convstore.store import (
     fsck,
     record_blob_location,
 )
-from convstore.store.maintenance import blob_url
-from convstore.store.tools import MODEL_KEY, SOURCE_KEY, tools_metadata
+from convstore.store.conversations.tools import MODEL_KEY, SOURCE_KEY, tools_metadata
+from convstore.store.maintenance.garbage import blob_url
 
 __all__ = [
     "blobs_command",

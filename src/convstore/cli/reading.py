@@ -10,7 +10,7 @@ import argparse
 import json
 
 from convstore.cli.stores import existing_store
-from convstore.store.listing import ConversationSummary
+from convstore.store.conversations.listing import ConversationSummary
 
 __all__ = ["list_conversations", "show", "summary_table"]
 
@@ -45,7 +45,7 @@ async def list_conversations(args: argparse.Namespace) -> int:
 async def show(args: argparse.Namespace) -> int:
     """Print one conversation."""
     from convstore.cli.views import conversation_view
-    from convstore.store.documents import conversation_document
+    from convstore.store.transfer.documents import conversation_document
 
     async with existing_store(args) as store:
         conversation = await store.load(args.id, tenant=args.tenant, head_seq=args.head)

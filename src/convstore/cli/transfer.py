@@ -47,8 +47,8 @@ from convstore.model import (
 from convstore.model._base import describe_validation_error
 from convstore.model.serialization import MESSAGES_ADAPTER
 from convstore.store import ConversationStore
-from convstore.store.documents import FORMAT, VERSION, conversation_document
-from convstore.store.tools import tools_metadata
+from convstore.store.conversations.tools import tools_metadata
+from convstore.store.transfer.documents import FORMAT, VERSION, conversation_document
 
 __all__ = ["FORMAT", "VERSION", "conversation_document", "import_document"]
 

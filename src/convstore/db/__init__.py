@@ -12,23 +12,21 @@ The schema and its statements:
 - ``mapping``: rows to the canonical model and back.
 - ``migrations``: the programmatic face of the Alembic migrations.
 - ``revisions``: where the migration scripts are and which is newest, without Alembic.
-- ``partitioning``: hash partitioning of the per-conversation tables on PostgreSQL.
 
 Running operations:
 
 - ``tx``: the `Tx` interface every store operation is written against, and value codecs.
 - ``backend``: choosing a backend for a URL, and the `Backend` interface.
 - ``errors``: driver errors translated into convstore errors, in one place.
-- ``sqlite``, ``sqlite_tx``, ``sqlite_connections``, ``sqlite_schema``: the SQLite backend
-  (raw driver statements, one thread hop per operation), its transactions, connections and
-  schema checks.
-- ``postgres``: the SQLAlchemy backend, used for PostgreSQL (asyncpg).
-- ``pg_append``, ``pg_load``: PostgreSQL's common append and its loads, each one statement.
+- ``sqlite``: the SQLite backend (raw driver statements, one thread hop per operation), its
+  transactions, connections and schema checks (see its docstring).
+- ``postgres``: the PostgreSQL backend (SQLAlchemy on asyncpg), its one-statement append and
+  loads, its deferred search index and hash partitioning (see its docstring).
 
 Search:
 
-- ``search_index``, ``search_index_postgres``: the deferred search index (off the write path,
-  exact at every search) on SQLite and PostgreSQL.
+- ``search_index``: the deferred search index (off the write path, exact at every search);
+  its PostgreSQL side is ``postgres.search_index``.
 - ``search_ddl``: the full-text index's DDL of the earlier revisions, per database.
 """
 

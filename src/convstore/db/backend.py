@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from convstore.db.sqlite import SqliteBackend
+from convstore.db.sqlite.backend import SqliteBackend
 from convstore.db.statements import Statements
 from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError, MissingDependencyError
@@ -26,7 +26,7 @@ from convstore.errors import InvalidInputError, MissingDependencyError
 if TYPE_CHECKING:
     # Imported when a PostgreSQL URL is opened: SQLAlchemy's asyncio extension (and with it
     # the ORM) is not something an SQLite store needs to load.
-    from convstore.db.postgres import PostgresBackend
+    from convstore.db.postgres.backend import PostgresBackend
 
 __all__ = [
     "DEFAULT_URL",
@@ -72,7 +72,7 @@ class Backend(Protocol):
         """This backend's one-statement runner, or ``None`` (every operation is ``fn(tx)``).
 
         The store's fast paths are parameters of its pipelines, not other backends' types:
-        the append (`convstore.store.appending`) and the load take it when it is there.
+        the append (`convstore.store.append.appending`) and the load take it when it is there.
         """
         ...
 
@@ -173,7 +173,7 @@ def create_backend(
             auto_migrate=True if auto_migrate is None else auto_migrate,
         )
     _require_asyncpg()
-    from convstore.db.postgres import PostgresBackend
+    from convstore.db.postgres.backend import PostgresBackend
 
     return PostgresBackend(parsed, auto_migrate=bool(auto_migrate))
 
@@ -214,10 +214,10 @@ async def compact(backend: Backend) -> None:
 async def partition(url: str | URL, modulus: int) -> list[str]:
     """Hash-partition the per-conversation tables of the PostgreSQL database at ``url``.
 
-    What ``convstore partition`` runs (see `convstore.db.partitioning`): the tables rebuilt,
-    none when they already had ``modulus`` partitions.
+    What ``convstore partition`` runs (see `convstore.db.postgres.partitioning`): the tables
+    rebuilt, none when they already had ``modulus`` partitions.
     """
-    from convstore.db.postgres import PostgresBackend
+    from convstore.db.postgres.backend import PostgresBackend
 
     backend = create_backend(url, auto_migrate=False)
     if not isinstance(backend, PostgresBackend) or backend.dialect_name != "postgresql":

@@ -24,7 +24,7 @@ Invariants:
   and updated in place; each file a message references has a ``blob_refs`` row (what gc, fsck
   and tenant visibility query). The bytes themselves never enter the database.
 - ``tool_calls`` rows hold each call's lifecycle as seen on the active path; moving the head
-  rederives the lifecycles the move can change (`convstore.store.branches`).
+  rederives the lifecycles the move can change (`convstore.store.history.branches`).
 """
 
 from __future__ import annotations
@@ -140,9 +140,9 @@ conversation_tags: Final = Table(
     Index(None, "tenant", "tag", "created_at", "conversation_id"),
 )
 """One row per top-level metadata entry of a conversation: ``tag`` is a digest of the key and
-its value (`convstore.store.metadata_tags`), so equality filters are index ranges of fixed-size
-entries whatever the values hold. ``tenant`` and ``created_at`` copy the conversation's (neither
-ever changes), so a filtered page never reads a conversation it does not list."""
+its value (`convstore.store.conversations.metadata_tags`), so equality filters are index ranges of
+fixed-size entries whatever the values hold. ``tenant`` and ``created_at`` copy the conversation's
+(neither ever changes), so a filtered page never reads a conversation it does not list."""
 
 messages: Final = Table(
     "messages",
@@ -229,7 +229,7 @@ blob_tombstones: Final = Table(
 )
 """Blobs garbage collection is deleting (``deleted_at`` NULL) or deleted (when, by the storage's
 clock). An append that references one waits for the deletion to end, and stores the bytes again
-unless it stored them after the deletion (see `convstore.store.maintenance`)."""
+unless it stored them after the deletion (see `convstore.store.maintenance.garbage`)."""
 
 released_blobs: Final = Table(
     "released_blobs",
@@ -239,7 +239,7 @@ released_blobs: Final = Table(
     Column("released_at", UTCDateTime(), nullable=False),
 )
 """Blobs that lost their last reference to a tenant erase: the next garbage collection deletes
-them whatever their age (see `convstore.store.released_blobs`)."""
+them whatever their age (see `convstore.store.maintenance.released_blobs`)."""
 
 tool_calls: Final = Table(
     "tool_calls",
@@ -278,10 +278,10 @@ tool_calls: Final = Table(
         sqlite_where=text("status = 'pending'"),
         postgresql_where=text("status = 'pending'"),
     ),
-    # PostgreSQL only (revision 0012): its one-statement window (`convstore.db.pg_load`) finds
+    # PostgreSQL only (revision 0012): its one-statement window (`convstore.db.postgres.load`) finds
     # the calls made and answered in a window through these, in index ranges, instead of
     # parsing the window's parts. SQLite reads a window's calls by the ids its decoded parts
-    # name (`convstore.store.reads.calls_of`); its appends do not pay for them.
+    # name (`convstore.store.load.reads.calls_of`); its appends do not pay for them.
     Index("ix_tool_calls_seq", "conversation_id", "seq", info=POSTGRESQL_ONLY).ddl_if(
         dialect="postgresql"
     ),

@@ -8,7 +8,7 @@ snapshot holds: a message committed before ``search()`` starts is found, and a p
 truncated, deleted or erased one is not.
 
 SQLite (this module; PostgreSQL's objects and statements are in
-`convstore.db.search_index_postgres`):
+`convstore.db.postgres.search_index`):
 
 - ``search_fts`` is an FTS5 table (``trigram``, ``case_sensitive 0``: case-folded substrings)
   holding its documents' text: a message's ``body`` and ``thinking``, a conversation's
@@ -44,9 +44,10 @@ from typing import Any, Final
 
 from sqlalchemy import Connection, TextClause, text
 
-from convstore.db import search_ddl, search_index_postgres
+from convstore.db import search_ddl
+from convstore.db.postgres import search_index as search_index_postgres
+from convstore.db.postgres.search_index import pg_attach, pg_catch_up, pg_detach
 from convstore.db.search_ddl import SQLITE_BODY, SQLITE_THINKING
-from convstore.db.search_index_postgres import pg_attach, pg_catch_up, pg_detach
 from convstore.db.tx import Row, Tx
 
 __all__ = [

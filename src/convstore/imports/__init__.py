@@ -29,7 +29,7 @@ zip as handed over), ``_jsonstream`` (a top-level JSON array one element at a ti
 ``_limits`` (`ImportLimits` and the byte budget), ``_tree`` (a conversation as a tree of
 nodes), ``_common`` (ids, times, inline data, files, placeholders), ``_driver`` (read, convert,
 write, one conversation at a time), ``_writer`` (one tree in one transaction, through
-`convstore.store.tree_writes`) and ``_report`` (what an import did).
+`convstore.store.append.tree_writes`) and ``_report`` (what an import did).
 """
 
 from __future__ import annotations

@@ -3,12 +3,12 @@
 The public `ConversationStore.append` writes one path segment per transaction; an export's
 tree needs many (one per branch tip), and a failure between them would leave part of a
 conversation. So the tree goes through the store's one operation for whole trees,
-`convstore.store.tree_writes.write_tree`: the header and every message checked as
+`convstore.store.append.tree_writes.write_tree`: the header and every message checked as
 ``create_conversation`` and ``append`` check them, files stored first (assets streamed from
 the export) in the tenant's own namespace, the rows in one transaction, retried when garbage
 collection races the files. Each path segment is then written by the store's own append step
-(`convstore.store.writes.append_messages`, through `TreeBlobs.plan`), so nothing here writes a
-row of its own and nothing in an export can name another conversation, tenant or namespace.
+(`convstore.store.append.writes.append_messages`, through `TreeBlobs.plan`), so nothing here writes
+a row of its own and nothing in an export can name another conversation, tenant or namespace.
 
 Invariants:
 
@@ -21,7 +21,7 @@ Invariants:
   import creates gets the export's creation time, so the list orders imported history as
   the product did, and each message written gets its own (`AppendPlan.created_at`). Nothing
   is dated after the import, and ``updated_at`` is the import's time: retention
-  (`convstore.store.prune`) counts from the last write to this store.
+  (`convstore.store.maintenance.prune`) counts from the last write to this store.
 """
 
 from __future__ import annotations
@@ -33,10 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 from convstore.db.tx import Tx
 from convstore.model import Message
-from convstore.store import branches, conversations, header_lock, reads, writes
+from convstore.store.append import header_lock, writes
+from convstore.store.append.tree_writes import TreeBlobs, TreeHeader
+from convstore.store.append.tree_writes import write_tree as write_checked_tree
 from convstore.store.attachments import BlobContext
-from convstore.store.tree_writes import TreeBlobs, TreeHeader
-from convstore.store.tree_writes import write_tree as write_checked_tree
+from convstore.store.conversations import headers
+from convstore.store.history import branches
+from convstore.store.load import reads
 
 from ._tree import ConversationTree, in_tree_order
 
@@ -113,7 +116,7 @@ def _write(tx: Tx, target: _Target, entries: list[_Entry], stored: Sequence[Mess
         times[entry.message.id] = own or times.get(entry.parent_id or "", began)
     # Proves the id is free or this tenant's (`ConversationNotFoundError` otherwise). A new
     # conversation is dated from the export but updated now, even when it has no messages.
-    _, created = conversations.create_if_absent(
+    _, created = headers.create_if_absent(
         tx, cid, tenant, tree.title, tree.metadata, now, created_at=began
     )
     held = [seq for seq, _parent, _role, _created in reads.tree(tx, cid)]

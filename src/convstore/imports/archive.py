@@ -1,4 +1,4 @@
-"""``--format convstore``: a convstore export zip, restored exactly (`convstore.store.restore`).
+"""``--format convstore``: an export zip, restored exactly (`convstore.store.transfer.restore`).
 
 Unlike the product importers, which hand canonical messages to the store's append, this one
 writes the archive's rows through the store's restore step: only rows carry what an exact
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from convstore.progress import silent
-from convstore.store.restore import RestoreLimits, restore_archive
+from convstore.store.transfer.restore import RestoreLimits, restore_archive
 
 from ._limits import ImportLimits
 from ._report import ImportReport, Progress

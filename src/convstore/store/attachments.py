@@ -31,7 +31,7 @@ from convstore.blobs import BlobStore, StoredBlob
 from convstore.db.backend import Backend
 from convstore.errors import AttachmentCorruptedError, AttachmentNotFoundError
 from convstore.model import AttachmentRef, ContentOutput, FilePart, Message, Part, ToolResultPart
-from convstore.store import reads
+from convstore.store.load import reads
 
 __all__ = [
     "BlobContext",

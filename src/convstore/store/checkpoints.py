@@ -43,7 +43,8 @@ from convstore.limits import (
 )
 from convstore.message_checks import check_messages
 from convstore.model import Message
-from convstore.store import appending, arguments
+from convstore.store import arguments
+from convstore.store.append import appending
 from convstore.store.attachments import BlobContext
 from convstore.store.connection import StoreConnection
 
@@ -412,10 +413,11 @@ def _touch_thread(tx: Tx, stmts: CheckpointStatements, cid: str, tenant: str | N
     """The thread must exist (for ``tenant``); a checkpoint write counts as activity."""
     if not _visible(tx, stmts, cid, tenant):
         raise ConversationNotFoundError(f"conversation {cid!r} not found")
-    # A thread that only checkpoints must not look idle to retention (`convstore.store.prune`
-    # judges by ``updated_at``). At most one header write per `TOUCH_EVERY`, so a busy graph
-    # does not rewrite the conversation row at every step; the revision stays (no message,
-    # title or state changed), and prune re-checks ``updated_at`` in its delete.
+    # A thread that only checkpoints must not look idle to retention
+    # (`convstore.store.maintenance.prune` judges by ``updated_at``). At most one header write per
+    # `TOUCH_EVERY`, so a busy graph does not rewrite the conversation row at every step; the
+    # revision stays (no message, title or state changed), and prune re-checks ``updated_at`` in its
+    # delete.
     now = arguments.now()
     codec = tx.codec
     tx.execute(

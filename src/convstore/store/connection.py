@@ -22,7 +22,7 @@ from convstore.db.backend import Backend
 from convstore.errors import ClosedError, InvalidInputError
 from convstore.limits import check_count
 from convstore.store import arguments, settings
-from convstore.store.message_cache import MessageCache
+from convstore.store.load.message_cache import MessageCache
 from convstore.store.search_index import SearchIndex
 
 __all__ = [

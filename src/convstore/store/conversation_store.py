@@ -11,10 +11,10 @@ Invariants:
   ``async with`` (or `open`) or after it closes raises `ClosedError`.
 - Each public method checks its arguments, opens one transaction and calls one function of
   the modules behind it. The class is assembled from `convstore.store.connection` (opening
-  and closing), `convstore.store.conversation_methods` (conversations as a whole) and
-  `convstore.store.history_methods` (undo, fork, branches, cancel, compact) and
-  `convstore.store.retention_methods` (erase a tenant, prune by age); messages, tool-call
-  results, rendering, attachments and export are here.
+  and closing), `convstore.store.conversations.conversation_methods` (conversations as a whole) and
+  `convstore.store.history.history_methods` (undo, fork, branches, cancel, compact) and
+  `convstore.store.maintenance.retention_methods` (erase a tenant, prune by age); messages,
+  tool-call results, rendering, attachments and export are here.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from convstore.store.connection import (
     DEFAULT_MAX_ATTACHMENT_SIZE,
     DEFAULT_MESSAGE_CACHE,
 )
-from convstore.store.conversation_methods import ConversationMethods
-from convstore.store.history_methods import HistoryMethods
-from convstore.store.retention_methods import RetentionMethods
+from convstore.store.conversations.conversation_methods import ConversationMethods
+from convstore.store.history.history_methods import HistoryMethods
+from convstore.store.maintenance.retention_methods import RetentionMethods
 
 if TYPE_CHECKING:
     # Imported by the methods that use them: opening a store to search or list loads neither
@@ -55,20 +55,22 @@ if TYPE_CHECKING:
         ToolOutput,
     )
     from convstore.rendering import Rendered
+    from convstore.store.append.writes import OnConflict
     from convstore.store.checkpoints import Checkpoints
-    from convstore.store.export import ExportReport
-    from convstore.store.native import NativePath
-    from convstore.store.writes import OnConflict
+    from convstore.store.load.native import NativePath
+    from convstore.store.transfer.export import ExportReport
     from convstore.transcript.planner import OrphanPolicy
     from convstore.transcript.reasoning import ReasoningPolicy
 
 if TYPE_CHECKING:
     # Used at run time, bound as globals by `_import_append_pipeline` and `_import_reads`.
     from convstore.message_checks import check_messages  # noqa: TC004
-    from convstore.store import appending, conversations, reads  # noqa: TC004
+    from convstore.store.append import appending  # noqa: TC004
+    from convstore.store.append.writes import NoChange  # noqa: TC004
     from convstore.store.attachments import BlobContext  # noqa: TC004
+    from convstore.store.conversations import headers  # noqa: TC004
+    from convstore.store.load import reads  # noqa: TC004
     from convstore.store.results import AppendResult  # noqa: TC004
-    from convstore.store.writes import NoChange  # noqa: TC004
 
 __all__ = [
     "DEFAULT_BLOB_TIMEOUT",
@@ -90,20 +92,22 @@ def _import_append_pipeline() -> None:
     costs about 2 µs on every call: five of them were 4% of an append's instructions.
     Bound once, they are plain global lookups.
     """
-    global check_messages, appending, conversations, reads, BlobContext, AppendResult, NoChange  # noqa: PLW0603
+    global check_messages, appending, headers, reads, BlobContext, AppendResult, NoChange  # noqa: PLW0603
     from convstore.message_checks import check_messages
-    from convstore.store import appending, conversations, reads
+    from convstore.store.append import appending
+    from convstore.store.append.writes import NoChange
     from convstore.store.attachments import BlobContext
+    from convstore.store.conversations import headers
+    from convstore.store.load import reads
     from convstore.store.results import AppendResult
-    from convstore.store.writes import NoChange
 
     _loaded["append"] = _loaded["reads"] = True
 
 
 def _import_reads() -> None:
-    """Bind `convstore.store.reads` for `ConversationStore.load`, on its first call (as above)."""
+    """Bind `convstore.store.load.reads` for `ConversationStore.load` at its first call (above)."""
     global reads  # noqa: PLW0603
-    from convstore.store import reads
+    from convstore.store.load import reads
 
     _loaded["reads"] = True
 
@@ -131,7 +135,7 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
         message_cache: how many decoded messages to keep (default 10,000; ``0``: none), so a
             reload decodes only messages it has not seen. Safe with other processes and stores
             writing the same database: stored messages never change and every load asks the
-            database which messages its path holds (`convstore.store.message_cache`).
+            database which messages its path holds (`convstore.store.load.message_cache`).
     """
 
     @property
@@ -195,16 +199,10 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
         batch = arguments.as_messages(messages)
         check_seq(parent_seq, "parent_seq")
         patches = arguments.state_patches(conversation_id, state_patches)
-        also = (
-            conversations.state_patcher(conversation_id, patches, arguments.now())
-            if patches
-            else None
-        )
+        also = headers.state_patcher(conversation_id, patches, arguments.now()) if patches else None
         if metadata is not None:
             checked = arguments.metadata_object(metadata)
-            also = conversations.metadata_setter(
-                conversation_id, checked, arguments.now(), after=also
-            )
+            also = headers.metadata_setter(conversation_id, checked, arguments.now(), after=also)
         if not batch:
             if also is not None:
                 raise InvalidInputError(
@@ -269,7 +267,7 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
         runner = backend.one_statement
         if runner is not None:
             # Its module loads the PostgreSQL load statement: imported for such a store only.
-            from convstore.store import one_statement_load
+            from convstore.store.load import one_statement as one_statement_load
 
             return await one_statement_load.load_in_one_statement(
                 runner, conversation_id, tenant, last, before_seq, head_seq, cache
@@ -298,7 +296,7 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
         not (no record, or another format's); plus the ``revision``, ``head_seq`` and
         ``metadata`` the read saw. ``last=N``: only the newest N messages of the path.
         """
-        from convstore.store import native
+        from convstore.store.load import native
 
         self._check_ref(conversation_id, tenant)
         if format is None:
@@ -321,7 +319,7 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
         Without ``conversation_id``, searched in every conversation (of ``tenant``); if several
         hold it, the newest wins. `MessageNotFoundError` when there is none.
         """
-        from convstore.store import reads
+        from convstore.store.load import reads
 
         self._check_ref(conversation_id, tenant)
         check_text(message_id, "message id")
@@ -341,7 +339,7 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
         A seq the conversation does not hold (never stored, or popped) raises
         `MessageNotFoundError`; a missing conversation `ConversationNotFoundError`.
         """
-        from convstore.store import reads
+        from convstore.store.load import reads
 
         self._check_ref(conversation_id, tenant)
         for seq in seqs:
@@ -374,9 +372,9 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
         """
         from convstore.message_checks import check_messages
         from convstore.model import Message, Role, ToolResultPart
-        from convstore.store import appending
+        from convstore.store.append import appending
+        from convstore.store.append.writes import NoChange
         from convstore.store.attachments import BlobContext
-        from convstore.store.writes import NoChange
 
         self._check_ref(conversation_id, tenant)
         check_key(call_id, "call id")
@@ -428,7 +426,7 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
         from convstore.rendering import render
         from convstore.store import attachments
         from convstore.store.attachments import BlobContext
-        from convstore.store.tools import stored_tools
+        from convstore.store.conversations.tools import stored_tools
         from convstore.transcript.planner import attachments_needed
 
         self._check_ref(conversation_id, tenant)
@@ -490,9 +488,9 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
 
         Every conversation of ``tenant`` (``None``: of every tenant), or only
         ``conversation_ids``. ``convstore.imports.import_file(store, path, "convstore")``
-        restores it exactly (`convstore.store.export`).
+        restores it exactly (`convstore.store.transfer.export`).
         """
-        from convstore.store.export import export_archive
+        from convstore.store.transfer.export import export_archive
 
         self._require_open()
         return await export_archive(

@@ -47,7 +47,7 @@ from convstore.db.tx import Row, Tx
 from convstore.errors import InvalidInputError
 from convstore.limits import check_count, check_text
 from convstore.model import Role
-from convstore.store.paths import PathAbove
+from convstore.store.load.paths import PathAbove
 
 __all__ = [
     "MARK_END",

@@ -16,7 +16,7 @@ decides when they run:
   few bounded steps of FTS5 segment merging, each its own transaction, while the writer stays
   idle. So a search rarely finds more than the last turn pending, and merging never runs
   inside an append or a search. Last, the WAL is checkpointed there once it passes a
-  megabyte (`convstore.db.sqlite_tx.checkpoint_when_idle`), so appends do not pay for it.
+  megabyte (`convstore.db.sqlite.tx.checkpoint_when_idle`), so appends do not pay for it.
 - **After an erase** (`SearchIndex.purge`): catch up, merge every segment into one (no segment
   keeps an erased document's entries; ``secure_delete`` overwrites the freed pages) and
   checkpoint the WAL, so the erased text is nowhere in the database files.
@@ -46,8 +46,8 @@ from convstore._compat.sqlite_driver import run_in_connection_thread
 from convstore.db import search_index
 from convstore.db.backend import Backend
 from convstore.db.errors import is_transient, translate
-from convstore.db.sqlite_connections import close_quietly, configure, daemon_connection
-from convstore.db.sqlite_tx import (
+from convstore.db.sqlite.connections import close_quietly, configure, daemon_connection
+from convstore.db.sqlite.tx import (
     StatementCache,
     bound_wal,
     checkpoint_when_idle,

@@ -31,8 +31,8 @@ from convstore.db.migrations import head_revision
 from convstore.errors import ConvstoreError, InvalidInputError, NotFoundError
 from convstore.model import Message, ToolCallStatus
 from convstore.store import ConversationStore, ConversationSummary, fsck
-from convstore.store.documents import conversation_document
 from convstore.store.search import SearchHit, snippet_segments
+from convstore.store.transfer.documents import conversation_document
 from convstore.web import _compat
 from convstore.web._branches import (
     HitGroup,

@@ -91,7 +91,7 @@ class Statements:
     transactions hold the database lock already)."""
     select_conversation: Scoped[Select[Any]]
     select_summary: Scoped[Select[Any]]
-    """The header and its message count (`convstore.store.listing.ConversationSummary`)."""
+    """The header and its message count (`ConversationSummary`: `convstore.store.conversations`)."""
     advance_conversation: Update
     """Sets ``last_seq``, ``head_seq``, ``branched``, ``revision`` and ``updated_at``."""
     set_header: Update
@@ -117,7 +117,7 @@ class Statements:
     select_path_window_keys: Select[Any]
     select_message_keys_in: Select[Any]
     """The four above as seqs only: what a load whose messages are mostly decoded already
-    asks (`convstore.store.message_cache`)."""
+    asks (`convstore.store.load.message_cache`)."""
     select_native: Select[Any]
     """(seq, message id, native record) of every message of a conversation, by ``seq``."""
     select_native_before: Select[Any]

@@ -8,8 +8,8 @@ Invariants:
   `catalogue_attachments` inserts in), the order appends lock them in, so a collector and an
   append never wait on each other in a cycle.
 - A tombstone marks a blob garbage collection is deleting; ``deleted_at`` (the storage's clock)
-  records when its bytes went. A release (`convstore.store.released_blobs`) lets the next
-  collection skip the grace period.
+  records when its bytes went. A release (`convstore.store.maintenance.released_blobs`) lets the
+  next collection skip the grace period.
 """
 
 from __future__ import annotations
@@ -265,7 +265,7 @@ SELECT_TOMBSTONE: Final = (
 )
 
 # ---------------------------------------------------------------------------------------------
-# releases (`convstore.store.released_blobs`)
+# releases (`convstore.store.maintenance.released_blobs`)
 
 INSERT_RELEASED: Final = insert(released_blobs)
 """(namespace, sha256, released_at) rows."""

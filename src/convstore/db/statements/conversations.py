@@ -145,7 +145,7 @@ SELECT_CONVERSATION: Final[Scoped[Select[Any]]] = scoped(
 SELECT_SUMMARY: Final[Scoped[Select[Any]]] = scoped(
     lambda s: select(*CONVERSATION_COLUMNS, _message_count()).where(by_conversation(s))
 )
-"""The header and its message count (`convstore.store.listing.ConversationSummary`)."""
+"""The header and its message count (`ConversationSummary`: `convstore.store.conversations`)."""
 
 SET_HEADER: Final[Update] = (
     update(conversations)
@@ -199,8 +199,8 @@ def list_page(*, tenant_scoped: bool, after_cursor: bool, tags: int) -> Select[A
     """One page of conversations, newest first: one index range, whatever the page's depth.
 
     ``tags``: how many metadata entries (``:tag0`` ...) a conversation must hold
-    (`convstore.store.metadata_tags`). One entry: the page is found among its tag's rows
-    (`conversation_tags`, where tenant and creation are copied). Two or more: among the
+    (`convstore.store.conversations.metadata_tags`). One entry: the page is found among its tag's
+    rows (`conversation_tags`, where tenant and creation are copied). Two or more: among the
     first two entries' pair tag (``:pair``), the others checked by primary key, merged with
     the conversations too wide to hold pair tags (``:wide``), each entry checked. Only the
     page's conversations are read. Without entries the conversations' own listing indexes
@@ -279,7 +279,7 @@ def _tag_walk(
 
 
 # ---------------------------------------------------------------------------------------------
-# pruning (`convstore.store.prune`)
+# pruning (`convstore.store.maintenance.prune`)
 
 PRUNE_COLUMNS: Final = (
     conversations.c.id,

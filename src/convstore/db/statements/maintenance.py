@@ -7,7 +7,7 @@ Invariants:
 - An erase names its tenant as ``:tenant`` and reaches every per-conversation table through
   the tenant's conversation ids (`erase_delete`), so a table added later is erased without
   touching this module; the conversations go last, by their own tenant column.
-- An archive (export and restore, `convstore.store.archive_rows`) reads and writes each
+- An archive (export and restore, `convstore.store.transfer.archive_rows`) reads and writes each
   per-conversation table whole by conversation id, naming its columns.
 """
 
@@ -45,7 +45,7 @@ def insert_setting_if_absent(dialect_name: str) -> Insert:
 DELETE_SETTING: Final[Delete] = delete(settings).where(settings.c.key == bindparam("key"))
 
 # ---------------------------------------------------------------------------------------------
-# erasing a tenant (`convstore.store.erase`)
+# erasing a tenant (`convstore.store.maintenance.erase`)
 
 _TENANT_IDS: Final = tenant_conversation_ids(True)
 
@@ -70,7 +70,7 @@ ERASE_REFERENCED: Final = (
 """(namespace, sha256) of every blob the tenant's messages reference."""
 
 # ---------------------------------------------------------------------------------------------
-# a conversation's rows, whole (`convstore.store.archive_rows`)
+# a conversation's rows, whole (`convstore.store.transfer.archive_rows`)
 
 
 def _key(table: Table) -> Any:

@@ -106,7 +106,7 @@ class MessageAt:
 
 
 MESSAGE_KEY_COLUMNS = (messages.c.seq,)
-"""What a load asks of a message it may hold decoded already (`convstore.store.message_cache`):
+"""What a load asks of a message it may hold decoded already (`convstore.store.load.message_cache`):
 on an unbranched conversation the primary key index alone answers."""
 
 NATIVE_COLUMNS = (messages.c.seq, messages.c.message_id, messages.c.native)
@@ -278,7 +278,7 @@ SELECT_MESSAGE_KEYS: Final = _chain(*MESSAGE_KEY_COLUMNS)
 SELECT_MESSAGE_KEYS_BEFORE: Final = _chain_before(*MESSAGE_KEY_COLUMNS)
 SELECT_PATH_WINDOW_KEYS: Final = _path_window(*MESSAGE_KEY_COLUMNS)
 """The three above as seqs only (and `select_message_keys_in`): what a load whose messages are
-mostly decoded already asks (`convstore.store.message_cache`)."""
+mostly decoded already asks (`convstore.store.load.message_cache`)."""
 SELECT_NATIVE: Final = _chain(*NATIVE_COLUMNS)
 """(seq, message id, native record) of every message of a conversation, by ``seq``."""
 SELECT_NATIVE_BEFORE: Final = _chain_before(*NATIVE_COLUMNS)

@@ -1,0 +1,8 @@
+"""The SQLite backend: raw driver statements, one thread hop per operation.
+
+- ``backend``: `SqliteBackend`: a writer connection and readers, each operation one hop to
+  its connection's driver thread.
+- ``tx``: SQLite transactions as they run in the driver thread, and the WAL bound.
+- ``connections``: opening, configuring and closing the backend's aiosqlite connections.
+- ``schema``: schema checks and migrations of an SQLite database, on the writer connection.
+"""
