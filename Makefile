@@ -2,10 +2,20 @@
 # the project (pinned by constraints.txt) on first use; nothing else needs installing by hand.
 
 PYTHON ?= python3
-# No bytecode compiled at install time: Python compiles (and caches) what is imported on first
-# use; compiling every installed module first made a clean install markedly slower.
-PIP_INSTALL := pip install --quiet --no-compile
-# ...which PYTHONDONTWRITEBYTECODE (set in some containers) would undo: every `python -m
+# Every environment is made and filled by uv, pinned here and pip-installed once into .venv-uv:
+# `make test` builds a dozen environments, and pip took 60-110 s of wall time for each one
+# uv fills in about 10 (both from a warm cache, one langgraph environment, the same pins). Like
+# uv's default, no bytecode is compiled at install time: Python compiles (and caches) what is
+# imported on first use.
+UV_VERSION := 0.13.9
+UV_VENV := .venv-uv
+UV := $(UV_VENV)/bin/uv
+# $(call NEW_VENV,dir): an environment at dir unless one is there (with pip: a few tests run
+# `python -m pip`). $(call INSTALL,dir) ...: install into it.
+NEW_VENV = test -x $(1)/bin/python || $(UV) venv --quiet --seed --python $(PYTHON) $(1)
+INSTALL = $(UV) pip install --quiet --python $(1)/bin/python
+# Python compiling on first import is undone by PYTHONDONTWRITEBYTECODE (set in some
+# containers): every `python -m
 # convstore` a test starts would compile each module it imports again (about half of such a
 # test's time). Recipes run without it, so the first import writes the cache.
 unexport PYTHONDONTWRITEBYTECODE
@@ -30,7 +40,6 @@ AGENTS_STAMP := $(AGENTS_VENV)/.installed-agents
 
 # Framework integrations whose pins clash with the dev extra (and with each other) get their
 # own environments; `make test` runs their tests and type-checks there, framework installed.
-# They keep the pip their venv was made with (a pip upgrade adds nothing these installs need).
 PAI_VENV  := .venv-pydantic-ai
 PAI_STAMP := $(PAI_VENV)/.installed-pydantic-ai
 ADK_VENV  := .venv-adk
@@ -45,14 +54,17 @@ LG_TEST_PACKAGES := langgraph langgraph-checkpoint-sqlite langgraph-checkpoint-c
 	test-google-adk bench-frameworks test-langgraph bench-langgraph screenshots serve test-fast checks frameworks \
 	bench-smoke docs-extras
 
-$(BASE_STAMP): pyproject.toml constraints.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m $(PIP_INSTALL) -c constraints.txt -e .
+$(UV):
+	test -x $(UV_VENV)/bin/python || $(PYTHON) -m venv $(UV_VENV)
+	$(UV_VENV)/bin/python -m pip install --quiet "uv==$(UV_VERSION)"
+
+$(BASE_STAMP): pyproject.toml constraints.txt | $(UV)
+	$(call NEW_VENV,$(VENV))
+	$(call INSTALL,$(VENV)) -c constraints.txt -e .
 	touch $@
 
 $(STAMP): $(BASE_STAMP)
-	$(BIN)/python -m $(PIP_INSTALL) -c constraints.txt -e ".[dev]"
+	$(call INSTALL,$(VENV)) -c constraints.txt -e ".[dev]"
 	touch $@
 
 demo: $(BASE_STAMP)
@@ -62,7 +74,7 @@ demo: $(BASE_STAMP)
 # only (a few seconds), not the development extra.
 WEB_STAMP := $(VENV)/.installed-web
 $(WEB_STAMP): $(BASE_STAMP)
-	$(BIN)/python -m $(PIP_INSTALL) -c constraints.txt -e ".[web]"
+	$(call INSTALL,$(VENV)) -c constraints.txt -e ".[web]"
 	touch $@
 
 serve: $(WEB_STAMP)
@@ -73,8 +85,8 @@ serve: $(WEB_STAMP)
 screenshots: $(STAMP)
 	CONVSTORE_SCREENSHOTS=docs/images $(BIN)/pytest tests/web/test_browser.py -q
 
-# Every environment first, built side by side (separate venvs, one shared pip cache: pip writes
-# its cache atomically), then the checks side by side too: the main suite spread over the cores
+# Every environment first, built side by side (separate venvs, one shared uv cache: uv locks
+# it), then the checks side by side too: the main suite spread over the cores
 # by pytest-xdist (each worker has its own databases and, when it needs one, its own PostgreSQL
 # cluster), beside the static checks and the framework environments. --output-sync keeps each
 # target's output together.
@@ -108,9 +120,9 @@ EXTRA_PINS_google-adk := constraints-google-adk.txt
 EXTRA_STAMPS := $(foreach extra,$(DOCS_EXTRAS),.venv-extra-$(extra)/.installed)
 
 .venv-extra-%/.installed: pyproject.toml constraints.txt constraints-langgraph.txt \
-		constraints-pydantic-ai.txt constraints-google-adk.txt $(AGENTS_PINS)
-	test -x .venv-extra-$*/bin/python || $(PYTHON) -m venv .venv-extra-$*
-	.venv-extra-$*/bin/python -m $(PIP_INSTALL) -c $(EXTRA_PINS_$*) \
+		constraints-pydantic-ai.txt constraints-google-adk.txt $(AGENTS_PINS) | $(UV)
+	$(call NEW_VENV,.venv-extra-$*)
+	$(call INSTALL,.venv-extra-$*) -c $(EXTRA_PINS_$*) \
 		-e "$(if $(filter base,$*),.,.[$*])"
 	touch $@
 
@@ -149,9 +161,9 @@ $(AI_SDK_STAMP): $(AI_SDK_NODE)/package.json $(AI_SDK_NODE)/package-lock.json
 	npm ci --prefix $(AI_SDK_NODE) --no-audit --no-fund --loglevel=error
 	touch $@
 
-$(AGENTS_STAMP): pyproject.toml $(AGENTS_PINS)
-	test -x $(AGENTS_VENV)/bin/python || $(PYTHON) -m venv $(AGENTS_VENV)
-	$(AGENTS_VENV)/bin/python -m $(PIP_INSTALL) -c $(AGENTS_PINS) -e ".[openai-agents,mcp]" \
+$(AGENTS_STAMP): pyproject.toml $(AGENTS_PINS) | $(UV)
+	$(call NEW_VENV,$(AGENTS_VENV))
+	$(call INSTALL,$(AGENTS_VENV)) -c $(AGENTS_PINS) -e ".[openai-agents,mcp]" \
 		pytest pytest-asyncio pytest-timeout
 	touch $@
 
@@ -166,9 +178,9 @@ pytest-agents: $(AGENTS_STAMP)
 # pydantic-ai's MCP client (its mcp extra) for tests/mcp_server/test_pydantic_ai_client.py.
 PAI_TEST_PACKAGES := "pydantic-ai-slim[mcp]"
 
-$(PAI_STAMP): pyproject.toml constraints-pydantic-ai.txt
-	test -x $(PAI_VENV)/bin/python || $(PYTHON) -m venv $(PAI_VENV)
-	$(PAI_VENV)/bin/python -m $(PIP_INSTALL) -c constraints-pydantic-ai.txt -e ".[dev,pydantic-ai]" \
+$(PAI_STAMP): pyproject.toml constraints-pydantic-ai.txt | $(UV)
+	$(call NEW_VENV,$(PAI_VENV))
+	$(call INSTALL,$(PAI_VENV)) -c constraints-pydantic-ai.txt -e ".[dev,pydantic-ai]" \
 		$(PAI_TEST_PACKAGES)
 	touch $@
 
@@ -179,9 +191,9 @@ test-pydantic-ai: $(PAI_STAMP)
 		tests/mcp_server/test_pydantic_ai_client.py
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_docs_blocks.py -k pydantic_ai
 
-$(ADK_STAMP): pyproject.toml constraints-google-adk.txt
-	test -x $(ADK_VENV)/bin/python || $(PYTHON) -m venv $(ADK_VENV)
-	$(ADK_VENV)/bin/python -m $(PIP_INSTALL) -c constraints-google-adk.txt -e ".[dev,google-adk]"
+$(ADK_STAMP): pyproject.toml constraints-google-adk.txt | $(UV)
+	$(call NEW_VENV,$(ADK_VENV))
+	$(call INSTALL,$(ADK_VENV)) -c constraints-google-adk.txt -e ".[dev,google-adk]"
 	touch $@
 
 test-google-adk: $(ADK_STAMP)
@@ -190,9 +202,9 @@ test-google-adk: $(ADK_STAMP)
 		tests/integrations/test_google_adk_docs.py
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(ADK_VENV)/bin/pytest tests/integrations/test_docs_blocks.py -k google_adk
 
-$(LG_STAMP): pyproject.toml constraints-langgraph.txt
-	test -x $(LG_VENV)/bin/python || $(PYTHON) -m venv $(LG_VENV)
-	$(LG_VENV)/bin/python -m $(PIP_INSTALL) -c constraints-langgraph.txt \
+$(LG_STAMP): pyproject.toml constraints-langgraph.txt | $(UV)
+	$(call NEW_VENV,$(LG_VENV))
+	$(call INSTALL,$(LG_VENV)) -c constraints-langgraph.txt \
 		-e ".[dev,langgraph,langchain]" $(LG_TEST_PACKAGES)
 	touch $@
 
@@ -204,10 +216,9 @@ test-langgraph: $(LG_STAMP)
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(LG_VENV)/bin/pytest tests/integrations/test_docs_blocks.py \
 		-k "langgraph or langchain"
 
-$(BENCH_STAMP): pyproject.toml bench/constraints.txt
-	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/python -m $(PIP_INSTALL) -c bench/constraints.txt -e ".[bench]"
+$(BENCH_STAMP): pyproject.toml bench/constraints.txt | $(UV)
+	$(call NEW_VENV,$(BENCH_VENV))
+	$(call INSTALL,$(BENCH_VENV)) -c bench/constraints.txt -e ".[bench]"
 	touch $@
 
 # Every store in its own process, all from .venv-bench, beside the callgrind counts, the search
@@ -254,6 +265,6 @@ lock:
 	rm -rf .lock-venv
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(AGENTS_VENV) $(PAI_VENV) $(ADK_VENV) $(LG_VENV) .venv-extra-* \
+	rm -rf $(UV_VENV) $(VENV) $(BENCH_VENV) $(AGENTS_VENV) $(PAI_VENV) $(ADK_VENV) $(LG_VENV) .venv-extra-* \
 		$(AI_SDK_NODE)/node_modules \
 		.mypy_cache .pytest_cache .ruff_cache .hypothesis build dist convstore.db* convstore-blobs

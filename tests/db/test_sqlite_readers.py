@@ -8,6 +8,8 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import statistics
 from pathlib import Path
 
 import pytest
@@ -67,16 +69,27 @@ async def test_wal_is_truncated_while_readers_keep_reading(
                 await store.load(conversation.id, last=5)
 
         readers = [asyncio.create_task(keep_reading()) for _ in range(3)]
-        largest = 0
+        sizes = []
         text = "x" * 4000
         for turn in range(400):  # ~1.6 MB of messages, several times the bound
             await store.append(conversation.id, [Message.user(f"{turn} {text}")])
-            largest = max(largest, wal.stat().st_size)
+            sizes.append(wal.stat().st_size)
         stop = True
         await asyncio.gather(*readers)
         assert len((await store.load(conversation.id)).messages) == 400
+        await store.append(conversation.id, Message.user("the readers are gone"))
+        after = wal.stat().st_size
     # One commit's frames may land on top of a WAL just under the bound: an append's (about
     # 8 KB here) or the idle-time search catch-up's, which indexes at most about
     # CATCH_UP_BUDGET characters a commit (about 2.6 bytes of index each for this text).
     slack = 64 * 1024 + 3 * search_index.CATCH_UP_BUDGET
-    assert largest <= bound + slack, f"the WAL reached {largest:,} bytes"
+    # Readers that keep pinning snapshots stop SQLite's own checkpoints from ever restarting the
+    # log (the file would only grow, to several megabytes here). The truncating checkpoint gets
+    # through again and again meanwhile. It waits a quarter second at most for readers and the
+    # catch-up's write lock, then leaves the work to the next commit (`bound_wal`): on a
+    # starved machine (CI, load 8-10) some dozens of commits in a row found it busy, so the
+    # largest size is not the bound; the typical one is, and so is the size once readers stop.
+    truncated = sum(1 for before, now in itertools.pairwise(sizes) if now < before)
+    assert truncated >= 5, f"the WAL was truncated {truncated} times: {sizes[::40]}"
+    assert statistics.median(sizes) <= bound + slack, f"sizes: {sizes[::40]}"
+    assert after <= bound + slack, f"the WAL kept {after:,} bytes once the readers stopped"
