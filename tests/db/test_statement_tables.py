@@ -19,10 +19,12 @@ from convstore.db.statements.conversations import (
     PruneAt,
     RowAt,
 )
-from convstore.db.statements.messages import MESSAGE_COLUMNS, MessageAt
+from convstore.db.statements.messages import MESSAGE_COLUMNS, MessageAt, MessageRowAt
 from convstore.db.statements.tool_calls import (
+    CANCEL_PENDING,
     LIFECYCLE_COLUMNS,
     TOOL_CALL_COLUMNS,
+    CancelledAt,
     LifecycleAt,
     ToolCallAt,
 )
@@ -49,9 +51,17 @@ def test_positions_name_every_column_where_it_is(positions: type, columns: list[
     assert _named(positions) == {name: i for i, name in enumerate(columns)}
 
 
-def test_whole_row_positions_follow_the_table() -> None:
-    names = column_names(schema.conversations)
-    assert {k: names[v] for k, v in _named(RowAt).items()} == {k: k for k in _named(RowAt)}
+@pytest.mark.parametrize(
+    ("positions", "table"), [(RowAt, schema.conversations), (MessageRowAt, schema.messages)]
+)
+def test_whole_row_positions_follow_the_table(positions: type, table: Any) -> None:
+    names = column_names(table)
+    assert {k: names[v] for k, v in _named(positions).items()} == {k: k for k in _named(positions)}
+
+
+def test_cancelled_positions_name_what_cancel_pending_returns() -> None:
+    returned = [c["name"] for c in CANCEL_PENDING.returning_column_descriptions]
+    assert _named(CancelledAt) == {name: i for i, name in enumerate(returned)}
 
 
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))

@@ -12,8 +12,7 @@ Where the SQL for each table lives (module-level Core statements, LangGraph's
 - ``checkpoints``: LangGraph's checkpoint tables.
 - ``_common``: what they share (tenant scoping, upserts, JSON lists, row positions).
 
-This module holds the append's own statements (its message and call inserts, the head update,
-the interrupt of calls a new turn leaves pending) and `Statements`, the set a `Tx` carries.
+This module holds `Statements`, the set a `Tx` carries.
 
 Invariants:
 
@@ -32,47 +31,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Delete, Insert, Select, Update, bindparam, insert, update
+from sqlalchemy import Delete, Insert, Select, Update
 
-from convstore.db import schema
 from convstore.db.statements import blobs as b
 from convstore.db.statements import conversations as c
 from convstore.db.statements import maintenance as mt
 from convstore.db.statements import messages as m
 from convstore.db.statements import tool_calls as t
-from convstore.db.statements._common import PENDING, Scoped, column_names
+from convstore.db.statements._common import Scoped, column_names
 
 __all__ = ["Scoped", "Statements", "column_names"]
-
-_CID: Any = bindparam("cid")
-
-# ---------------------------------------------------------------------------------------------
-# the append's statements
-
-# Names of table modules are attributes of this package: the tables are reached via `schema`.
-_INSERT_MESSAGE = insert(schema.messages)
-
-_INSERT_TOOL_CALL = insert(schema.tool_calls)
-
-_ADVANCE_CONVERSATION = (
-    update(schema.conversations)
-    .where(schema.conversations.c.id == _CID)
-    .values(
-        last_seq=bindparam("last_seq"),
-        head_seq=bindparam("head_seq"),
-        branched=bindparam("branched"),
-        revision=bindparam("revision"),
-        updated_at=bindparam("now"),
-    )
-)
-
-_INTERRUPT_PENDING = (
-    update(schema.tool_calls)
-    .where(schema.tool_calls.c.conversation_id == _CID)
-    .where(schema.tool_calls.c.status == PENDING)
-    .where(schema.tool_calls.c.seq < bindparam("before_seq"))
-    .values(status="interrupted", completed_at=bindparam("now"))
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,12 +189,12 @@ class Statements:
             lock_conversation=c.LOCK_CONVERSATION,
             select_conversation=c.SELECT_CONVERSATION,
             select_summary=c.SELECT_SUMMARY,
-            advance_conversation=_ADVANCE_CONVERSATION,
+            advance_conversation=c.ADVANCE_CONVERSATION,
             set_header=c.SET_HEADER,
             delete_conversation=c.DELETE_CONVERSATION,
             insert_conversation_tags=c.INSERT_CONVERSATION_TAGS,
             delete_conversation_tags=c.DELETE_CONVERSATION_TAGS,
-            insert_message=_INSERT_MESSAGE,
+            insert_message=m.INSERT_MESSAGE,
             insert_blob_ref=b.insert_blob_ref(d),
             insert_attachment=b.insert_attachment(d),
             select_messages=m.SELECT_MESSAGES,
@@ -250,7 +218,7 @@ class Statements:
             delete_calls_of=t.delete_calls_of(d),
             message_id_taken=m.message_id_taken(d),
             copy_messages=m.copy_messages(d),
-            insert_tool_call=_INSERT_TOOL_CALL,
+            insert_tool_call=t.INSERT_TOOL_CALL,
             select_tool_call=t.SELECT_TOOL_CALL,
             select_tool_calls=t.SELECT_TOOL_CALLS,
             select_tool_calls_in=t.select_tool_calls_in(d),
@@ -260,7 +228,7 @@ class Statements:
             select_lifecycles_in=t.select_lifecycles_in(d),
             copy_tool_calls=t.copy_tool_calls(d),
             set_lifecycle=t.SET_LIFECYCLE,
-            interrupt_pending=_INTERRUPT_PENDING,
+            interrupt_pending=t.INTERRUPT_PENDING,
             select_pending=t.SELECT_PENDING,
             cancel_pending=t.CANCEL_PENDING,
             cancel_call=t.CANCEL_CALL,

@@ -46,6 +46,7 @@ from convstore.db.statements._common import (
 )
 
 __all__ = [
+    "ADVANCE_CONVERSATION",
     "CONVERSATION_COLUMNS",
     "CONVERSATION_EXISTS",
     "DELETE_CONVERSATION",
@@ -159,6 +160,20 @@ SET_HEADER: Final[Update] = (
     )
 )
 """Sets ``title``, ``metadata``, ``state``, ``revision`` and ``updated_at``."""
+
+ADVANCE_CONVERSATION: Final[Update] = (
+    update(conversations)
+    .where(conversations.c.id == bindparam("cid"))
+    .values(
+        last_seq=bindparam("last_seq"),
+        head_seq=bindparam("head_seq"),
+        branched=bindparam("branched"),
+        revision=bindparam("revision"),
+        updated_at=bindparam("now"),
+    )
+)
+"""An append's header update: ``last_seq``, ``head_seq``, ``branched``, ``revision`` and
+``updated_at``."""
 
 DELETE_CONVERSATION: Final[Scoped[Delete]] = scoped(
     lambda s: delete(conversations).where(by_conversation(s))

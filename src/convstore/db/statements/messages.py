@@ -9,8 +9,8 @@ Invariants:
   seqs of a JSON array. `MessageAt` names a message row's positions.
 - A walk up the tree (`SELECT_PATH_WINDOW`, `SELECT_PATH_UP`, `SELECT_MEET`) costs the distance
   it walks, never the conversation's length.
-- The insert of an append's message rows is with the append's statements
-  (`convstore.db.statements`).
+- `INSERT_MESSAGE` binds a whole row, every column in table order (`MessageRowAt` names its
+  positions).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from sqlalchemy import (
 )
 
 from convstore.db.schema import append_keys, compactions, conversations, messages
-from convstore.db.statements._common import Scoped, json_list, positions, scoped
+from convstore.db.statements._common import Scoped, column_names, json_list, positions, scoped
 
 __all__ = [
     "COPY_COMPACTIONS",
@@ -45,6 +45,7 @@ __all__ = [
     "INSERT_APPEND_KEY",
     "INSERT_COMPACTION",
     "INSERT_COMPACTION_ROW",
+    "INSERT_MESSAGE",
     "MESSAGE_COLUMNS",
     "MESSAGE_KEY_COLUMNS",
     "NATIVE_COLUMNS",
@@ -65,6 +66,7 @@ __all__ = [
     "SELECT_PATH_WINDOW_KEYS",
     "SELECT_TREE",
     "MessageAt",
+    "MessageRowAt",
     "copy_messages",
     "message_id_taken",
     "select_message_keys_in",
@@ -103,6 +105,19 @@ class MessageAt:
     parts: Final = _AT["parts"]
     native: Final = _AT["native"]
     usage: Final = _AT["usage"]
+
+
+INSERT_MESSAGE: Final[Insert] = insert(messages)
+"""A whole row, every column in table order: an append's messages."""
+
+_ROW: Final = {name: i for i, name in enumerate(column_names(messages))}
+
+
+class MessageRowAt:
+    """Where each column is in a whole ``messages`` row (`INSERT_MESSAGE`)."""
+
+    seq: Final = _ROW["seq"]
+    parent_seq: Final = _ROW["parent_seq"]
 
 
 MESSAGE_KEY_COLUMNS = (messages.c.seq,)

@@ -15,7 +15,18 @@ from __future__ import annotations
 from functools import cache
 from typing import Any, Final
 
-from sqlalchemy import Delete, Select, Update, bindparam, case, delete, select, update
+from sqlalchemy import (
+    Delete,
+    Insert,
+    Select,
+    Update,
+    bindparam,
+    case,
+    delete,
+    insert,
+    select,
+    update,
+)
 
 from convstore.db.schema import tool_calls
 from convstore.db.statements._common import PENDING, json_list, positions
@@ -23,6 +34,8 @@ from convstore.db.statements._common import PENDING, json_list, positions
 __all__ = [
     "CANCEL_CALL",
     "CANCEL_PENDING",
+    "INSERT_TOOL_CALL",
+    "INTERRUPT_PENDING",
     "LIFECYCLE_COLUMNS",
     "SELECT_CALL_STATES",
     "SELECT_PENDING",
@@ -30,6 +43,7 @@ __all__ = [
     "SELECT_TOOL_CALLS",
     "SET_LIFECYCLE",
     "TOOL_CALL_COLUMNS",
+    "CancelledAt",
     "LifecycleAt",
     "ToolCallAt",
     "copy_tool_calls",
@@ -118,6 +132,10 @@ class ToolCallAt:
     details: Final = _TC["details"]
     created_at: Final = _TC["created_at"]
     completed_at: Final = _TC["completed_at"]
+
+
+INSERT_TOOL_CALL: Final[Insert] = insert(tool_calls)
+"""A whole row, every column in table order: an append's calls."""
 
 
 SELECT_TOOL_CALL: Final = (
@@ -233,12 +251,33 @@ SELECT_PENDING: Final = (
     .order_by(_CALL.seq, _CALL.idx)
 )
 
+INTERRUPT_PENDING: Final[Update] = (
+    update(tool_calls)
+    .where(_CALL.conversation_id == _CID)
+    .where(_CALL.status == PENDING)
+    .where(_CALL.seq < bindparam("before_seq"))
+    .values(status="interrupted", completed_at=bindparam("now"))
+)
+"""The calls a new user turn leaves pending before ``:before_seq``, interrupted."""
+
+_CANCELLED_COLUMNS = (_CALL.id, _CALL.seq, _CALL.idx)
+_CANCELLED: Final = positions(_CANCELLED_COLUMNS)
+
+
+class CancelledAt:
+    """Where each column is in a `CANCEL_PENDING` row."""
+
+    id: Final = _CANCELLED["id"]
+    seq: Final = _CANCELLED["seq"]
+    idx: Final = _CANCELLED["idx"]
+
+
 CANCEL_PENDING: Final[Update] = (
     update(tool_calls)
     .where(_CALL.conversation_id == _CID)
     .where(_CALL.status == PENDING)
     .values(status="cancelled", completed_at=bindparam("now"), cancelled_at=bindparam("now"))
-    .returning(_CALL.id, _CALL.seq, _CALL.idx)
+    .returning(*_CANCELLED_COLUMNS)
 )
 
 CANCEL_CALL: Final[Update] = (

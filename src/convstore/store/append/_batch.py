@@ -36,6 +36,7 @@ from convstore.db.mapping import (
     encode_tool_call,
     outputs_of,
 )
+from convstore.db.statements.messages import MessageRowAt
 from convstore.db.statements.tool_calls import ToolCallAt
 from convstore.db.tx import Row, Tx
 from convstore.errors import (
@@ -256,9 +257,12 @@ class Batch:
         write retried after lock contention places it again).
         """
         rows = []
-        for row in self.message_rows:  # (cid, seq, ..., parent_seq at 7, ...)
-            parent = head_seq if row[7] is None else row[7] + last_seq
-            rows.append((row[0], row[1] + last_seq, *row[2:7], parent, *row[8:]))
+        for row in self.message_rows:
+            placed_row = list(row)
+            placed_row[MessageRowAt.seq] += last_seq
+            parent = row[MessageRowAt.parent_seq]
+            placed_row[MessageRowAt.parent_seq] = head_seq if parent is None else parent + last_seq
+            rows.append(tuple(placed_row))
         calls = {}
         for call_id, call in self.new_calls.items():
             placed = list(call)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
-from convstore.db.statements.tool_calls import ToolCallAt
+from convstore.db.statements.tool_calls import CancelledAt, ToolCallAt
 from convstore.db.tx import Tx
 from convstore.errors import (
     AttachmentNotFoundError,
@@ -319,8 +319,11 @@ def cancel_pending(
     st, stamp = tx.statements, tx.codec.dump_time(now)
     if not header.branched:
         # RETURNING comes in no particular order: put the ids in call order.
-        rows = sorted(tx.fetch(st.cancel_pending, {"cid": cid, "now": stamp}), key=lambda r: r[1:])
-        cancelled = [r[0] for r in rows]
+        rows = sorted(
+            tx.fetch(st.cancel_pending, {"cid": cid, "now": stamp}),
+            key=lambda r: (r[CancelledAt.seq], r[CancelledAt.idx]),
+        )
+        cancelled = [r[CancelledAt.id] for r in rows]
     else:
         # A pending call on the path has no user message after it there (it would be
         # interrupted): the path back to its newest user message holds every one.
