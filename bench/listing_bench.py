@@ -94,7 +94,7 @@ async def _create_in_bulk(store: ConversationStore, start: int, stop: int) -> No
     group commit, not the list."""
     # The package's own row builders and statements: the only internals a benchmark uses,
     # imported here so that importing this module (its report) needs none of them.
-    from convstore.store.arguments import now
+    from convstore.store._arguments import now
     from convstore.store.conversations.headers import _row
     from convstore.store.conversations.metadata_tags import tags_of
     from convstore.store.ids import new_id

@@ -19,8 +19,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, inspect
 from sqlalchemy.ext.asyncio import create_async_engine
 
+import convstore.db._revisions as revisions_module
 import convstore.db.migrations as migrate_module
-import convstore.db.revisions as revisions_module
 from convstore import ConversationStore, Message, SchemaError, SchemaOutOfDateError
 from convstore.db import search_ddl
 from convstore.db.migrations import (

@@ -25,7 +25,7 @@ from convstore import (
 from convstore.cli.main import main
 from convstore.db import partition
 from convstore.db.migrations import alembic_config
-from convstore.db.postgres.partitioning import PARTITIONED_TABLES, current_moduli
+from convstore.db.postgres._partitioning import PARTITIONED_TABLES, current_moduli
 from tests.support.postgres import PostgresCluster
 
 pytestmark = pytest.mark.postgres

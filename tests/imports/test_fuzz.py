@@ -34,7 +34,7 @@ from convstore.imports._sources import ExportSource
 from convstore.imports._tree import ConversationShapeError, in_tree_order
 from convstore.message_checks import check_messages
 from convstore.model import dump_messages, load_messages
-from convstore.store import arguments
+from convstore.store import _arguments
 from tests.fuzz import RandomChooser, Seed, mutate
 
 from .exports import OpenWebUI, chatgpt_rich, claude_conversation, claude_message, data_url, png
@@ -129,7 +129,7 @@ def test_converting_mutants(fmt: str, tmp_path: Path) -> None:
         try:
             tree = convert(payload, source, Counter())
             messages = [m for node in in_tree_order(tree) for m in node.messages]
-            arguments.new_header(tree.id, tree.title, None, tree.metadata)
+            _arguments.new_header(tree.id, tree.title, None, tree.metadata)
             check_messages(messages, max_attachment_size=20 << 20)
         except _REFUSALS as exc:
             outcomes[f"refused: {type(exc).__name__}"] += 1

@@ -1,8 +1,8 @@
 """The lean SQLite append and the general one write identical rows.
 
-`convstore.store.append.lean_append` takes the common append (one unbranched conversation, no files,
-no idempotency key) and leaves everything else to `convstore.store.append.writes`. Here the same
-generated sequences of appends go to two stores: one as it ships, one with the lean path
+`convstore.store.append._lean_append` takes the common append (one unbranched conversation, no
+files, no idempotency key) and leaves everything else to `convstore.store.append.writes`. Here the
+same generated sequences of appends go to two stores: one as it ships, one with the lean path
 switched off. Every append must end the same way (the same stored messages, or the same error),
 and afterwards every table must hold the same rows and `load` must return the same
 conversation. Revision tokens are random and each store stamps its own clock, so revisions are
@@ -41,7 +41,7 @@ from convstore import (
     ToolResultPart,
     Usage,
 )
-from convstore.store.append import lean_append
+from convstore.store.append import _lean_append
 from tests.strategies import TEXT, json_values
 
 OUTPUTS = [
@@ -233,7 +233,7 @@ class _Pair:
         for n, store in enumerate(self.stores):
             expected = {"none": None, "current": self.revisions[n], "stale": "0" * 16}
             # The general-only store: the pipeline finds nothing planned, takes its general step.
-            planning = mock.patch.object(lean_append, "plan", return_value=None)
+            planning = mock.patch.object(_lean_append, "plan", return_value=None)
             try:
                 with planning if n else nullcontext():
                     stored = await store.append(
@@ -281,18 +281,18 @@ def stores(tmp_path: Path) -> Iterator[tuple[asyncio.Runner, _Pair, tuple[Path, 
 def taken(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How many appends the lean path planned, and how many of those it handed over."""
     counts = {"planned": 0, "handed over": 0}
-    run, general = lean_append.LeanAppend.run, lean_append.LeanAppend._general
+    run, general = _lean_append.LeanAppend.run, _lean_append.LeanAppend._general
 
-    def counting_run(self: lean_append.LeanAppend, tx: Any) -> Any:
+    def counting_run(self: _lean_append.LeanAppend, tx: Any) -> Any:
         counts["planned"] += 1
         return run(self, tx)
 
-    def counting_general(self: lean_append.LeanAppend, tx: Any) -> Any:
+    def counting_general(self: _lean_append.LeanAppend, tx: Any) -> Any:
         counts["handed over"] += 1
         return general(self, tx)
 
-    monkeypatch.setattr(lean_append.LeanAppend, "run", counting_run)
-    monkeypatch.setattr(lean_append.LeanAppend, "_general", counting_general)
+    monkeypatch.setattr(_lean_append.LeanAppend, "run", counting_run)
+    monkeypatch.setattr(_lean_append.LeanAppend, "_general", counting_general)
     return counts
 
 

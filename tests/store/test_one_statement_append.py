@@ -31,7 +31,7 @@ from convstore import (
     ToolCallConflictError,
     ToolCallPart,
 )
-from convstore.store.append import one_statement
+from convstore.store.append import _one_statement
 
 pytestmark = pytest.mark.postgres
 
@@ -156,7 +156,7 @@ def test_one_statement_append_writes_the_general_paths_rows(
     pg_store: ConversationStore, loop: asyncio.AbstractEventLoop
 ) -> None:
     counter = _Counter()
-    real = one_statement.append_in_one_statement
+    real = _one_statement.append_in_one_statement
 
     async def counted(backend: Any, plan: Any) -> Any:
         stored = await real(backend, plan)
@@ -177,9 +177,9 @@ def test_one_statement_append_writes_the_general_paths_rows(
             fast = (await pg_store.create_conversation(tenant="t")).id
             general = (await pg_store.create_conversation(tenant="t")).id
             for step in script:
-                with mock.patch.object(one_statement, "append_in_one_statement", counted):
+                with mock.patch.object(_one_statement, "append_in_one_statement", counted):
                     got = await _step(pg_store, fast, step)
-                with mock.patch.object(one_statement, "eligible", return_value=False):
+                with mock.patch.object(_one_statement, "eligible", return_value=False):
                     want = await _step(pg_store, general, step)
                 assert got == want, step
             assert await _rows(pg_store, fast) == await _rows(pg_store, general)
@@ -243,23 +243,23 @@ def test_only_the_designed_refusals_fall_back(
         call = ToolCallPart(id="dup", name="lookup", arguments={})
         await pg_store.append(cid, Message.assistant(call), tenant="t")
         declined: list[Any] = []
-        real = one_statement.append_in_one_statement
+        real = _one_statement.append_in_one_statement
 
         async def watched(backend: Any, plan: Any) -> Any:
             declined.append(stored := await real(backend, plan))
             return stored
 
         with (
-            mock.patch.object(one_statement, "append_in_one_statement", watched),
+            mock.patch.object(_one_statement, "append_in_one_statement", watched),
             pytest.raises(ToolCallConflictError),
         ):
             await pg_store.append(cid, Message.assistant(call), tenant="t")
         assert declined == [None]  # the unique violation (23505) was declined, not raised
 
-        broken = one_statement.SQL.replace("RETURNING", "RETURNING no_such_column,", 1)
-        assert broken != one_statement.SQL
+        broken = _one_statement.SQL.replace("RETURNING", "RETURNING no_such_column,", 1)
+        assert broken != _one_statement.SQL
         with (
-            mock.patch.object(one_statement, "SQL", broken),
+            mock.patch.object(_one_statement, "SQL", broken),
             pytest.raises(DatabaseError, match="no_such_column"),
         ):
             await pg_store.append(cid, Message.user("still here?"), tenant="t")

@@ -11,7 +11,7 @@ The schema and its statements:
 - ``statements``: every statement the store runs, one module per table (see its docstring).
 - ``mapping``: rows to the canonical model and back.
 - ``migrations``: the programmatic face of the Alembic migrations.
-- ``revisions``: where the migration scripts are and which is newest, without Alembic.
+- ``_revisions``: where the migration scripts are and which is newest, without Alembic.
 
 Running operations:
 

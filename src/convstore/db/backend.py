@@ -214,7 +214,7 @@ async def compact(backend: Backend) -> None:
 async def partition(url: str | URL, modulus: int) -> list[str]:
     """Hash-partition the per-conversation tables of the PostgreSQL database at ``url``.
 
-    What ``convstore partition`` runs (see `convstore.db.postgres.partitioning`): the tables
+    What ``convstore partition`` runs (see `convstore.db.postgres._partitioning`): the tables
     rebuilt, none when they already had ``modulus`` partitions.
     """
     from convstore.db.postgres.backend import PostgresBackend

@@ -28,7 +28,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, inspect
 
-from convstore.db.revisions import migrations_directory
+from convstore.db._revisions import migrations_directory
 from convstore.errors import SchemaError
 
 __all__ = [

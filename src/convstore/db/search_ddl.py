@@ -20,7 +20,7 @@ statement, so no store code maintains it and no write can leave it behind.
   ``search_vector``; ``conversations.search_title``), lower-cased text with ``pg_trgm`` GIN
   indexes for matching and a ``simple``-configuration ``tsvector`` for ranking. The generated
   columns are outside the models (`include_name` leaves them out of Alembic's comparison);
-  `convstore.db.postgres.partitioning` restores them on the tables it rebuilds.
+  `convstore.db.postgres._partitioning` restores them on the tables it rebuilds.
 
 What a message's text is (the same on both databases, and `convstore.store.search` reads it
 the same way for snippets): its parts in order, one line each: text; a tool call's name and

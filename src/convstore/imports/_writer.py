@@ -21,7 +21,7 @@ Invariants:
   import creates gets the export's creation time, so the list orders imported history as
   the product did, and each message written gets its own (`AppendPlan.created_at`). Nothing
   is dated after the import, and ``updated_at`` is the import's time: retention
-  (`convstore.store.maintenance.prune`) counts from the last write to this store.
+  (`convstore.store.maintenance._prune`) counts from the last write to this store.
 """
 
 from __future__ import annotations

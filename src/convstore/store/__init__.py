@@ -5,11 +5,11 @@ a package below):
 
 - ``conversation_store``: `ConversationStore`: messages, tool results, rendering, attachments,
   export; assembled with the methods of ``conversations``, ``history`` and ``maintenance``.
-- ``connection``: the backend, blob store and message cache of a store; open and close.
-- ``arguments``: arguments checked and turned into model values, before any storage is touched.
-- ``results``: what writes hand back beyond the stored values (`AppendResult`).
+- ``_connection``: the backend, blob store and message cache of a store; open and close.
+- ``_arguments``: arguments checked and turned into model values, before any storage is touched.
+- ``_results``: what writes hand back beyond the stored values (`AppendResult`).
 - ``ids``: identifiers the store mints.
-- ``settings``: store-wide settings kept in the database (where the blobs live).
+- ``_settings``: store-wide settings kept in the database (where the blobs live).
 - ``attachments``: attachment bytes: stored before the rows that reference them, read back
   hash-verified (appends, restores, checkpoints and renders all go through it).
 - ``search``: full-text search over messages and conversation titles.
@@ -39,6 +39,7 @@ from convstore._lazy import lazy_attributes
 # Not `typing.TYPE_CHECKING` (see ``convstore/__init__.py``); type checkers treat it as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from convstore.store._results import AppendResult
     from convstore.store.conversation_store import (
         DEFAULT_MAX_ATTACHMENT_SIZE,
         ConversationStore,
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
         fsck,
         record_blob_location,
     )
-    from convstore.store.results import AppendResult
     from convstore.store.search import SearchHit, SearchPage
 
 _LAZY: dict[str, str] = {
@@ -67,7 +67,7 @@ _LAZY: dict[str, str] = {
     "record_blob_location": "convstore.store.maintenance.garbage",
     "NativeEntry": "convstore.store.load.native",
     "NativePath": "convstore.store.load.native",
-    "AppendResult": "convstore.store.results",
+    "AppendResult": "convstore.store._results",
     "SearchHit": "convstore.store.search",
     "SearchPage": "convstore.store.search",
 }

@@ -43,10 +43,10 @@ from convstore.limits import (
 )
 from convstore.message_checks import check_messages
 from convstore.model import Message
-from convstore.store import arguments
+from convstore.store import _arguments
+from convstore.store._connection import StoreConnection
 from convstore.store.append import appending
 from convstore.store.attachments import BlobContext
-from convstore.store.connection import StoreConnection
 
 __all__ = [
     "MESSAGES_VALUE_TYPE",
@@ -187,7 +187,7 @@ class Checkpoints:
             *channel_versions.values(),
         ):
             _check_key(key)
-        meta = arguments.json_object(metadata, "checkpoint metadata")
+        meta = _arguments.json_object(metadata, "checkpoint metadata")
         check_json_object(meta, "checkpoint metadata")
         versions = dict(channel_versions)
         for value in values:
@@ -248,7 +248,7 @@ class Checkpoints:
         if messages is None or not messages.new:
             await self._store.backend.write(put)
             return []
-        batch = arguments.as_messages(list(messages.new))
+        batch = _arguments.as_messages(list(messages.new))
         check_messages(batch, max_attachment_size=self._store.blob_store.max_size)
         parent = messages.kept[-1] if messages.kept else None
 
@@ -357,7 +357,7 @@ class Checkpoints:
         stmts = self._statements()
         if conversation_id is not None:
             _check_thread(conversation_id, tenant, checkpoint_ns)
-        wanted = None if metadata is None else arguments.json_object(metadata, "metadata filter")
+        wanted = None if metadata is None else _arguments.json_object(metadata, "metadata filter")
         if limit is not None and (isinstance(limit, bool) or limit < 0):
             raise InvalidInputError("limit must be zero or positive")
 
@@ -414,11 +414,11 @@ def _touch_thread(tx: Tx, stmts: CheckpointStatements, cid: str, tenant: str | N
     if not _visible(tx, stmts, cid, tenant):
         raise ConversationNotFoundError(f"conversation {cid!r} not found")
     # A thread that only checkpoints must not look idle to retention
-    # (`convstore.store.maintenance.prune` judges by ``updated_at``). At most one header write per
+    # (`convstore.store.maintenance._prune` judges by ``updated_at``). At most one header write per
     # `TOUCH_EVERY`, so a busy graph does not rewrite the conversation row at every step; the
     # revision stays (no message, title or state changed), and prune re-checks ``updated_at`` in its
     # delete.
-    now = arguments.now()
+    now = _arguments.now()
     codec = tx.codec
     tx.execute(
         stmts.touch_conversation,

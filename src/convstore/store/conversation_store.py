@@ -10,7 +10,7 @@ Invariants:
 - The store is an async context manager with an explicit lifecycle: using it before
   ``async with`` (or `open`) or after it closes raises `ClosedError`.
 - Each public method checks its arguments, opens one transaction and calls one function of
-  the modules behind it. The class is assembled from `convstore.store.connection` (opening
+  the modules behind it. The class is assembled from `convstore.store._connection` (opening
   and closing), `convstore.store.conversations.conversation_methods` (conversations as a whole) and
   `convstore.store.history.history_methods` (undo, fork, branches, cancel, compact) and
   `convstore.store.maintenance.retention_methods` (erase a tenant, prune by age); messages,
@@ -33,8 +33,8 @@ from convstore.limits import (
     check_text,
 )
 from convstore.progress import Progress, silent
-from convstore.store import arguments
-from convstore.store.connection import (
+from convstore.store import _arguments
+from convstore.store._connection import (
     DEFAULT_BLOB_TIMEOUT,
     DEFAULT_MAX_ATTACHMENT_SIZE,
     DEFAULT_MESSAGE_CACHE,
@@ -65,12 +65,12 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     # Used at run time, bound as globals by `_import_append_pipeline` and `_import_reads`.
     from convstore.message_checks import check_messages  # noqa: TC004
+    from convstore.store._results import AppendResult  # noqa: TC004
     from convstore.store.append import appending  # noqa: TC004
     from convstore.store.append.writes import NoChange  # noqa: TC004
     from convstore.store.attachments import BlobContext  # noqa: TC004
     from convstore.store.conversations import headers  # noqa: TC004
     from convstore.store.load import reads  # noqa: TC004
-    from convstore.store.results import AppendResult  # noqa: TC004
 
 __all__ = [
     "DEFAULT_BLOB_TIMEOUT",
@@ -94,12 +94,12 @@ def _import_append_pipeline() -> None:
     """
     global check_messages, appending, headers, reads, BlobContext, AppendResult, NoChange  # noqa: PLW0603
     from convstore.message_checks import check_messages
+    from convstore.store._results import AppendResult
     from convstore.store.append import appending
     from convstore.store.append.writes import NoChange
     from convstore.store.attachments import BlobContext
     from convstore.store.conversations import headers
     from convstore.store.load import reads
-    from convstore.store.results import AppendResult
 
     _loaded["append"] = _loaded["reads"] = True
 
@@ -196,13 +196,15 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
             _import_append_pipeline()
         self._check_ref(conversation_id, tenant)
         check_key(idempotency_key, "idempotency key")
-        batch = arguments.as_messages(messages)
+        batch = _arguments.as_messages(messages)
         check_seq(parent_seq, "parent_seq")
-        patches = arguments.state_patches(conversation_id, state_patches)
-        also = headers.state_patcher(conversation_id, patches, arguments.now()) if patches else None
+        patches = _arguments.state_patches(conversation_id, state_patches)
+        also = (
+            headers.state_patcher(conversation_id, patches, _arguments.now()) if patches else None
+        )
         if metadata is not None:
-            checked = arguments.metadata_object(metadata)
-            also = headers.metadata_setter(conversation_id, checked, arguments.now(), after=also)
+            checked = _arguments.metadata_object(metadata)
+            also = headers.metadata_setter(conversation_id, checked, _arguments.now(), after=also)
         if not batch:
             if also is not None:
                 raise InvalidInputError(
@@ -378,7 +380,7 @@ class ConversationStore(ConversationMethods, HistoryMethods, RetentionMethods):
 
         self._check_ref(conversation_id, tenant)
         check_key(call_id, "call id")
-        output = arguments.as_output(output)
+        output = _arguments.as_output(output)
         result = Message(role=Role.TOOL, parts=[ToolResultPart(call_id=call_id, output=output)])
         check_messages([result], max_attachment_size=self.blob_store.max_size)
         try:

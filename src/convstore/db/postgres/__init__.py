@@ -4,5 +4,5 @@
 - ``append``: the common append as one statement (one round trip on the asyncpg connection).
 - ``load``: a load or window as one statement (one round trip on the asyncpg connection).
 - ``search_index``: the deferred search index on PostgreSQL (`convstore.db.search_index`).
-- ``partitioning``: hash partitioning of the per-conversation tables (``convstore partition``).
+- ``_partitioning``: hash partitioning of the per-conversation tables (``convstore partition``).
 """

@@ -36,8 +36,8 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from convstore.db._revisions import at_head
 from convstore.db.errors import is_disconnect, is_transient, translate
-from convstore.db.revisions import at_head
 from convstore.db.statements import Statements, column_names
 from convstore.db.tx import Codec, PassthroughCodec, Row, Statement, Tx
 from convstore.errors import ClosedError, SchemaOutOfDateError
@@ -245,8 +245,8 @@ class PostgresBackend:
             raise translate(exc) from exc
 
     async def partition(self, modulus: int) -> list[str]:
-        """Hash-partition the per-conversation tables (`convstore.db.postgres.partitioning`)."""
-        from convstore.db.postgres.partitioning import partition_tables
+        """Hash-partition the per-conversation tables (`convstore.db.postgres._partitioning`)."""
+        from convstore.db.postgres._partitioning import partition_tables
 
         try:
             async with _loop_migration_lock(), self.engine.begin() as conn:

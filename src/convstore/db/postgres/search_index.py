@@ -106,7 +106,7 @@ POSTGRES_ATTACH: Final = (
     "CREATE TRIGGER search_messages_requeue AFTER UPDATE OF parts ON messages FOR EACH ROW"
     " EXECUTE FUNCTION convstore_search_requeue()",
 )
-"""What ties the index to ``messages`` (`convstore.db.postgres.partitioning` detaches it before
+"""What ties the index to ``messages`` (`convstore.db.postgres._partitioning` detaches it before
 rebuilding the table and attaches it to the new one)."""
 
 POSTGRES_DETACH: Final = (

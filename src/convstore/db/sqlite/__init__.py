@@ -4,5 +4,5 @@
   its connection's driver thread.
 - ``tx``: SQLite transactions as they run in the driver thread, and the WAL bound.
 - ``connections``: opening, configuring and closing the backend's aiosqlite connections.
-- ``schema``: schema checks and migrations of an SQLite database, on the writer connection.
+- ``_schema``: schema checks and migrations of an SQLite database, on the writer connection.
 """

@@ -8,7 +8,7 @@ thread, on statements compiled once from the shared Core definitions.
 This module owns the backend itself: its connections' lifecycle, the group-commit writer, the
 reader pool and statement tracing. What runs inside a driver thread lives beside it: the
 transactions and the WAL bound in `convstore.db.sqlite.tx`, schema checks and migrations in
-`convstore.db.sqlite.schema`, opening and configuring connections in
+`convstore.db.sqlite._schema`, opening and configuring connections in
 `convstore.db.sqlite.connections`.
 
 Invariants:
@@ -51,6 +51,7 @@ from sqlalchemy.engine import URL
 
 from convstore._compat.sqlite_driver import adapt_none_quickly, run_in_connection_thread
 from convstore.db.errors import is_transient, translate
+from convstore.db.sqlite._schema import migrate_schema, prepare_schema
 from convstore.db.sqlite.connections import (
     backoff,
     close_quietly,
@@ -59,7 +60,6 @@ from convstore.db.sqlite.connections import (
     install_trace,
     translated,
 )
-from convstore.db.sqlite.schema import migrate_schema, prepare_schema
 from convstore.db.sqlite.tx import (
     WAL_AUTOCHECKPOINT_PAGES,
     Outcome,

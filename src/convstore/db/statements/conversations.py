@@ -279,7 +279,7 @@ def _tag_walk(
 
 
 # ---------------------------------------------------------------------------------------------
-# pruning (`convstore.store.maintenance.prune`)
+# pruning (`convstore.store.maintenance._prune`)
 
 PRUNE_COLUMNS: Final = (
     conversations.c.id,

@@ -45,7 +45,7 @@ def insert_setting_if_absent(dialect_name: str) -> Insert:
 DELETE_SETTING: Final[Delete] = delete(settings).where(settings.c.key == bindparam("key"))
 
 # ---------------------------------------------------------------------------------------------
-# erasing a tenant (`convstore.store.maintenance.erase`)
+# erasing a tenant (`convstore.store.maintenance._erase`)
 
 _TENANT_IDS: Final = tenant_conversation_ids(True)
 

@@ -6,10 +6,10 @@ message checks. The route:
 
 1. **Planned** (`_planned`): a batch without files, idempotency key or extra work (``also``),
    which planning can decide, has its rows encoded and every call's lifecycle decided before
-   any transaction (`convstore.store.append.batch.plan_batch`). A backend that runs one-statement
+   any transaction (`convstore.store.append._batch.plan_batch`). A backend that runs one-statement
    operations (`convstore.db.backend.Backend.one_statement`: PostgreSQL) writes it in one
-   round trip (`convstore.store.append.one_statement`); otherwise the planned rows go in one hop
-   to the writer (`convstore.store.append.lean_append`, SQLite). Either declines what its
+   round trip (`convstore.store.append._one_statement`); otherwise the planned rows go in one hop
+   to the writer (`convstore.store.append._lean_append`, SQLite). Either declines what its
    assumptions do not cover (a branch, a call already answered, a designed refusal of the
    server) and the general step then runs as if it had not been tried.
 2. **General** (`_write_batch`): the batch's file bytes into the blob store
@@ -35,9 +35,10 @@ from convstore.blobs import StoredBlob
 from convstore.db.backend import Backend
 from convstore.db.tx import Tx
 from convstore.model import Message, ToolCall
-from convstore.store import arguments
-from convstore.store.append import lean_append, one_statement, writes
-from convstore.store.append.gc_retry import stored_then_written
+from convstore.store import _arguments
+from convstore.store._results import AppendResult
+from convstore.store.append import _lean_append, _one_statement, writes
+from convstore.store.append._gc_retry import stored_then_written
 from convstore.store.append.writes import AppendPlan, OnConflict
 from convstore.store.attachments import (
     BlobContext,
@@ -48,7 +49,6 @@ from convstore.store.attachments import (
     written_times,
 )
 from convstore.store.load import reads
-from convstore.store.results import AppendResult
 
 __all__ = ["append_batch", "complete_batch"]
 
@@ -97,7 +97,7 @@ async def append_batch(
             conversation_id=conversation_id,
             messages=batch,
             attachments=[],
-            now=arguments.now(),  # each attempt stamps its own
+            now=_arguments.now(),  # each attempt stamps its own
             tenant=tenant,
             idempotency_key=idempotency_key,
             on_conflict=on_conflict,
@@ -126,17 +126,17 @@ def _planned(
         conversation_id=cid,
         messages=batch,
         attachments=[],
-        now=arguments.now(),
+        now=_arguments.now(),
         tenant=tenant,
         on_conflict=on_conflict,
         expected_revision=expected_revision,
         parent_seq=parent_seq,
     )
     if backend.one_statement is not None:
-        if not one_statement.eligible(backend, plan):
+        if not _one_statement.eligible(backend, plan):
             return None
-        return one_statement.append_in_one_statement(backend, plan)
-    lean = lean_append.plan(plan)
+        return _one_statement.append_in_one_statement(backend, plan)
+    lean = _lean_append.plan(plan)
     return None if lean is None else backend.write(lean.run)
 
 
@@ -153,7 +153,7 @@ async def complete_batch(
         conversation_id=conversation_id,
         messages=[result],
         attachments=[],
-        now=arguments.now(),
+        now=_arguments.now(),
         tenant=tenant,
         expected_revision=expected_revision,
     )
@@ -165,7 +165,7 @@ async def _write_batch(
 ) -> _T:
     """``write`` the plan after storing its messages' files; retried if gc collects a blob.
 
-    The retry is `convstore.store.append.gc_retry`'s, the one loop restores and imports share.
+    The retry is `convstore.store.append._gc_retry`'s, the one loop restores and imports share.
     """
     backend, blobs = ctx.backend, ctx.blobs
     cid = given.conversation_id
@@ -181,7 +181,7 @@ async def _write_batch(
             conversation_id=cid,
             messages=stored_messages,
             attachments=attachment_rows(stored_blobs),
-            now=arguments.now(),  # each attempt stamps its own
+            now=_arguments.now(),  # each attempt stamps its own
             tenant=given.tenant,
             idempotency_key=given.idempotency_key,
             on_conflict=given.on_conflict,

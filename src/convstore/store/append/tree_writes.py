@@ -5,7 +5,7 @@ and the product importers (`convstore.imports`) write a whole tree, every branch
 must not leave half of one behind; they write it with `write_tree`, the one operation for that:
 
 1. **Checks, before any byte or row is written**: the conversation id, tenant, title and
-   metadata as `ConversationStore.create_conversation` checks them (`arguments.new_header`),
+   metadata as `ConversationStore.create_conversation` checks them (`_arguments.new_header`),
    and every message as `append` checks it (`convstore.message_checks.check_messages`, with
    the store's attachment limit). Bad input raises the same typed errors ``append`` raises.
 2. **Blobs first**: the messages' inline or streamed files are stored (`store_files`), and so
@@ -19,7 +19,7 @@ must not leave half of one behind; they write it with `write_tree`, the one oper
    against garbage collection as an append holds it.
 4. **gc retry**: when a collector is deleting (or has just deleted) a blob the tree references
    (`BlobBeingCollectedError`), the transaction rolls back, and the bytes are stored again and
-   the rows retried: the store's one loop for that, `convstore.store.append.gc_retry` (then
+   the rows retried: the store's one loop for that, `convstore.store.append._gc_retry` (then
    `BlobStorageError`, nothing written).
 
 The caller owns what the tree means (which rows, which seqs, what is already present); this
@@ -37,9 +37,9 @@ from convstore.blobs import BlobStore, StoredBlob
 from convstore.db.tx import Tx
 from convstore.message_checks import check_messages
 from convstore.model import Message
-from convstore.store import arguments
+from convstore.store import _arguments
 from convstore.store.append import writes
-from convstore.store.append.gc_retry import stored_then_written
+from convstore.store.append._gc_retry import stored_then_written
 from convstore.store.append.writes import AppendPlan
 from convstore.store.attachments import (
     BlobContext,
@@ -125,7 +125,7 @@ async def write_tree(
     references. ``blobs(namespace)``, when given, stores further bytes the tree references
     (an archive's members) into that namespace on every attempt and returns what it stored.
     """
-    arguments.new_header(header.id, header.title, header.tenant, header.metadata)
+    _arguments.new_header(header.id, header.title, header.tenant, header.metadata)
     check_messages(messages, max_attachment_size=ctx.blobs.max_size)
     into = ctx.blobs.namespace(namespace_of(ctx.dedupe, header.tenant))
 
@@ -136,7 +136,7 @@ async def write_tree(
         tree_blobs = TreeBlobs(
             namespace=into.namespace_name,
             stored={b.sha256: b for b in stored_blobs},
-            now=arguments.now(),
+            now=_arguments.now(),
         )
         return (stored_messages, tree_blobs), stored_blobs
 

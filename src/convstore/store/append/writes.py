@@ -7,7 +7,7 @@ Invariants:
   written with one ``executemany``.
 - A write is all or nothing: any error raises out of ``fn`` and the backend rolls back.
 - An append's rows and the lifecycle of every call it touches are decided once, by walking
-  the batch (`convstore.store.append.batch`); here the walk meets the stored calls of its path.
+  the batch (`convstore.store.append._batch`); here the walk meets the stored calls of its path.
 - A batch may reference only blobs it stored or its tenant can see, and none that garbage
   collection is deleting (`BlobBeingCollectedError`: the caller stores them again and retries).
 - An append with ``parent_seq`` other than the head starts a branch: the lifecycles of the path
@@ -35,7 +35,8 @@ from convstore.model import (
     ToolResultPart,
 )
 from convstore.model._base import trusted
-from convstore.store.append.batch import (
+from convstore.store._results import AppendResult
+from convstore.store.append._batch import (
     AppendPlan,
     Batch,
     DbCall,
@@ -49,7 +50,6 @@ from convstore.store.append.header_lock import Header, advance, lock
 from convstore.store.history.branches import move_head
 from convstore.store.load.paths import PathAbove, walk_up
 from convstore.store.load.reads import messages_at
-from convstore.store.results import AppendResult
 
 _new_message = trusted(Message)
 

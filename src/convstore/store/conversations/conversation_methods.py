@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from convstore.errors import ConversationNotFoundError, ConversationOwnedByAnotherTenantError
 from convstore.limits import MAX_LIST_LIMIT, check_count, check_text, check_title
-from convstore.store import arguments, search
-from convstore.store.arguments import UNSET
-from convstore.store.connection import StoreConnection
+from convstore.store import _arguments, search
+from convstore.store._arguments import UNSET
+from convstore.store._connection import StoreConnection
 from convstore.store.conversations import listing
 from convstore.store.conversations.listing import ConversationPage, ConversationSummary
 from convstore.store.search import SearchPage
@@ -45,8 +45,8 @@ class ConversationMethods(StoreConnection):
         from convstore.store.conversations import headers
 
         self._require_open()
-        cid, meta = arguments.new_header(id, title, tenant, metadata)
-        now = arguments.now()
+        cid, meta = _arguments.new_header(id, title, tenant, metadata)
+        now = _arguments.now()
         return await self._backend.write(
             lambda tx: headers.insert(tx, cid, tenant, title, meta, now)
         )
@@ -68,8 +68,8 @@ class ConversationMethods(StoreConnection):
         from convstore.store.conversations import headers
 
         self._require_open()
-        cid, meta = arguments.new_header(conversation_id, title, tenant, metadata)
-        now = arguments.now()
+        cid, meta = _arguments.new_header(conversation_id, title, tenant, metadata)
+        now = _arguments.now()
         try:
             return await self._backend.write(
                 lambda tx: headers.get_or_create(tx, cid, tenant, title, meta, now)
@@ -98,8 +98,8 @@ class ConversationMethods(StoreConnection):
             check_title(title)
             changes["title"] = title
         if metadata is not UNSET:
-            changes["metadata"] = arguments.metadata_object(metadata)
-        now = arguments.now()
+            changes["metadata"] = _arguments.metadata_object(metadata)
+        now = _arguments.now()
         return await self._backend.write(
             lambda tx: headers.update_header(
                 tx, conversation_id, tenant, expected_revision, now, **changes
@@ -122,8 +122,8 @@ class ConversationMethods(StoreConnection):
         from convstore.store.conversations import headers
 
         self._check_ref(conversation_id, tenant)
-        checked = arguments.state_patch(patch)
-        now = arguments.now()
+        checked = _arguments.state_patch(patch)
+        now = _arguments.now()
         return await self._backend.write(
             lambda tx: headers.update_header(
                 tx, conversation_id, tenant, expected_revision, now, state_patch=checked
@@ -146,7 +146,7 @@ class ConversationMethods(StoreConnection):
         self._require_open()
         check_text(tenant, "tenant")
         check_count(limit, "limit", maximum=MAX_LIST_LIMIT)
-        wanted = None if metadata is None else arguments.json_object(metadata, "metadata filter")
+        wanted = None if metadata is None else _arguments.json_object(metadata, "metadata filter")
         return await self._backend.read(
             lambda tx: listing.list_conversations(tx, tenant, limit, cursor, wanted)
         )

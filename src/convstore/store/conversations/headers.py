@@ -22,8 +22,8 @@ from convstore.db.statements.conversations import RowAt
 from convstore.db.tx import Tx
 from convstore.errors import ConversationNotFoundError
 from convstore.model import Conversation
+from convstore.store._arguments import UNSET
 from convstore.store.append.header_lock import Header, lock, new_revision
-from convstore.store.arguments import UNSET
 from convstore.store.conversations.metadata_tags import replace_tags, write_tags
 from convstore.store.load.reads import conversation_tenant
 

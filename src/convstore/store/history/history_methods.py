@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from convstore.limits import check_seq, check_text, check_title
-from convstore.store import arguments
-from convstore.store.connection import StoreConnection
+from convstore.store import _arguments
+from convstore.store._connection import StoreConnection
 
 if TYPE_CHECKING:
     from convstore.db.tx import Tx
@@ -43,7 +43,7 @@ class HistoryMethods(StoreConnection):
         from convstore.store.history import branches
 
         self._check_ref(conversation_id, tenant)
-        now = arguments.now()
+        now = _arguments.now()
         return await self._backend.write(
             lambda tx: branches.pop(tx, conversation_id, tenant, expected_revision, now)
         )
@@ -64,7 +64,7 @@ class HistoryMethods(StoreConnection):
 
         self._check_ref(conversation_id, tenant)
         check_seq(after_seq, "after_seq", minimum=0)
-        now = arguments.now()
+        now = _arguments.now()
         return await self._backend.write(
             lambda tx: branches.truncate(
                 tx, conversation_id, tenant, after_seq, expected_revision, now
@@ -89,7 +89,7 @@ class HistoryMethods(StoreConnection):
         self._check_ref(conversation_id, tenant)
         check_seq(at_seq, "at_seq")
         check_title(title)
-        now = arguments.now()
+        now = _arguments.now()
         return await self._backend.write(
             lambda tx: branches.fork(tx, conversation_id, tenant, at_seq, title, now)
         )
@@ -130,10 +130,10 @@ class HistoryMethods(StoreConnection):
 
         self._check_ref(conversation_id, tenant)
         check_seq(head_seq, "head_seq")
-        now = arguments.now()
+        now = _arguments.now()
         also = None
         if metadata is not None:
-            checked = arguments.metadata_object(metadata)
+            checked = _arguments.metadata_object(metadata)
             also = headers.metadata_setter(conversation_id, checked, now)
 
         def switch(tx: Tx) -> None:
@@ -154,7 +154,7 @@ class HistoryMethods(StoreConnection):
         from convstore.store.append import writes
 
         self._check_ref(conversation_id, tenant)
-        now = arguments.now()
+        now = _arguments.now()
         return await self._backend.write(
             lambda tx: writes.cancel_pending(tx, conversation_id, tenant, now, expected_revision)
         )
@@ -177,7 +177,7 @@ class HistoryMethods(StoreConnection):
         self._check_ref(conversation_id, tenant)
         check_seq(through_seq, "through_seq", minimum=0)
         check_text(summary, "summary")
-        now = arguments.now()
+        now = _arguments.now()
         return await self._backend.write(
             lambda tx: writes.compact(
                 tx,

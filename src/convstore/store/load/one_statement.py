@@ -4,7 +4,7 @@ Invariants:
 
 - Taken for every `ConversationStore.load` on PostgreSQL. The result equals what
   `convstore.store.load.reads.load_conversation` returns for the same arguments at the same
-  snapshot: the same rows, decoded by the same functions (`convstore.store.load.message_reads.
+  snapshot: the same rows, decoded by the same functions (`convstore.store.load._message_reads.
   MessageDecoder`, `convstore.store.load.reads.calls_of`, and
   `convstore.store.load.reads.other_path` for a ``head_seq`` that is not the stored head).
 - The message cache works as on the transactional path, in the same round trip: the statement
@@ -29,8 +29,8 @@ from convstore.db.statements.messages import MessageAt
 from convstore.db.tx import PassthroughCodec, Row
 from convstore.errors import ConversationNotFoundError
 from convstore.model import Conversation, Message
+from convstore.store.load._message_reads import MessageDecoder
 from convstore.store.load.message_cache import MessageCache
-from convstore.store.load.message_reads import MessageDecoder
 from convstore.store.load.reads import calls_of, other_path
 
 __all__ = ["load_in_one_statement"]

@@ -44,8 +44,8 @@ from convstore.model import (
 )
 from convstore.model.tree import MessageTree, TreeNode
 from convstore.store.history.lifecycle import path_lifecycles
+from convstore.store.load._message_reads import MessageDecoder, TxMessages
 from convstore.store.load.message_cache import MessageCache
-from convstore.store.load.message_reads import MessageDecoder, TxMessages
 
 __all__ = [
     "attachment_namespaces",

@@ -5,6 +5,6 @@
 - ``released_blobs``: blobs an erase released, deleted by the next gc whatever their age.
 - ``retention_methods``: `ConversationStore`'s methods that delete by policy (erase a tenant,
   prune by age).
-- ``erase``: every row of a tenant deleted in one transaction (``erase_tenant``).
-- ``prune``: conversations nobody wrote to within a period, deleted.
+- ``_erase``: every row of a tenant deleted in one transaction (``erase_tenant``).
+- ``_prune``: conversations nobody wrote to within a period, deleted.
 """

@@ -35,12 +35,12 @@ from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError
 from convstore.progress import Progress
 from convstore.progress import silent as _silent
-from convstore.store import settings
+from convstore.store import _settings
 from convstore.store.load.reads import referenced_blobs
 from convstore.store.maintenance import released_blobs
 
 if TYPE_CHECKING:
-    from convstore.store.connection import StoreConnection
+    from convstore.store._connection import StoreConnection
 
 __all__ = [
     "DEFAULT_GRACE",
@@ -164,8 +164,8 @@ async def collect_blobs(
 ) -> list[str]:
     """Delete these (namespace, digest) blobs now if nothing references them; their labels.
 
-    For blobs known to have just lost their last reference (`convstore.store.maintenance.erase`): no
-    grace period, but the same marking protocol as `collect_garbage`, so an append that
+    For blobs known to have just lost their last reference (`convstore.store.maintenance._erase`):
+    no grace period, but the same marking protocol as `collect_garbage`, so an append that
     references one of them meanwhile keeps it (it commits first) or stores it again.
     """
     by_namespace: dict[str, list[str]] = {}
@@ -333,10 +333,10 @@ async def record_blob_location(
 
     Only after `fsck` of that location finds every referenced blob present (and intact); else
     `InvalidInputError` says how many are missing, and nothing is recorded. A directory beside
-    or under the SQLite file is recorded relative to it (see `convstore.store.settings`).
+    or under the SQLite file is recorded relative to it (see `convstore.store._settings`).
     """
     url = store.blobs_url
-    if not settings.recordable(url):
+    if not _settings.recordable(url):
         raise InvalidInputError(f"{url} does not outlive the process: nothing to record")
     report = await fsck(store, progress=progress)
     if report.missing or report.corrupted:
@@ -345,7 +345,7 @@ async def record_blob_location(
             f"of the {report.referenced:,} referenced blobs: not recorded"
         )
     database = sqlite_path(store.url)
-    location = settings.to_record(url, database)
-    await store.backend.write(lambda tx: settings.replace(tx, location))
-    store.recorded_blobs_url = settings.resolve(location, database)
+    location = _settings.to_record(url, database)
+    await store.backend.write(lambda tx: _settings.replace(tx, location))
+    store.recorded_blobs_url = _settings.resolve(location, database)
     return report

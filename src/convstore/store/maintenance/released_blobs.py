@@ -2,7 +2,7 @@
 
 Invariants:
 
-- A record is written in the erase's own transaction (`convstore.store.maintenance.erase`), so it
+- A record is written in the erase's own transaction (`convstore.store.maintenance._erase`), so it
   exists exactly when the rows that referenced the blob are gone.
 - A record only lets garbage collection skip the grace period; the deletion itself still goes
   through the marking protocol (`convstore.store.maintenance.garbage.collect_blobs`), which keeps

@@ -1,7 +1,7 @@
 """`ConversationStore`'s methods that delete data by policy: a whole tenant, or by age.
 
-`erase_tenant` (`convstore.store.maintenance.erase`) and `prune`
-(`convstore.store.maintenance.prune`); each checks the store is open and calls its module, imported
+`erase_tenant` (`convstore.store.maintenance._erase`) and `prune`
+(`convstore.store.maintenance._prune`); each checks the store is open and calls its module, imported
 when it runs.
 """
 
@@ -11,12 +11,12 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from convstore.progress import Progress, silent
-from convstore.store.connection import StoreConnection
-from convstore.store.maintenance.prune import DEFAULT_BATCH, DEFAULT_RETENTION
+from convstore.store._connection import StoreConnection
+from convstore.store.maintenance._prune import DEFAULT_BATCH, DEFAULT_RETENTION
 
 if TYPE_CHECKING:
-    from convstore.store.maintenance.erase import EraseReport
-    from convstore.store.maintenance.prune import PruneReport
+    from convstore.store.maintenance._erase import EraseReport
+    from convstore.store.maintenance._prune import PruneReport
 
 __all__ = ["RetentionMethods"]
 
@@ -32,7 +32,7 @@ class RetentionMethods(StoreConnection):
         Blobs nothing references any more are deleted by the next gc, or at once with ``now``;
         ``compact`` then rewrites the database so the rows leave its files (`store.erase`).
         """
-        from convstore.store.maintenance.erase import erase_tenant
+        from convstore.store.maintenance._erase import erase_tenant
 
         self._require_open()
         return await erase_tenant(self, tenant, now=now, compact=compact, progress=progress)
@@ -48,9 +48,9 @@ class RetentionMethods(StoreConnection):
     ) -> PruneReport:
         """Delete conversations not written for ``older_than``, ``batch`` per transaction.
 
-        A conversation written while the prune runs is kept (`convstore.store.maintenance.prune`).
+        A conversation written while the prune runs is kept (`convstore.store.maintenance._prune`).
         """
-        from convstore.store.maintenance.prune import prune
+        from convstore.store.maintenance._prune import prune
 
         self._require_open()
         return await prune(

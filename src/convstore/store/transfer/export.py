@@ -40,7 +40,7 @@ from convstore.db.statements.conversations import tenant_conversation_ids
 from convstore.db.tx import Tx
 from convstore.errors import ConversationNotFoundError, InvalidInputError, RevisionConflictError
 from convstore.progress import Progress, silent
-from convstore.store import arguments
+from convstore.store import _arguments
 from convstore.store.transfer.archive_rows import dump_rows
 from convstore.store.transfer.documents import conversation_document
 
@@ -133,7 +133,7 @@ async def export_archive(
     else:
         ids = list(dict.fromkeys(conversation_ids))
         for cid in ids:
-            arguments.check_ref(cid, tenant)
+            _arguments.check_ref(cid, tenant)
             await store.get_conversation(cid, tenant=tenant)
     partial = target.with_name(f".{target.name}.partial")
     try:
@@ -205,7 +205,7 @@ async def _write(
     manifest = {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
-        "exported_at": arguments.now().isoformat(),
+        "exported_at": _arguments.now().isoformat(),
         "tenant": tenant,
         "conversations": listed,
         "blobs": described,

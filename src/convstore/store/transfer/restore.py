@@ -8,7 +8,7 @@ Invariants:
   the head, seqs, revision, timestamps, state, lifecycles and checkpoints come back as they
   were, so ``show --json`` of a restored conversation equals the exported document.
 - An archive is input from a stranger. Its rows are held to what ``append`` would write
-  (`convstore.store.transfer.archive_checks`) and written through the store's one tree write
+  (`convstore.store.transfer._archive_checks`) and written through the store's one tree write
   (`convstore.store.append.tree_writes.write_tree`): every row belongs to the conversation being
   restored, in the restoring tenant; every blob reference is bytes the archive itself holds
   (stored into the tenant's namespace, hash-checked against their name) or a blob the tenant
@@ -47,17 +47,17 @@ from convstore.errors import (
     MalformedExportError,
 )
 from convstore.progress import Progress, silent
-from convstore.store import arguments
+from convstore.store import _arguments
 from convstore.store.append.tree_writes import TreeBlobs, TreeHeader, reference_blobs, write_tree
 from convstore.store.attachments import BlobContext
 from convstore.store.conversations.metadata_tags import replace_tags
-from convstore.store.transfer.archive_checks import CheckedConversation, check_conversation
+from convstore.store.transfer._archive_checks import CheckedConversation, check_conversation
 from convstore.store.transfer.archive_rows import read_archive, restore_rows
 from convstore.store.transfer.export import EXPORT_FORMAT, EXPORT_VERSION, MANIFEST
 from convstore.zip_input import MAX_DIRECTORY_BYTES, MAX_ENTRIES, open_zip
 
 if TYPE_CHECKING:
-    from convstore.store.connection import StoreConnection
+    from convstore.store._connection import StoreConnection
 
 __all__ = ["RestoreLimits", "RestoreReport", "restore_archive"]
 
@@ -404,4 +404,4 @@ def _stamp(tx: Tx, archive: _Archive, sha256: str) -> Any:
         when = datetime.fromisoformat(created) if created else None
     except ValueError:
         when = None
-    return tx.codec.dump_time(when if when is not None and when.tzinfo else arguments.now())
+    return tx.codec.dump_time(when if when is not None and when.tzinfo else _arguments.now())

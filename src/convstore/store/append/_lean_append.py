@@ -33,10 +33,10 @@ from convstore.db.statements.tool_calls import ToolCallAt
 from convstore.db.tx import Tx
 from convstore.errors import ConvstoreError
 from convstore.model import ToolCallStatus
+from convstore.store._results import AppendResult
 from convstore.store.append import header_lock, writes
-from convstore.store.append.planning import PlanningTx, planning_cannot_decide
+from convstore.store.append._planning import PlanningTx, planning_cannot_decide
 from convstore.store.append.writes import AppendPlan
-from convstore.store.results import AppendResult
 
 __all__ = ["LeanAppend", "plan"]
 

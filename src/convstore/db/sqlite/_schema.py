@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.pool import StaticPool
 
-from convstore.db.revisions import sqlite_at_head
+from convstore.db._revisions import sqlite_at_head
 from convstore.errors import SchemaOutOfDateError
 
 __all__ = ["migrate_schema", "prepare_schema"]
@@ -49,7 +49,7 @@ def prepare_schema(raw: sqlite3.Connection, auto_migrate: bool) -> None:
     """Check the schema is current; create it in an empty database if ``auto_migrate``."""
     if sqlite_at_head(raw):
         return
-    # Alembic only when the database is not plainly current (`convstore.db.revisions`).
+    # Alembic only when the database is not plainly current (`convstore.db._revisions`).
     from convstore.db.migrations import (
         SchemaState,
         head_revision,

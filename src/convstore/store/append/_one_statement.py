@@ -27,10 +27,10 @@ from convstore.db.backend import Backend
 from convstore.db.postgres.append import DECLINES, SQL, OneStatementAppend
 from convstore.db.tx import Codec
 from convstore.errors import ConvstoreError
+from convstore.store._results import AppendResult
 from convstore.store.append import header_lock, writes
-from convstore.store.append.planning import PlanningTx, planning_cannot_decide
+from convstore.store.append._planning import PlanningTx, planning_cannot_decide
 from convstore.store.append.writes import AppendPlan
-from convstore.store.results import AppendResult
 
 __all__ = ["append_in_one_statement", "eligible"]
 

@@ -30,10 +30,10 @@ from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError
 from convstore.limits import check_text
 from convstore.progress import Progress, silent
-from convstore.store import arguments
+from convstore.store import _arguments
 
 if TYPE_CHECKING:
-    from convstore.store.connection import StoreConnection
+    from convstore.store._connection import StoreConnection
 
 __all__ = ["DEFAULT_BATCH", "DEFAULT_RETENTION", "PruneReport", "prune"]
 
@@ -102,7 +102,7 @@ async def prune(
         raise InvalidInputError("batch must be a positive int")
     check_text(tenant, "tenant")
     try:
-        cutoff = arguments.now() - older_than
+        cutoff = _arguments.now() - older_than
     except OverflowError as exc:
         raise InvalidInputError(
             f"older_than reaches back before the year 1 ({older_than.days:,} days)"

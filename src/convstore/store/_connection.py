@@ -5,7 +5,7 @@ Invariants:
 - A store is usable only between `open` (or ``async with``) and `close`; `_require_open` raises
   `ClosedError` outside it. `close` is idempotent and may race an `open` in progress.
 - The blob location is recorded in the database the first time a store opens it; a store
-  opened without ``blobs=`` uses the recorded one (see `convstore.store.settings`).
+  opened without ``blobs=`` uses the recorded one (see `convstore.store._settings`).
 - Blob I/O works with a narrow view of the store (`convstore.store.attachments.BlobContext`:
   backend, blob store, dedupe mode), never the store itself.
 """
@@ -21,7 +21,7 @@ from convstore.db import DEFAULT_URL, create_backend, sqlite_path
 from convstore.db.backend import Backend
 from convstore.errors import ClosedError, InvalidInputError
 from convstore.limits import check_count
-from convstore.store import arguments, settings
+from convstore.store import _arguments, _settings
 from convstore.store.load.message_cache import MessageCache
 from convstore.store.search_index import SearchIndex
 
@@ -62,7 +62,7 @@ class StoreConnection:
         self._messages = MessageCache(message_cache) if message_cache else None
         self.dedupe = dedupe
         self.url = url
-        self.blobs_url = blobs if blobs is not None else arguments.default_blobs(url)
+        self.blobs_url = blobs if blobs is not None else _arguments.default_blobs(url)
         self._blobs_given = blobs is not None
         self._backend: Backend = create_backend(
             url, auto_migrate=auto_migrate, sqlite_synchronous=sqlite_synchronous
@@ -108,12 +108,12 @@ class StoreConnection:
     async def _blob_location(self) -> str | None:
         """The recorded blob location (resolved); records this store's first if there is none."""
         database = sqlite_path(self.url)
-        recorded = await self._backend.read(settings.blob_location)
-        if recorded is None and settings.recordable(self.blobs_url):
-            location = settings.to_record(self.blobs_url, database)
-            recorded = await self._backend.write(lambda tx: settings.record(tx, location))
+        recorded = await self._backend.read(_settings.blob_location)
+        if recorded is None and _settings.recordable(self.blobs_url):
+            location = _settings.to_record(self.blobs_url, database)
+            recorded = await self._backend.write(lambda tx: _settings.record(tx, location))
         self.recorded_blobs_url = (
-            settings.resolve(recorded, database) if recorded is not None else None
+            _settings.resolve(recorded, database) if recorded is not None else None
         )
         return self.recorded_blobs_url
 
@@ -140,10 +140,10 @@ class StoreConnection:
         """The preamble of every method that names a conversation.
 
         The store is open, and the id and tenant are strings every database looks up alike
-        (`arguments.check_ref`).
+        (`_arguments.check_ref`).
         """
         self._require_open()
-        arguments.check_ref(conversation_id, tenant)
+        _arguments.check_ref(conversation_id, tenant)
 
     def _require_open(self) -> BlobStore:
         if self._blobs is None:

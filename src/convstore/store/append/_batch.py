@@ -2,7 +2,7 @@
 
 The batch walker is shared by every append path: the general one (`convstore.store.append.writes`)
 walks a batch against the calls stored on its path; `plan_batch` walks it before any statement
-runs (`convstore.store.append.lean_append`, `convstore.store.append.one_statement`), then
+runs (`convstore.store.append._lean_append`, `convstore.store.append._one_statement`), then
 `Batch.placed` puts it after the conversation's last seq.
 
 Invariants:
@@ -307,8 +307,8 @@ def plan_batch(tx: Tx, plan: AppendPlan) -> PlannedBatch:
 
     Sequence numbers start at 1 (relative to the conversation's ``last_seq``), the first
     message follows no parent, and every earlier call the batch answers is taken as pending:
-    the caller must make those assumptions hold (see `convstore.store.append.one_statement`). ``tx``
-    supplies only the codec; planning runs no statement.
+    the caller must make those assumptions hold (see `convstore.store.append._one_statement`).
+    ``tx`` supplies only the codec; planning runs no statement.
     """
     batch = Batch(tx, plan, lambda _call_id: DbCall(ToolCallStatus.PENDING, None), {})
     batch.walk(1, None)

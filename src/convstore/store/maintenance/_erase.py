@@ -44,7 +44,7 @@ from convstore.store.maintenance.garbage import collect_released
 from convstore.store.transfer.archive_rows import TABLES
 
 if TYPE_CHECKING:
-    from convstore.store.connection import StoreConnection
+    from convstore.store._connection import StoreConnection
 
 __all__ = ["EraseReport", "erase_tenant"]
 

@@ -1,6 +1,6 @@
 """Planning an append before any statement runs, for the paths that write it in one go.
 
-`convstore.store.append.one_statement` (PostgreSQL) and `convstore.store.append.lean_append`
+`convstore.store.append._one_statement` (PostgreSQL) and `convstore.store.append._lean_append`
 (SQLite) plan a batch with the general path's own walker
 (`convstore.store.append.writes.plan_batch`) outside any transaction, then write the planned rows.
 This module holds what both need for that.
