@@ -9,12 +9,15 @@
 - No private cross-imports: a private name (``_x``) or a private module (``pkg._x``) is
   imported only from inside its package.
 - Privacy is one convention, the underscore: ``pkg/_x.py`` or ``_name`` is private to ``pkg``.
-  In ``store`` and ``db`` the converse holds too: a module no other package imports is private
-  (``_x``), so a plain name there promises a user outside its package.
+  In ``store``, ``db`` and ``integrations`` the converse holds too: a module no other package
+  imports is private (``_x``), so a plain name there promises a user outside its package.
 - Every package's ``__init__`` docstring names each of its modules and subpackages (the map a
   newcomer reads), so no module is left unexplained, and its list names no module that is gone.
-- ``docs/architecture.md``'s layout tree names every package, and every module of ``store``
-  and ``db``, that exists, and nothing that does not.
+- ``docs/architecture.md``'s layout tree names every package, and every module of ``store``,
+  ``db`` and ``integrations``, that exists, and nothing that does not.
+- A framework is imported only inside its integration's package (``integrations/<name>/``),
+  lazily or not; the integrations' shared core (``integrations/_core``) and every other package
+  import none.
 - No SQL outside ``convstore.db``: no SQL statement text and no SQLAlchemy statement
   construct (``select``, ``insert``, ``update``, ``delete``, ``text``, ...) in any other
   package; every statement lives in ``convstore.db.statements`` (by table) or the database
@@ -266,14 +269,14 @@ def test_the_package_map_checks_find_them(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# the converse of privacy in store and db: a module only its own package imports is private
+# the converse of privacy in store, db and integrations: a module only its package imports is
+# private
 
-# Plain modules nobody outside their package imports, each with its reason.
-KNOWN_PLAIN_INSIDERS: dict[str, str] = {
-    # Only `convstore.store._connection` runs it; it keeps its name while the search work that
-    # edits it is in flight (a rename beside it would collide).
-    "convstore.store.search_index": "renamed with the search work",
-}
+SCOPED = ("convstore.store.", "convstore.db.", "convstore.integrations.")
+
+# Plain modules nobody outside their package imports, each with its reason (none left). The test
+# fails on an entry that no longer matches.
+KNOWN_PLAIN_INSIDERS: dict[str, str] = {}
 
 
 def _outside_importers(modules: dict[str, Path]) -> dict[str, set[str]]:
@@ -296,7 +299,7 @@ def _plain_insiders(modules: dict[str, Path], importers: dict[str, set[str]]) ->
     found = set()
     for name, path in modules.items():
         package, _, leaf = name.rpartition(".")
-        in_scope = name.startswith(("convstore.store.", "convstore.db."))
+        in_scope = name.startswith(SCOPED)
         if not in_scope or path.name == "__init__.py" or leaf.startswith("_"):
             continue
         if all(i == package or i.startswith(package + ".") for i in importers[name]):
@@ -304,7 +307,7 @@ def _plain_insiders(modules: dict[str, Path], importers: dict[str, set[str]]) ->
     return found
 
 
-def test_store_and_db_modules_only_their_package_imports_are_private() -> None:
+def test_modules_only_their_package_imports_are_private() -> None:
     modules = _modules()
     insiders = _plain_insiders(modules, _outside_importers(modules))
     assert insiders - KNOWN_PLAIN_INSIDERS.keys() == set(), "only its package uses it: name it _x"
@@ -350,7 +353,7 @@ def _actual_paths() -> set[str]:
         for init in PACKAGE.rglob("__init__.py")
         if init.parent != PACKAGE
     }
-    detailed = ("store/", "db/")
+    detailed = ("store/", "db/", "integrations/")
     modules = {
         path.relative_to(PACKAGE).as_posix()
         for path in PACKAGE.rglob("*.py")
@@ -368,6 +371,68 @@ def test_the_map_names_every_package_and_module() -> None:
 def test_the_tree_reader_reads_nesting() -> None:
     tree = "```\nconvstore/\n  a/    x\n    b.py  y\n    c/\n      d.py\n  e.py\n```\n"
     assert _tree_paths(tree) == {"a/", "a/b.py", "a/c/", "a/c/d.py", "e.py"}
+
+
+# ---------------------------------------------------------------------------------------------
+# each framework inside its integration
+
+# A framework's top-level import name -> the integration packages that may import it.
+FRAMEWORKS: dict[str, set[str]] = {
+    "agents": {"convstore.integrations.openai_agents"},
+    "pydantic_ai": {"convstore.integrations.pydantic_ai"},
+    "google": {"convstore.integrations.google_adk"},  # google.adk and google.genai
+    "langgraph": {"convstore.integrations.langgraph"},
+    # LangGraph's message channels hold LangChain messages.
+    "langchain_core": {"convstore.integrations.langchain", "convstore.integrations.langgraph"},
+    "langchain": {"convstore.integrations.langchain"},
+    "langchain_community": {"convstore.integrations.langchain"},
+}
+
+
+def _framework_imports(name: str, path: Path) -> set[str]:
+    """The frameworks ``path`` imports, anywhere in it (lazily, under ``TYPE_CHECKING``, ...)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found & FRAMEWORKS.keys()
+
+
+def _misplaced_frameworks(modules: dict[str, Path]) -> dict[str, set[str]]:
+    misplaced: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        for framework in _framework_imports(name, path):
+            homes = FRAMEWORKS[framework]
+            if not any(name == home or name.startswith(home + ".") for home in homes):
+                misplaced.setdefault(name, set()).add(framework)
+    return misplaced
+
+
+def test_each_framework_is_imported_only_by_its_integration() -> None:
+    modules = _modules()
+    users = {name for name, path in modules.items() if _framework_imports(name, path)}
+    assert "convstore.integrations.langgraph" in users, "the walk found no framework import"
+    assert _misplaced_frameworks(modules) == {}, "a framework imported outside its integration"
+
+
+def test_the_framework_check_finds_them(tmp_path: Path) -> None:
+    core = tmp_path / "core.py"
+    core.write_text("def f():\n    import agents\n")
+    adk = tmp_path / "adk.py"
+    adk.write_text("from google.genai import types\nfrom langchain_core.messages import M\n")
+    graph = tmp_path / "graph.py"
+    graph.write_text("from langchain_core.messages import M\nfrom . import _x\n")
+    fake = {
+        "convstore.integrations._core.native_blobs": core,
+        "convstore.integrations.google_adk._parts": adk,
+        "convstore.integrations.langgraph._thread": graph,
+    }
+    assert _misplaced_frameworks(fake) == {
+        "convstore.integrations._core.native_blobs": {"agents"},
+        "convstore.integrations.google_adk._parts": {"langchain_core"},
+    }
 
 
 # ---------------------------------------------------------------------------------------------

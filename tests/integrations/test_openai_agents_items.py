@@ -5,7 +5,8 @@ the stored items themselves and take the typed path only from the first message 
 is missing or had bytes cut out to blobs. Whatever they read, they must give exactly what the
 typed path gives (``to_items`` over ``store.load``) and what was added: for every item kind the
 SDK stores, realistic-size images in both base64 alphabets, windows, pops and branches. The
-module imports no ``agents``, so these run in the main environment on SQLite and PostgreSQL;
+two modules import no ``agents``, so these run in the main environment on SQLite and
+PostgreSQL (their package's ``__init__``, the session, does import it: `_without_the_session`);
 the session itself is tested in ``test_openai_agents.py`` (``make pytest-agents``).
 """
 
@@ -13,13 +14,54 @@ from __future__ import annotations
 
 import base64
 import copy
+import importlib
 import os
+import sys
+import types
 import zlib
+from pathlib import Path
 from typing import Any
 
-from convstore import ContentOutput, ConversationStore, FilePart, Message, NativeRecord, TextPart
-from convstore.integrations._openai_agents_items import first_calls_only, to_message
-from convstore.integrations._openai_agents_reads import pop_newest, read_items, to_items
+import convstore.integrations
+from convstore import (
+    ContentOutput,
+    ConversationStore,
+    FilePart,
+    Message,
+    MissingDependencyError,
+    NativeRecord,
+    TextPart,
+)
+
+PACKAGE = "convstore.integrations.openai_agents"
+
+
+def _without_the_session(*names: str) -> list[types.ModuleType]:
+    """``PACKAGE``'s modules ``names``, imported where ``agents`` is not installed.
+
+    Importing a submodule runs its package's ``__init__`` first, and that one (the session)
+    imports ``agents``. Where it is missing, the package is stood in for while ``names`` import
+    and is taken out of ``sys.modules`` again, so nothing else in this process sees the stand-in.
+    """
+    try:
+        importlib.import_module(PACKAGE)
+    except MissingDependencyError:
+        pass
+    else:
+        return [importlib.import_module(f"{PACKAGE}.{name}") for name in names]
+    stand_in = types.ModuleType(PACKAGE)
+    stand_in.__path__ = [str(Path(convstore.integrations.__file__).parent / "openai_agents")]
+    sys.modules[PACKAGE] = stand_in
+    try:
+        return [importlib.import_module(f"{PACKAGE}.{name}") for name in names]
+    finally:
+        for name in [PACKAGE, *(f"{PACKAGE}.{name}" for name in names)]:
+            sys.modules.pop(name, None)
+
+
+_items, _reads = _without_the_session("_items", "_reads")
+first_calls_only, to_message = _items.first_calls_only, _items.to_message
+pop_newest, read_items, to_items = _reads.pop_newest, _reads.read_items, _reads.to_items
 
 
 def png(width: int, height: int) -> bytes:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from convstore import ClosedError, ConvstoreError, Message
-from convstore.integrations._store_handle import StoreHandle, SyncStoreLease
+from convstore.integrations._core.store_handle import StoreHandle, SyncStoreLease
 
 
 async def test_handles_on_one_url_share_one_store_until_the_last_closes(tmp_path: Path) -> None:

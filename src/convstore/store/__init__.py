@@ -13,7 +13,7 @@ a package below):
 - ``attachments``: attachment bytes: stored before the rows that reference them, read back
   hash-verified (appends, restores, checkpoints and renders all go through it).
 - ``search``: full-text search over messages and conversation titles.
-- ``search_index``: keeping the deferred search index caught up (at search time, when idle).
+- ``_search_index``: keeping the deferred search index caught up (at search time, when idle).
 - ``checkpoints``: LangGraph checkpoints kept with their conversations (``store.checkpoints``).
 
 The operations, one package per process (each ``__init__`` says what its modules hold):

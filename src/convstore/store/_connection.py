@@ -22,8 +22,8 @@ from convstore.db.backend import Backend
 from convstore.errors import ClosedError, InvalidInputError
 from convstore.limits import check_count
 from convstore.store import _arguments, _settings
+from convstore.store._search_index import SearchIndex
 from convstore.store.load.message_cache import MessageCache
-from convstore.store.search_index import SearchIndex
 
 __all__ = [
     "DEFAULT_BLOB_TIMEOUT",

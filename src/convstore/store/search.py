@@ -1,7 +1,7 @@
 """Full-text search over messages and conversation titles (`ConversationStore.search`).
 
 The index is the database's own, built off the write path and caught up before a query reads
-it (`convstore.db.search_index`, `convstore.store.search_index`), so a search never returns a
+it (`convstore.db.search_index`, `convstore.store._search_index`), so a search never returns a
 deleted message and never misses one committed before it began, whichever code path wrote
 them. This module parses the query, picks the statement for its shape
 (`convstore.db.statements.search`) and turns rows into hits.
@@ -300,7 +300,7 @@ def run_search(
     """One page of hits for ``request``, read in ``tx``.
 
     ``None`` when the deferred index lacks rows this snapshot holds and ``check_pending``:
-    the caller catches up and asks again (`convstore.store.search_index`).
+    the caller catches up and asks again (`convstore.store._search_index`).
     """
     page = SearchPage()
     query = request.query

@@ -57,6 +57,10 @@ from its very first message starts a new root in the record, which convstore can
 the active path of a non-empty conversation (there is no ``switch_branch`` to an empty path):
 the record still loads exactly, but ``store.load``/``render`` of that conversation show the
 earlier path before the new root.
+
+Its modules:
+
+- ``_parts``: pydantic-ai messages as canonical parts, and their call ids renamed where needed.
 """
 
 from __future__ import annotations
@@ -91,9 +95,9 @@ from convstore.errors import (
     RevisionConflictError,
     ToolCallConflictError,
 )
-from convstore.integrations._native_record import MARKER_KEY, NativeFormat
-from convstore.integrations._pydantic_ai_parts import ALPHABET, canonical_messages, rename_calls
-from convstore.integrations._store_handle import OwnsStore, StoreHandle
+from convstore.integrations._core.native_record import MARKER_KEY, NativeFormat
+from convstore.integrations._core.store_handle import OwnsStore, StoreHandle
+from convstore.integrations.pydantic_ai._parts import ALPHABET, canonical_messages, rename_calls
 from convstore.model import Conversation, Message
 from convstore.store import ConversationStore, NativePath
 

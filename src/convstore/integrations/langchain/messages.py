@@ -1,4 +1,4 @@
-"""LangChain messages as convstore messages, and back (for the LangGraph and LangChain modules).
+"""LangChain messages as convstore messages, and back (for the LangGraph and LangChain packages).
 
 A LangChain message (``langchain_core.messages.BaseMessage``) is stored as one canonical
 `Message`: its role, its text and files as parts, an ``AIMessage``'s ``tool_calls`` as tool
@@ -14,7 +14,8 @@ Invariants:
   another way. Writing checks with the reader's own rebuild (`message_of_record`).
 - Image, audio and file bytes inline in the content (base64 blocks, ``data:`` URLs, either base64
   alphabet as the sender wrote it) become canonical `FilePart` s, stored once as blobs, and are
-  cut out of the record (`convstore.integrations._native_blobs`); reading puts the same text back.
+  cut out of the record (`convstore.integrations._core.native_blobs`); reading puts the same
+  text back.
 - ``Message.id`` is the LangChain message id when it has one; the caller clears it where the
   conversation already holds that id for another message (an edit kept beside its original).
 """
@@ -44,7 +45,7 @@ from pydantic import JsonValue, ValidationError
 
 from convstore._compat.pydantic_internals import trusted_constructor
 from convstore.errors import ConvstoreError, InvalidMessageError, ToolCallConflictError
-from convstore.integrations._native_blobs import (
+from convstore.integrations._core.native_blobs import (
     Alphabet,
     InlineFile,
     decode_inline,

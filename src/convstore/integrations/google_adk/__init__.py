@@ -40,6 +40,11 @@ keeps all of them or none.
 Limits: `list_sessions` shows each session's state snapshot, which lags only when the session's
 conversation was written to other than by `append_event` (`get_session` folds the missing
 events in).
+
+Its modules:
+
+- ``_parts``: an ADK event's content as canonical messages.
+- ``_state``: ``app:``, ``user:`` and session state kept in conversations and folded from events.
 """
 
 from __future__ import annotations
@@ -75,8 +80,10 @@ from convstore.errors import (
     MessageNotFoundError,
     RevisionConflictError,
 )
-from convstore.integrations._adk_parts import event_messages
-from convstore.integrations._adk_state import (
+from convstore.integrations._core.native_record import MARKER_KEY
+from convstore.integrations._core.store_handle import OwnsStore, StoreHandle
+from convstore.integrations.google_adk._parts import event_messages
+from convstore.integrations.google_adk._state import (
     APP_KEY,
     CREATED_KEY,
     CREATOR_KEY,
@@ -96,8 +103,6 @@ from convstore.integrations._adk_state import (
     unwrap,
     user_cid,
 )
-from convstore.integrations._native_record import MARKER_KEY
-from convstore.integrations._store_handle import OwnsStore, StoreHandle
 from convstore.model import Message
 from convstore.store import AppendResult, ConversationStore, ConversationSummary, NativePath
 

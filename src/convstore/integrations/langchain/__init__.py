@@ -2,8 +2,8 @@
 
 ``ConvstoreChatMessageHistory`` is a ``langchain_core.chat_history.BaseChatMessageHistory``
 (``aget_messages``, ``aadd_messages``, ``aclear``). Install with
-``pip install convstore[langchain]``; this module and
-`convstore.integrations._langchain_messages` are the only ones that import LangChain.
+``pip install convstore[langchain]``; this package (and `convstore.integrations.langgraph`,
+whose channels hold LangChain messages) are the only ones that import LangChain.
 
 Invariants:
 
@@ -16,6 +16,11 @@ Invariants:
   nothing of that call is written.
 - ``aclear`` deletes the conversation (its blobs become collectable at the next gc).
 - The blocking methods (``messages``, ``add_messages``, ``clear``) raise `AsyncOnlyError`.
+
+Its modules:
+
+- ``messages``: LangChain messages ⇄ convstore messages, shared with
+  `convstore.integrations.langgraph` (whose channels hold LangChain messages).
 """
 
 from __future__ import annotations
@@ -32,8 +37,8 @@ except ImportError as _missing:
     raise MissingDependencyError(__name__, "langchain-core", "langchain") from _missing
 
 from convstore.errors import AsyncOnlyError, ConversationNotFoundError, InvalidInputError
-from convstore.integrations._langchain_messages import append_stored, from_stored, to_stored
-from convstore.integrations._store_handle import OwnsStore, StoreHandle
+from convstore.integrations._core.store_handle import OwnsStore, StoreHandle
+from convstore.integrations.langchain.messages import append_stored, from_stored, to_stored
 from convstore.model import FilePart, Message
 from convstore.store import ConversationStore
 

@@ -5,7 +5,7 @@ No ``agents`` import here: items are plain JSON dicts, as the SDK hands them to 
 Invariants:
 
 - `read_items` and `pop_newest` read items straight from their native records (written by
-  `convstore.integrations._openai_agents_items.to_message`), putting the blob placeholders'
+  `convstore.integrations.openai_agents._items.to_message`), putting the blob placeholders'
   bytes back by content hash; `to_items` / `item_of` do the same from typed messages, and give
   a message written through the store API instead, without a record, the equivalent item.
 - A record written before placeholders (bytes cut out by JSON path, listed under ``"files"``)
@@ -23,8 +23,8 @@ from typing import Any
 from pydantic import JsonValue
 
 from convstore.errors import ConversationNotFoundError, RevisionConflictError
-from convstore.integrations._native_record import restore_from
-from convstore.integrations._openai_agents_items import (
+from convstore.integrations._core.native_record import restore_from
+from convstore.integrations.openai_agents._items import (
     BLOBS_KEY,
     CUT_BY_PATH_KEY,
     NATIVE_FORMAT,

@@ -23,7 +23,7 @@ from google.adk.sessions.state import State
 from pydantic import JsonValue
 
 from convstore.errors import ConversationNotFoundError
-from convstore.integrations._native_record import MARKER_KEY, NativeFormat
+from convstore.integrations._core.native_record import MARKER_KEY, NativeFormat
 from convstore.store import ConversationStore
 
 __all__ = [

@@ -23,7 +23,7 @@ from google.adk.events.event import Event
 from google.genai import types
 
 from convstore.errors import ConvstoreError
-from convstore.integrations._native_blobs import InlineFile
+from convstore.integrations._core.native_blobs import InlineFile
 from convstore.model import (
     ContentOutput,
     ErrorOutput,

@@ -31,7 +31,7 @@ from typing import Final
 from pydantic import JsonValue
 
 from convstore.errors import ConvstoreError
-from convstore.integrations._native_blobs import Alphabet, InlineFile, decode_inline
+from convstore.integrations._core.native_blobs import Alphabet, InlineFile, decode_inline
 from convstore.model import (
     ContentOutput,
     ErrorOutput,

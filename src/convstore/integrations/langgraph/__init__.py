@@ -2,9 +2,9 @@
 
 ``ConvstoreSaver`` is a ``langgraph.checkpoint.base.BaseCheckpointSaver``: ``aget_tuple``,
 ``alist``, ``aput``, ``aput_writes``, ``adelete_thread``. Install with
-``pip install convstore[langgraph]``; this module, the ``_langgraph_*`` modules it imports
-(`ThreadCache`, the refused blocking methods) and `convstore.integrations._langchain_messages`
-are the only ones that import LangGraph and LangChain.
+``pip install convstore[langgraph]``; this package (`ThreadCache`, the refused blocking
+methods) and `convstore.integrations.langchain.messages` are the only ones that import
+LangGraph and LangChain.
 
 How a thread is kept:
 
@@ -45,6 +45,11 @@ Invariants:
   a version another branch stored.
 - The blocking methods (``get_tuple``, ``put``, ...) raise `AsyncOnlyError`: use the ``a``
   methods (``graph.ainvoke``/``astream``).
+
+Its modules:
+
+- ``_thread``: `ThreadCache`, a thread's messages and message lists as the saver last saw them.
+- ``_async_only``: the blocking saver methods, refused with `AsyncOnlyError`.
 """
 
 from __future__ import annotations
@@ -79,7 +84,8 @@ from convstore.errors import (
     ConversationNotFoundError,
     InvalidInputError,
 )
-from convstore.integrations._langchain_messages import (
+from convstore.integrations._core.store_handle import OwnsStore, StoreHandle
+from convstore.integrations.langchain.messages import (
     NATIVE_FORMAT,
     append_stored,
     from_stored,
@@ -88,9 +94,8 @@ from convstore.integrations._langchain_messages import (
     restore_records,
     to_stored,
 )
-from convstore.integrations._langgraph_async_only import AsyncOnlyMethods
-from convstore.integrations._langgraph_thread import ANY, UNKNOWN, ThreadCache
-from convstore.integrations._store_handle import OwnsStore, StoreHandle
+from convstore.integrations.langgraph._async_only import AsyncOnlyMethods
+from convstore.integrations.langgraph._thread import ANY, UNKNOWN, ThreadCache
 from convstore.model import FilePart, Message
 from convstore.store import ConversationStore
 from convstore.store.checkpoints import (

@@ -7,11 +7,11 @@ Invariants:
 - `to_message` keeps the item as the message's `NativeRecord` (format ``openai-agents``) and
   maps it onto canonical parts; every inline ``data:`` URL (or bare base64 ``file_data``) at a
   place that becomes a canonical file is replaced in the record by a blob placeholder
-  (`convstore.integrations._native_blobs`, as every integration's records), its bytes carried
+  (`convstore.integrations._core.native_blobs`, as every integration's records), its bytes carried
   by the `FilePart` (so ``append`` stores them as a blob), and the record marked ``"blobs"``.
   Only base64 that re-encodes to the same text is replaced, so reading puts back exactly the
   same string.
-- Reading them back is `convstore.integrations._openai_agents_reads`.
+- Reading them back is `convstore.integrations.openai_agents._reads`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from convstore.errors import (
     InvalidInputError,
     MediaTypeMismatchError,
 )
-from convstore.integrations._native_blobs import placeholder
+from convstore.integrations._core.native_blobs import placeholder
 from convstore.json_input import Json, parse_data_url
 from convstore.model import (
     FilePart,

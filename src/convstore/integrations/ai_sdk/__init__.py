@@ -27,6 +27,11 @@ Invariants:
 - Reasoning carries its replay artefacts as ``providerMetadata`` in the AI SDK providers'
   own keys (``anthropic.signature`` / ``redactedData``, ``openai.itemId`` /
   ``reasoningEncryptedContent``, ``google.thoughtSignature``), the rest under ``convstore``.
+
+Its modules:
+
+- ``_from_ui``: UI messages a client sends back, as canonical messages to append.
+- ``_keys``: the metadata and ``providerMetadata`` keys both directions share.
 """
 
 from __future__ import annotations
@@ -37,8 +42,8 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from convstore.errors import InvalidInputError
-from convstore.integrations._ai_sdk_from_ui import from_ui_messages
-from convstore.integrations._ai_sdk_keys import (
+from convstore.integrations.ai_sdk._from_ui import from_ui_messages
+from convstore.integrations.ai_sdk._keys import (
     ADAPTER_KEY,
     KINDS_KEY,
     OWN_KEY,

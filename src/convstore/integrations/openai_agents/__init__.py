@@ -3,7 +3,7 @@
 ``ConvstoreSession`` implements the openai-agents ``Session`` protocol (``get_items``,
 ``add_items``, ``pop_item``, ``clear_session``, ``session_settings``, and the ``wrapper``
 keyword the runner passes to sessions that accept it). Install with
-``pip install convstore[openai-agents]``; this module is the only one that imports ``agents``.
+``pip install convstore[openai-agents]``; this package is the only one that imports ``agents``.
 
 Invariants:
 
@@ -28,12 +28,18 @@ Invariants:
   bytes cut out do they take the typed path, which finds those files.
 - Sessions opened with ``url=`` share one store per URL in the process (a blocking
   `convstore.sync.SyncConversationStore` on a background loop thread, leased from
-  ``integrations._store_handle``), so they work from any event loop or thread the SDK runs them
-  on (``Runner.run_sync`` makes its own loop); ``close()`` gives the lease back and is
+  `convstore.integrations._core.store_handle`), so they work from any event loop or thread the
+  SDK runs them on (``Runner.run_sync`` makes its own loop); ``close()`` gives the lease back and is
   synchronous like ``SQLiteSession.close()``; the last session's closes the store. A session
   given ``store=`` uses that open async store on the caller's loop and never closes it.
 - Writes (``add_items``, ``pop_item``, ``clear_session``) run to completion even when the
   caller is cancelled, which is then re-raised: the outcome of a mutation is never unknown.
+
+Its modules:
+
+- ``_items``: session items ⇄ canonical messages (framework-free: no ``agents`` import).
+- ``_reads``: ``get_items`` and ``pop_item`` read from the stored records, the typed path only
+  where a record is missing or had bytes cut out.
 """
 
 from __future__ import annotations
@@ -56,14 +62,14 @@ from convstore.errors import (
     InvalidInputError,
     ToolCallConflictError,
 )
-from convstore.integrations._openai_agents_items import (
+from convstore.integrations._core.store_handle import ThreadedStoreHandle
+from convstore.integrations.openai_agents._items import (
     NATIVE_FORMAT,
     Item,
     first_calls_only,
     to_message,
 )
-from convstore.integrations._openai_agents_reads import pop_newest, read_items
-from convstore.integrations._store_handle import ThreadedStoreHandle
+from convstore.integrations.openai_agents._reads import pop_newest, read_items
 from convstore.model import Message
 from convstore.store import ConversationStore
 

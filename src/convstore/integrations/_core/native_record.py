@@ -6,7 +6,7 @@ unit itself, as the framework serializes it, as its `NativeRecord`. `NativeForma
 path, once for every integration:
 
 - `NativeFormat.attach`: the record, its inline bytes replaced by blob placeholders
-  (`convstore.integrations._native_blobs`), on the last message of the run, which takes the
+  (`convstore.integrations._core.native_blobs`), on the last message of the run, which takes the
   unit's id; the canonical `FilePart`s of the run carry the bytes into the blob store.
 - `NativeFormat.data`: the record a stored message carries in this format, or ``None``.
 - `NativeFormat.restore`: records as read, their placeholders replaced by the same base64
@@ -20,7 +20,7 @@ from typing import Final
 
 from pydantic import JsonValue
 
-from convstore.integrations._native_blobs import Alphabet, Matcher, externalize, restore
+from convstore.integrations._core.native_blobs import Alphabet, Matcher, externalize, restore
 from convstore.model import FilePart, Message, NativeRecord
 from convstore.store import ConversationStore
 
@@ -36,7 +36,7 @@ class NativeFormat:
 
     name: str
     match: Matcher
-    """Which JSON objects of a record hold bytes (`_native_blobs.externalize`)."""
+    """Which JSON objects of a record hold bytes (`native_blobs.externalize`)."""
     alphabet: Alphabet
     """The base64 alphabet the framework writes bytes in."""
 

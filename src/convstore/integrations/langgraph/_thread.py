@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from convstore.integrations._langchain_messages import message_of_record
+from convstore.integrations.langchain.messages import message_of_record
 
 __all__ = ["ANY", "UNKNOWN", "ThreadCache"]
 

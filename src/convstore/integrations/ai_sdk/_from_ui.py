@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
-from convstore.integrations._ai_sdk_keys import (
+from convstore.integrations.ai_sdk._keys import (
     ADAPTER_KEY,
     KINDS_KEY,
     OWN_KEY,
