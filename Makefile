@@ -93,9 +93,12 @@ screenshots: $(STAMP)
 test: envs
 	$(MAKE) --output-sync=target -j3 checks pytest frameworks bench-smoke
 
-# The inner loop: the main suite without PostgreSQL, S3, browsers or framework environments.
+# The inner loop: the main suite without PostgreSQL, S3, browsers, framework environments or
+# the tests marked slow (the fuzzers' thousands of inputs, the memory bounds' subprocesses, the
+# installed-wheel and Alembic-command checks); `make test` runs them all.
 test-fast: $(STAMP)
-	$(BIN)/pytest $(XDIST) -m "not postgres and not s3" --ignore=tests/web/test_browser.py
+	$(BIN)/pytest $(XDIST) -m "not postgres and not s3 and not slow" \
+		--ignore=tests/web/test_browser.py
 
 checks: lint typecheck
 

@@ -8,6 +8,7 @@ under ``CI=true``, where a missing server is a failure (CI must run them).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -84,13 +85,37 @@ def pg_store_url(pg_cluster: PostgresCluster) -> str:
     return url
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new SQLite store's file, migrated once a session and copied for each test.
+
+    Migrating a new file takes ~120 ms (every revision, Alembic included), a copy well under
+    one: most store tests start from a new database, and the migrations have tests of their own
+    (tests/db). A memory:// blob location is not recorded, so the file names no blobs.
+    """
+    import asyncio
+
+    path = tmp_path_factory.mktemp("template") / "convstore.db"
+
+    async def migrate() -> None:
+        async with ConversationStore(f"sqlite+aiosqlite:///{path}", blobs="memory://template",
+                                     auto_migrate=True):  # fmt: skip
+            pass
+
+    asyncio.run(migrate())
+    assert not path.with_name(path.name + "-wal").exists(), "closed with its WAL still there"
+    return path
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The database a store test runs on."""
+    """The database a store test runs on (a new, migrated one on SQLite)."""
     if request.param == "postgres":
         url: str = request.getfixturevalue("pg_store_url")
         return url
-    return f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('db') / 'convstore.db'}"
+    path = tmp_path_factory.mktemp("db") / "convstore.db"
+    shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+    return f"sqlite+aiosqlite:///{path}"
 
 
 @pytest.fixture

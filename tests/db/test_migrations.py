@@ -164,6 +164,7 @@ def _alembic(*args: str, url: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_alembic_cli_at_the_repository_root(empty_url: str) -> None:
     for args in (["upgrade", "head"], ["check"], ["downgrade", "base"], ["upgrade", "head"]):
         result = _alembic(*args, url=empty_url)
@@ -177,6 +178,7 @@ def wheel(built_dist: tuple[Path, Path]) -> Path:
     return built_dist[1]
 
 
+@pytest.mark.slow
 def test_installed_wheel_migrates_a_new_database(wheel: Path, tmp_path: Path) -> None:
     """A non-editable install in a fresh venv, then ``convstore migrate`` on a new database."""
     venv = tmp_path / "venv"

@@ -39,6 +39,8 @@ from tests.fuzz import RandomChooser, Seed, mutate
 
 from .exports import OpenWebUI, chatgpt_rich, claude_conversation, claude_message, data_url, png
 
+pytestmark = pytest.mark.slow  # thousands of inputs or subprocesses: make test, not test-fast
+
 _REFUSALS = (
     ConversationShapeError,
     ValidationError,

@@ -39,6 +39,8 @@ from convstore.limits import MAX_CONVERSATION_ID_LENGTH, check_text
 from convstore.store.checkpoints import ChannelValue, PendingWrite
 from tests.support.images import noise_png
 
+pytestmark = pytest.mark.slow  # thousands of inputs or subprocesses: make test, not test-fast
+
 CASES = {"sqlite": 2_000, "postgres": 300}
 SEED = int(os.environ.get("CONVSTORE_FUZZ_SEED") or 20261129)
 

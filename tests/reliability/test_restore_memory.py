@@ -23,6 +23,8 @@ from convstore.store.transfer.restore import RestoreLimits
 from tests.support.archives import Repeat, crowded_zip, write_zip
 from tests.support.images import noise_png
 
+pytestmark = pytest.mark.slow  # thousands of inputs or subprocesses: make test, not test-fast
+
 REPO = Path(__file__).resolve().parents[2]
 PEAK_MB = 300
 GIB = 1024**3
