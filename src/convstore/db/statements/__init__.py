@@ -3,9 +3,11 @@
 Where the SQL for each table lives (module-level Core statements, LangGraph's
 ``checkpoint-postgres`` style; builders, cached, where a statement depends on the dialect):
 
-- ``conversations``: headers and metadata tags: create, lock, read, list pages, prune.
-- ``messages``: paths and windows, the tree's shape, message deletes, compactions, append keys.
-- ``tool_calls``: call rows and lifecycles, pending and cancelled calls.
+- ``conversations``: headers and metadata tags: create, lock, read, an append's head update,
+  list pages, prune.
+- ``messages``: an append's message rows, paths and windows, the tree's shape, message deletes,
+  compactions, append keys.
+- ``tool_calls``: call rows and lifecycles, pending, interrupted and cancelled calls.
 - ``blobs``: blob references, the attachment catalogue, tombstones, releases.
 - ``maintenance``: settings, a tenant's erase, a conversation's rows whole (export, restore).
 - ``search``: the search query, one statement set per database.
