@@ -52,7 +52,7 @@ LG_TEST_PACKAGES := langgraph langgraph-checkpoint-sqlite langgraph-checkpoint-c
 
 .PHONY: demo test envs lint typecheck pytest pytest-agents bench lock clean test-pydantic-ai \
 	test-google-adk bench-frameworks test-langgraph bench-langgraph screenshots serve test-fast checks frameworks \
-	bench-smoke docs-extras
+	bench-smoke docs-extras pytest-partitioned
 
 $(UV):
 	test -x $(UV_VENV)/bin/python || $(PYTHON) -m venv $(UV_VENV)
@@ -91,7 +91,7 @@ screenshots: $(STAMP)
 # cluster), beside the static checks and the framework environments. --output-sync keeps each
 # target's output together.
 test: envs
-	$(MAKE) --output-sync=target -j3 checks pytest frameworks bench-smoke
+	$(MAKE) --output-sync=target -j4 checks pytest pytest-partitioned frameworks bench-smoke
 
 # The inner loop: the main suite without PostgreSQL, S3, browsers, framework environments or
 # the tests marked slow (the fuzzers' thousands of inputs, the memory bounds' subprocesses, the
@@ -153,11 +153,16 @@ PARTITIONED_SUITES := tests/store tests/reliability/test_concurrency.py -k "not 
 	and not cache_on_and_off"
 
 # pytest-xdist workers: one per core by default (`make test PYTEST_WORKERS=1` runs in-process).
+# Work stealing: an idle worker takes tests queued on the other, so a two-minute fuzzer near the
+# end of one worker's share does not leave the other core idle.
 PYTEST_WORKERS ?= auto
-XDIST := -n $(PYTEST_WORKERS)
+XDIST := -n $(PYTEST_WORKERS) --dist worksteal
 
 pytest: $(STAMP) $(AI_SDK_STAMP)
 	$(BIN)/pytest $(XDIST) --durations=40
+
+# Beside the main suite rather than after it: its own session, clusters and ports.
+pytest-partitioned: $(STAMP)
 	CONVSTORE_TEST_PG_PARTITIONS=4 $(BIN)/pytest $(XDIST) -m postgres $(PARTITIONED_SUITES)
 
 $(AI_SDK_STAMP): $(AI_SDK_NODE)/package.json $(AI_SDK_NODE)/package-lock.json
