@@ -11,12 +11,12 @@ decides when they run:
   the log the query reads.
 - **In the background**: every write to the store tells `SearchIndex` (a backend write
   listener: a clock reading, nothing else); once no write is in flight and none has ended for
-  `IDLE_SECONDS`
-  (or `MAX_DELAY_SECONDS` have passed with writes never pausing), the catch-up runs and then a
-  few bounded steps of FTS5 segment merging, each its own transaction, while the writer stays
-  idle. So a search rarely finds more than the last turn pending, and merging never runs
-  inside an append or a search. Last, the WAL is checkpointed there once it passes a
-  megabyte (`convstore.db.sqlite.tx.checkpoint_when_idle`), so appends do not pay for it.
+  `IDLE_SECONDS` (or `MAX_DELAY_SECONDS` have passed with writes never pausing), the catch-up
+  runs and then a few bounded steps of FTS5 segment merging, each its own transaction, while
+  the writer stays idle. So a search rarely finds more than the last turn pending, and
+  merging never runs inside an append or a search. Last, the WAL is checkpointed there once it
+  passes a megabyte (`convstore.db.sqlite.tx.checkpoint_when_idle`), so appends do not pay for
+  it.
 - **After an erase** (`SearchIndex.purge`): catch up, merge every segment into one (no segment
   keeps an erased document's entries; ``secure_delete`` overwrites the freed pages) and
   checkpoint the WAL, so the erased text is nowhere in the database files.
@@ -84,7 +84,7 @@ def _in_write(
 ) -> T:
     """``fn`` in one write transaction, then the WAL bound every writer keeps (`bound_wal`)."""
     result = in_transaction(raw, "BEGIN IMMEDIATE", fn, statements, cache)
-    bound_wal(raw, wal)  # a catch-up of many turns writes megabytes of index
+    bound_wal(raw, wal)  # a bounded catch-up still writes up to ~0.5 MB of index
     return result
 
 
