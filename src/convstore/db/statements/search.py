@@ -44,6 +44,7 @@ from typing import Final
 
 from sqlalchemy import TextClause, text
 
+from convstore.db.postgres.search_index import UNSCOPED
 from convstore.db.search_index import DOC_MASK, title_doc
 
 __all__ = ["TENANT_PLANS", "Mode", "Shape", "search_statement"]
@@ -88,7 +89,8 @@ GINs, ``(tenant, created_at)``) and only that tenant's rows. A table of a few pa
 tenant's titles, or messages, on a young database) is cheaper to scan whole than through an
 index, and the planner would read other tenants' rows to answer one tenant: the work, and
 time, of a tenant's search would then follow other tenants' data (issue 32, finding 7). Local
-to the transaction."""
+to the transaction. The one other index over every tenant's rows, ``(created_at)``, is partial
+on a condition only a search of every tenant states (revision 0015)."""
 
 _ORDER: Final = (
     "ORDER BY rank DESC, created DESC, cid, coalesce(seq, 0) LIMIT :limit OFFSET :offset"
@@ -315,6 +317,10 @@ def _postgres_filters(shape: Shape, alias: str, roles: bool) -> list[str]:
     if shape.tenant:
         # With the text condition, one lookup of the (tenant, text) GIN index.
         where.append(f"{alias}.tenant = :tenant")
+    else:
+        # Always true; it lets a search of every tenant (only) read newest first through the
+        # partial (created_at) indexes (revision 0015).
+        where.append(f"{alias}.{UNSCOPED}")
     if shape.conversation:
         where.append(f"{alias}.conversation_id = :conversation_id")
     if roles and shape.roles:
