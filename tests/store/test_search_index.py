@@ -11,9 +11,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import re
+import threading
 import uuid
 from typing import Any, NamedTuple
 
@@ -602,3 +604,65 @@ async def test_an_erased_tenants_text_is_nowhere_in_the_sqlite_files(tmp_path: A
             data = file.read_bytes()
             assert marker.encode() not in data, file.name
             assert b"gone" not in data.replace(b"ordinary", b""), file.name
+
+
+async def test_a_search_waits_for_one_background_merge_step_at_most(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A search that finds work pending while the background is catching up waits for the
+    # index lock. The background then holds it for its merge steps too, unless it gives way:
+    # at most one merge step may start while the search waits.
+    from convstore.store import _search_index
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'merging.db'}"
+    async with ConversationStore(url, blobs=f"memory://{uuid.uuid4().hex}") as store:
+        index = store.search_index
+        index.background = False
+        conv = await store.create_conversation()
+        for n in range(24):  # a segment per catch-up: merge work for many one-page steps
+            await store.append(conv.id, Message.user(f"turn{n} the walrus and the ice"))
+            await index.catch_up()
+        monkeypatch.setattr(_search_index, "MERGE_PAGES", 1)
+
+        catching, proceed = threading.Event(), threading.Event()
+        searching = False
+        merges_while_searching: list[bool] = []
+        bounded_catch_up, merge_step = _search_index._bounded_catch_up, _search_index._merge_step
+
+        def held_catch_up(tx: Any, *, until: int | None) -> Any:
+            if not catching.is_set():  # the background's: held until the search waits
+                catching.set()
+                proceed.wait(30)
+            return bounded_catch_up(tx, until=until)
+
+        def counted_merge_step(*args: Any) -> bool:
+            merges_while_searching.append(searching)
+            return merge_step(*args)
+
+        waiting = asyncio.Event()
+        catch_up = index.catch_up
+
+        async def search_catch_up() -> int:
+            waiting.set()  # then, at once, waits for the lock the background holds
+            return await catch_up()
+
+        monkeypatch.setattr(_search_index, "_bounded_catch_up", held_catch_up)
+        monkeypatch.setattr(_search_index, "_merge_step", counted_merge_step)
+        monkeypatch.setattr(index, "catch_up", search_catch_up)
+        index.background = True
+        await store.append(conv.id, Message.user("a narwhal at last"))  # starts the watcher
+        assert await asyncio.to_thread(catching.wait, 30)
+        searching = True
+        search_task = asyncio.create_task(store.search("narwhal"))
+        await waiting.wait()
+        proceed.set()
+        hits = await search_task
+        searching = False
+        assert [h.seq for h in hits] == [25]
+        assert merges_while_searching.count(True) <= 1
+
+        watcher = index._task
+        assert watcher is not None
+        await watcher  # the background merges again once the search is done
+        assert merges_while_searching.count(False) >= 1
+        assert await _differences(store) == []
