@@ -24,7 +24,8 @@ Modules: ``errors`` (the error tree), ``capabilities`` (what each target accepts
 ``rendering`` (wire JSON in, requests out), ``sync`` (a blocking facade), ``json_input`` and
 ``zip_input`` (untrusted JSON and zips read safely), ``media_types``, ``progress``, and the
 private ``_lazy`` (names loaded on first use), ``_search_tool`` (search as an agent's
-tool), ``_serving`` (uvicorn for ``serve`` and ``mcp``), ``_words`` (counts in plain English).
+tool), ``_serving`` (uvicorn for ``serve`` and ``mcp``), ``_http_guard`` (how both servers read
+a request's host and token), ``_words`` (counts in plain English).
 """
 
 from __future__ import annotations

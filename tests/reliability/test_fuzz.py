@@ -296,6 +296,29 @@ def test_whatever_parses_from_the_corpus_still_renders_as_strict_json() -> None:
                     json.dumps(render(messages, target, model=model).payload, allow_nan=False)
 
 
+def test_the_mutators_kept_node_list_is_the_payloads_walk() -> None:
+    """`tests.fuzz` walks only what an operation changed: the result equals a walk anew."""
+    from tests.fuzz import _Mutation, _nodes
+
+    applied: Counter[str] = Counter()
+    real_apply = _Mutation.apply
+
+    def apply(run: _Mutation, op: str) -> None:
+        real_apply(run, op)
+        fresh = list(_nodes(run.mutant.payload))
+        assert [(p, k) for p, k, _ in run.walk] == [(p, k) for p, k, _ in fresh], run.mutant.log
+        assert all(a[2] is b[2] for a, b in zip(run.walk, fresh, strict=True)), run.mutant.log
+        applied[op] += 1
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_Mutation, "apply", apply)
+        for pool in seeds().values():
+            for i in range(40):
+                choose = RandomChooser(i)
+                mutate(pool[choose.integer(0, len(pool) - 1)], choose)
+    assert set(applied) == set(OPERATIONS), applied
+
+
 async def _print_figures() -> None:
     """The table of docs/reliability.md ("Bad input: fuzzing"), from the same runs as CI."""
     import tempfile

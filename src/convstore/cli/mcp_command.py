@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from convstore._http_guard import is_loopback
 from convstore.cli.stores import existing_store
 from convstore.errors import MissingDependencyError
 
@@ -25,7 +26,7 @@ async def mcp_command(args: argparse.Namespace) -> int:
     """Serve the MCP server until the client leaves (stdio) or until interrupted (http)."""
     try:
         from convstore.mcp import create_server
-        from convstore.mcp._http import is_loopback, serve_http
+        from convstore.mcp._http import serve_http
         from convstore.mcp._stdio import run_stdio
     except ImportError as exc:  # the SDK (a MissingDependencyError) or uvicorn
         raise MissingDependencyError("convstore mcp", exc.name or "mcp", "mcp") from exc

@@ -317,15 +317,26 @@ def _blobs_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _serve_options(parser: argparse.ArgumentParser) -> None:
+def _listen_options(
+    parser: argparse.ArgumentParser, *, default_port: int, prefix: str = ""
+) -> None:
+    """``--host`` and ``--port`` of a server (``serve``, ``mcp``): loopback unless told."""
     parser.add_argument(
         "--host",
         default="127.0.0.1",
-        help="address to listen on (default %(default)s; any other than loopback needs --token)",
+        help=f"{prefix}address to listen on (default %(default)s; any other than loopback needs "
+        "--token)",
     )
     parser.add_argument(
-        "--port", type=port, default=8765, help="port (default %(default)s; 0: any free)"
+        "--port",
+        type=port,
+        default=default_port,
+        help=f"{prefix}port (default %(default)s; 0: any free)",
     )
+
+
+def _serve_options(parser: argparse.ArgumentParser) -> None:
+    _listen_options(parser, default_port=8765)
     parser.add_argument("--tenant", help="show only this tenant's conversations and attachments")
     parser.add_argument(
         "--token",
@@ -354,15 +365,7 @@ def _mcp_options(parser: argparse.ArgumentParser) -> None:
         default="stdio",
         help="stdio (default: an MCP client starts the command) or http (Streamable HTTP at /mcp)",
     )
-    parser.add_argument(
-        "--host",
-        default="127.0.0.1",
-        help="http: address to listen on (default %(default)s; any other than loopback needs "
-        "--token)",
-    )
-    parser.add_argument(
-        "--port", type=port, default=8766, help="http: port (default %(default)s; 0: any free)"
-    )
+    _listen_options(parser, default_port=8766, prefix="http: ")
     parser.add_argument(
         "--token",
         default=os.environ.get("CONVSTORE_TOKEN") or None,

@@ -17,6 +17,7 @@ import argparse
 import ipaddress
 import sys
 
+from convstore._http_guard import is_loopback
 from convstore.cli.stores import existing_store
 from convstore.errors import MissingDependencyError
 
@@ -36,16 +37,6 @@ def allowed_hosts(host: str, extra: list[str]) -> list[str]:
     if bound and not wildcard:
         names.append(bound)
     return names
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 async def serve(args: argparse.Namespace) -> int:

@@ -17,11 +17,13 @@ from convstore.limits import MAX_CONVERSATION_ID_LENGTH
 from convstore.model import FilePart, Message, Part, Role, TextPart
 
 from ._sources import ExportSource
+from ._tree import ConversationTree
 
 __all__ = [
     "asset_part",
     "data_url_part",
     "details",
+    "exported_tree",
     "iso_time",
     "list_of",
     "make_message",
@@ -67,6 +69,21 @@ def details(**values: Any) -> dict[str, Any] | None:
     """The given values without the empty ones (``None``, ``False``, ``""``), or None."""
     kept = {k: v for k, v in values.items() if v is not None and v is not False and v != ""}
     return kept or None
+
+
+def exported_tree(
+    prefix: str, imported_from: str, source_id: str, title: str | None, **metadata: Any
+) -> ConversationTree:
+    """An exported conversation's tree, its nodes to come.
+
+    Its id is stable (`stable_id`), its metadata names the export's format and id, and holds
+    the non-empty ``metadata`` given (`details`).
+    """
+    return ConversationTree(
+        id=stable_id(prefix, source_id),
+        title=title,
+        metadata=details(imported_from=imported_from, source_id=source_id, **metadata) or {},
+    )
 
 
 def text_of(value: Any) -> str:

@@ -13,12 +13,14 @@ Invariants:
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from convstore.model import Message
 
-__all__ = ["ConversationShapeError", "ConversationTree", "Node", "in_tree_order"]
+__all__ = ["ConversationShapeError", "ConversationTree", "Node", "add_keyed", "in_tree_order"]
 
 
 class ConversationShapeError(Exception):
@@ -41,6 +43,32 @@ class ConversationTree:
     nodes: list[Node] = field(default_factory=list)
     head: str | None = None
     """The key of the node the active path ends at."""
+
+
+def add_keyed(
+    tree: ConversationTree,
+    nodes: dict[str, Any],
+    *,
+    parent_key: str,
+    head: Any,
+    what: str,
+    messages: Callable[[str, dict[str, Any]], list[Message]],
+    unmapped: Counter[str],
+) -> None:
+    """The nodes of an export's ``{key: node}`` map, and the head when it names one of them.
+
+    A node's parent key is its ``parent_key`` field (when a string); a value that is not an
+    object is no node, counted in ``unmapped`` as ``what``.
+    """
+    for key, raw in nodes.items():
+        if not isinstance(raw, dict):
+            unmapped[what] += 1
+            continue
+        parent = raw.get(parent_key)
+        tree.nodes.append(
+            Node(key, parent if isinstance(parent, str) else None, messages(key, raw))
+        )
+    tree.head = head if isinstance(head, str) and head in nodes else None
 
 
 def in_tree_order(tree: ConversationTree) -> list[Node]:

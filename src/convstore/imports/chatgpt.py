@@ -46,17 +46,17 @@ from convstore.model import (
 from ._common import (
     asset_part,
     details,
+    exported_tree,
     iso_time,
     list_of,
     make_message,
     object_of,
     placeholder,
-    stable_id,
     text_of,
 )
 from ._driver import TreeFormat
 from ._sources import ExportSource
-from ._tree import ConversationShapeError, ConversationTree, Node
+from ._tree import ConversationShapeError, ConversationTree, add_keyed
 
 __all__ = ["FORMAT", "convert"]
 
@@ -73,35 +73,26 @@ def convert(element: Any, source: ExportSource, unmapped: Counter[str]) -> Conve
     if not isinstance(source_id, str) or not source_id:
         raise ConversationShapeError("a ChatGPT conversation without an id")
     title = element.get("title")
-    tree = ConversationTree(
-        id=stable_id("chatgpt", source_id),
-        title=title if isinstance(title, str) else None,
-        metadata=details(
-            imported_from=FORMAT.name,
-            source_id=source_id,
-            created_at=iso_time(element.get("create_time")),
-            updated_at=iso_time(element.get("update_time")),
-            model=element.get("default_model_slug"),
-            archived=element.get("is_archived") is True,
-        )
-        or {},
+    tree = exported_tree(
+        "chatgpt",
+        FORMAT.name,
+        source_id,
+        title if isinstance(title, str) else None,
+        created_at=iso_time(element.get("create_time")),
+        updated_at=iso_time(element.get("update_time")),
+        model=element.get("default_model_slug"),
+        archived=element.get("is_archived") is True,
     )
     mapping: dict[str, Any] = element["mapping"]
-    for key, node in mapping.items():
-        if not isinstance(node, dict):
-            unmapped["node that is not an object"] += 1
-            continue
-        parent = node.get("parent")
-        message = node.get("message")
-        tree.nodes.append(
-            Node(
-                key=key,
-                parent=parent if isinstance(parent, str) else None,
-                messages=[_message(key, message, mapping, source, unmapped)],
-            )
-        )
-    head = element.get("current_node")
-    tree.head = head if isinstance(head, str) and head in mapping else None
+    add_keyed(
+        tree,
+        mapping,
+        parent_key="parent",
+        head=element.get("current_node"),
+        what="node that is not an object",
+        messages=lambda key, node: [_message(key, node.get("message"), mapping, source, unmapped)],
+        unmapped=unmapped,
+    )
     return tree
 
 

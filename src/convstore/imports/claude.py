@@ -41,11 +41,11 @@ from ._common import (
     asset_part,
     data_url_part,
     details,
+    exported_tree,
     inline_part,
     iso_time,
     list_of,
     make_message,
-    stable_id,
     text_of,
 )
 from ._driver import TreeFormat
@@ -66,18 +66,15 @@ def convert(element: Any, source: ExportSource, unmapped: Counter[str]) -> Conve
     if not isinstance(source_id, str) or not source_id:
         raise ConversationShapeError("a Claude conversation without a uuid")
     name = element.get("name")
-    tree = ConversationTree(
-        id=stable_id("claude", source_id),
-        title=name if isinstance(name, str) and name else None,
-        metadata=details(
-            imported_from=FORMAT.name,
-            source_id=source_id,
-            created_at=iso_time(element.get("created_at")),
-            updated_at=iso_time(element.get("updated_at")),
-            summary=element.get("summary") if isinstance(element.get("summary"), str) else None,
-            model=element.get("model") if isinstance(element.get("model"), str) else None,
-        )
-        or {},
+    tree = exported_tree(
+        "claude",
+        FORMAT.name,
+        source_id,
+        name if isinstance(name, str) and name else None,
+        created_at=iso_time(element.get("created_at")),
+        updated_at=iso_time(element.get("updated_at")),
+        summary=element.get("summary") if isinstance(element.get("summary"), str) else None,
+        model=element.get("model") if isinstance(element.get("model"), str) else None,
     )
     raw = [
         m

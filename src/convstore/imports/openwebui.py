@@ -44,16 +44,16 @@ from ._common import (
     asset_part,
     data_url_part,
     details,
+    exported_tree,
     iso_time,
     list_of,
     make_message,
     object_of,
-    stable_id,
     text_of,
 )
 from ._driver import TreeFormat
 from ._sources import ExportSource
-from ._tree import ConversationShapeError, ConversationTree, Node
+from ._tree import ConversationShapeError, ConversationTree, add_keyed
 
 __all__ = ["FORMAT", "convert"]
 
@@ -137,33 +137,24 @@ def convert(element: Any, source: ExportSource, unmapped: Counter[str]) -> Conve
         source_id = hashlib.sha256(digest).hexdigest()[:32]
     title = element.get("title") or chat.get("title")
     models = chat.get("models")
-    tree = ConversationTree(
-        id=stable_id("openwebui", source_id),
-        title=title if isinstance(title, str) else None,
-        metadata=details(
-            imported_from=FORMAT.name,
-            source_id=source_id,
-            created_at=iso_time(element.get("created_at") or chat.get("timestamp")),
-            updated_at=iso_time(element.get("updated_at")),
-            models=[m for m in models if isinstance(m, str)] if isinstance(models, list) else None,
-        )
-        or {},
+    tree = exported_tree(
+        "openwebui",
+        FORMAT.name,
+        source_id,
+        title if isinstance(title, str) else None,
+        created_at=iso_time(element.get("created_at") or chat.get("timestamp")),
+        updated_at=iso_time(element.get("updated_at")),
+        models=[m for m in models if isinstance(m, str)] if isinstance(models, list) else None,
     )
-    messages: dict[str, Any] = history["messages"]
-    for key, raw in messages.items():
-        if not isinstance(raw, dict):
-            unmapped["message that is not an object"] += 1
-            continue
-        parent = raw.get("parentId")
-        tree.nodes.append(
-            Node(
-                key,
-                parent if isinstance(parent, str) else None,
-                _messages(key, raw, source, unmapped),
-            )
-        )
-    head = history.get("currentId") or history.get("current_id")
-    tree.head = head if isinstance(head, str) and head in messages else None
+    add_keyed(
+        tree,
+        history["messages"],
+        parent_key="parentId",
+        head=history.get("currentId") or history.get("current_id"),
+        what="message that is not an object",
+        messages=lambda key, raw: _messages(key, raw, source, unmapped),
+        unmapped=unmapped,
+    )
     return tree
 
 

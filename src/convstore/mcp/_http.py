@@ -20,8 +20,6 @@ MCP endpoint answers JSON rather than an SSE stream: the server sends nothing un
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
 import json
 from collections.abc import Callable
 from typing import Any, Final
@@ -32,41 +30,13 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from convstore._http_guard import bearer, header, host_name, is_loopback, respond, token_matches
 from convstore._serving import AnnouncingServer
 
-__all__ = ["MCP_PATH", "HttpGuard", "http_app", "is_loopback", "serve_http"]
+__all__ = ["MCP_PATH", "HttpGuard", "http_app", "serve_http"]
 
 MCP_PATH: Final = "/mcp"
 SHUTDOWN_GRACE: Final = 5
-_LOOPBACK_NAMES: Final = frozenset({"localhost", "127.0.0.1", "::1"})
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or address, IPv6 bracketed or not) is this machine only."""
-    host = host.strip("[]").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _hostname(authority: str) -> str | None:
-    """The host of a ``Host`` header value (``name``, ``name:port``, ``[v6]:port``), if valid."""
-    try:
-        parsed = urlsplit(f"//{authority}")
-        _ = parsed.port  # a malformed port raises here
-    except ValueError:
-        return None
-    if "@" in authority or not parsed.hostname:
-        return None
-    return parsed.hostname
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    values = [value for key, value in scope["headers"] if key == name]
-    return values[0].decode("latin-1") if len(values) == 1 else None
 
 
 class HttpGuard:
@@ -89,13 +59,13 @@ class HttpGuard:
         await self._app(scope, receive, send)
 
     def _refusal(self, scope: Scope) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
-        host = _header(scope, b"host")
-        hostname = None if host is None else _hostname(host)
+        host = header(scope, b"host")
+        hostname = None if host is None else host_name(host)
         if hostname is None:
             return 400, "a single, well-formed Host header is required", []
         if self._loopback and not is_loopback(hostname):
             return 421, f"this server answers only for loopback hosts, not {hostname!r}", []
-        origin = _header(scope, b"origin")
+        origin = header(scope, b"origin")
         if origin is not None and not self._origin_allowed(origin, scope, host or ""):
             return 403, "cross-origin requests are refused (the Origin is not allowed)", []
         if self._token is not None and not self._authorized(scope):
@@ -116,12 +86,7 @@ class HttpGuard:
 
     def _authorized(self, scope: Scope) -> bool:
         assert self._token is not None
-        authorization = _header(scope, b"authorization") or ""
-        scheme, _, credentials = authorization.partition(" ")
-        if scheme.lower() != "bearer":
-            return False
-        presented = credentials.strip().encode("utf-8", "surrogateescape")
-        return hmac.compare_digest(presented, self._token)
+        return token_matches(bearer(header(scope, b"authorization") or ""), self._token)
 
 
 async def _respond(
@@ -131,18 +96,7 @@ async def _respond(
     body = json.dumps(
         {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": f"refused: {reason}"}}
     ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await respond(send, status, body, b"application/json", headers)
 
 
 def http_app(server: MCPServer[Any], *, host: str, token: str | None) -> ASGIApp:

@@ -28,9 +28,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final, assert_never
 
-from convstore.providers._encoding import arguments_text, result_text
+from convstore.providers._encoding import (
+    arguments_text,
+    note_media_as_text,
+    note_reasoning_dropped,
+    result_text,
+)
 from convstore.providers._wire_tools import chat_tools
-from convstore.transcript.diagnostics import MediaNote, ReasoningNote
 from convstore.transcript.plan import (
     AssistantTurn,
     Call,
@@ -354,26 +358,12 @@ class _ChatEncoder:
         self._plan.diagnostics.notes.append(f"{self._dialect.target}: {text}")
 
     def _media_note(self, media: Media, why: str) -> str:
-        self._plan.diagnostics.media.append(
-            MediaNote(
-                seq=None,
-                media_type=media.media_type,
-                placement="text_note",
-                label=media.label or None,
-                reason=f"{self._dialect.target}: {why}",
-            )
-        )
+        note_media_as_text(self._plan.diagnostics, media, f"{self._dialect.target}: {why}")
         return f"[{media.label or 'file'} ({media.media_type}) omitted: {why}]"
 
     def _reasoning_dropped(self, part: Reasoning, reason: str) -> None:
-        self._plan.diagnostics.reasoning.append(
-            ReasoningNote(
-                seq=None,
-                provider=part.part.provider,
-                model=part.part.model,
-                action="dropped",
-                reason=f"{self._dialect.target}: {reason}",
-            )
+        note_reasoning_dropped(
+            self._plan.diagnostics, part.part, f"{self._dialect.target}: {reason}"
         )
 
 

@@ -6,6 +6,9 @@ Invariants:
   and keeps non-ASCII characters as they are.
 - A call whose model-produced arguments were not a JSON object is replayed with its original
   text wherever the target takes arguments as text.
+- What an encoder decides on its own (a file sent as a text note, reasoning it drops) is
+  recorded in the plan's diagnostics the same way by every encoder (`note_media_as_text`,
+  `note_reasoning_dropped`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Any
 
 from pydantic_core import to_json
 
+from convstore.model import ThinkingPart
+from convstore.transcript.diagnostics import Diagnostics, MediaNote, ReasoningNote
 from convstore.transcript.plan import (
     Call,
     ContentBody,
@@ -24,7 +29,13 @@ from convstore.transcript.plan import (
     Text,
 )
 
-__all__ = ["arguments_text", "json_text", "result_text"]
+__all__ = [
+    "arguments_text",
+    "json_text",
+    "note_media_as_text",
+    "note_reasoning_dropped",
+    "result_text",
+]
 
 
 def json_text(value: Any) -> str:
@@ -62,3 +73,17 @@ def result_text(body: ResultBody) -> str:
 
 def _media_reference(media: Media) -> str:
     return f"[{media.label or media.media_type}]"
+
+
+def note_media_as_text(
+    diagnostics: Diagnostics, media: Media, reason: str, call_id: str | None = None
+) -> None:
+    """Record a file the encoder sent as a text note instead (``reason`` says why)."""
+    diagnostics.media.append(
+        MediaNote(None, media.media_type, "text_note", call_id, media.label or None, reason)
+    )
+
+
+def note_reasoning_dropped(diagnostics: Diagnostics, part: ThinkingPart, reason: str) -> None:
+    """Record reasoning the encoder left out (``reason`` says why)."""
+    diagnostics.reasoning.append(ReasoningNote(None, part.provider, part.model, "dropped", reason))

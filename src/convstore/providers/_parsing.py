@@ -37,7 +37,7 @@ from convstore.json_input import (
     root_object,
 )
 from convstore.limits import MAX_JSON_DEPTH, json_depth
-from convstore.model import FilePart
+from convstore.model import FilePart, ToolCallPart
 
 __all__ = [
     "CallIds",
@@ -141,6 +141,24 @@ class CallIds:
         self._by_name.setdefault(name, []).append(canonical)
         self._names[canonical] = name
         return canonical
+
+    def call_part(
+        self,
+        provider_id: str | None,
+        name: str,
+        arguments: dict[str, JsonValue],
+        raw_arguments: str | None,
+        details: dict[str, JsonValue] | None = None,
+    ) -> ToolCallPart:
+        """A new call's part, under the canonical id `call` gives it."""
+        return ToolCallPart(
+            id=self.call(provider_id, name),
+            name=name,
+            arguments=arguments,
+            raw_arguments=raw_arguments,
+            provider_id=provider_id,
+            provider_details=details,
+        )
 
     def name_of(self, canonical: str) -> str | None:
         """The tool name of the call ``canonical`` names, if it is one of this parse's."""

@@ -79,14 +79,23 @@ def _strict(plan: Plan, spec: ToolSpec) -> bool | None:
     return strict if plan.capabilities.strict_tools else None
 
 
+def _function(plan: Plan, spec: ToolSpec, schema_key: str) -> tuple[_Tool, bool | None]:
+    """A function's declaration and the strict flag the target keeps (None: leave it out).
+
+    The declaration: its wire name, its parameters under ``schema_key``, its description when
+    it has one.
+    """
+    function: _Tool = {"name": spec.wire_name, schema_key: _parameters(plan, spec)}
+    if spec.definition.description is not None:
+        function["description"] = spec.definition.description
+    return function, _strict(plan, spec)
+
+
 def chat_tools(plan: Plan) -> list[_Tool]:
     """The Chat Completions ``tools`` field (OpenAI, Mistral, Kimi)."""
     out: list[_Tool] = []
     for spec in plan.tools:
-        function: _Tool = {"name": spec.wire_name, "parameters": _parameters(plan, spec)}
-        if spec.definition.description is not None:
-            function["description"] = spec.definition.description
-        strict = _strict(plan, spec)
+        function, strict = _function(plan, spec, "parameters")
         if strict is not None:
             function["strict"] = strict
         out.append({"type": "function", "function": function})
@@ -108,26 +117,13 @@ def responses_tools(plan: Plan) -> list[_Tool]:
 
 
 def anthropic_tools(plan: Plan) -> list[_Tool]:
-    """The Anthropic Messages ``tools`` field."""
-    out: list[_Tool] = []
-    for spec in plan.tools:
-        tool: _Tool = {"name": spec.wire_name, "input_schema": _parameters(plan, spec)}
-        if spec.definition.description is not None:
-            tool["description"] = spec.definition.description
-        _strict(plan, spec)
-        out.append(tool)
-    return out
+    """The Anthropic Messages ``tools`` field (no strict mode: a strict tool is noted)."""
+    return [_function(plan, spec, "input_schema")[0] for spec in plan.tools]
 
 
 def gemini_tools(plan: Plan) -> list[_Tool]:
     """The Gemini ``tools`` field: one tool holding every function declaration."""
-    declarations: list[_Tool] = []
-    for spec in plan.tools:
-        declaration: _Tool = {"name": spec.wire_name, "parameters": _parameters(plan, spec)}
-        if spec.definition.description is not None:
-            declaration["description"] = spec.definition.description
-        _strict(plan, spec)
-        declarations.append(declaration)
+    declarations = [_function(plan, spec, "parameters")[0] for spec in plan.tools]
     return [{"functionDeclarations": declarations}] if declarations else []
 
 

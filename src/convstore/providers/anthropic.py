@@ -46,7 +46,11 @@ from typing import Any, Literal, assert_never
 from convstore.model import (
     ThinkingPart,
 )
-from convstore.providers._encoding import result_text
+from convstore.providers._encoding import (
+    note_media_as_text,
+    note_reasoning_dropped,
+    result_text,
+)
 from convstore.providers._wire_tools import anthropic_tools
 from convstore.providers.anthropic_parse import (
     _IMAGE_TYPES,
@@ -60,7 +64,7 @@ from convstore.providers.anthropic_parse import (
     parse,
     parse_response,
 )
-from convstore.transcript.diagnostics import Diagnostics, MediaNote, ReasoningNote
+from convstore.transcript.diagnostics import Diagnostics, ReasoningNote
 from convstore.transcript.plan import (
     AssistantTurn,
     Call,
@@ -192,11 +196,7 @@ class _Encoder:
             return {"type": "redacted_thinking", "data": part.redacted_data}
         if part.signature:
             return {"type": "thinking", "thinking": part.text, "signature": part.signature}
-        self.diagnostics.reasoning.append(
-            ReasoningNote(
-                None, part.provider, part.model, "dropped", "a thinking block needs a signature"
-            )
-        )
+        note_reasoning_dropped(self.diagnostics, part, "a thinking block needs a signature")
         return None
 
     def tool_use(self, call: Call) -> Block:
@@ -348,7 +348,5 @@ class _Encoder:
         """A file no block can carry here, as a text note recorded in the diagnostics."""
         label = media.label or media.filename or media.media_type
         reason = f"{TARGET} cannot take {media.media_type} in a {where}"
-        self.diagnostics.media.append(
-            MediaNote(None, media.media_type, "text_note", call_id, media.label or None, reason)
-        )
+        note_media_as_text(self.diagnostics, media, reason, call_id)
         return _text_block(f"[file {label} ({media.media_type}) omitted: {reason}]")

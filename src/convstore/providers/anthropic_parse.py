@@ -322,16 +322,12 @@ class _Reader:
         provider_id = block.require("id").string()
         name = block.require("name").string()
         arguments, raw = parse_arguments(block.get("input"))
-        canonical = self.ids.call(provider_id, name)
         caller = block.get("caller")
-        return ToolCallPart(
-            id=canonical,
-            name=name,
-            arguments=arguments,
-            raw_arguments=raw,
-            provider_id=provider_id or None,
-            provider_details={"caller": caller.object()} if caller is not None else None,
+        details: dict[str, JsonValue] | None = (
+            {"caller": caller.object()} if caller is not None else None
         )
+        # An empty id is no id: the same canonical id either way, and none is stored.
+        return self.ids.call_part(provider_id or None, name, arguments, raw, details)
 
     def tool_result(self, block: Json) -> ToolResultPart:
         provider_id = block.require("tool_use_id").string()

@@ -301,13 +301,7 @@ def _call(node: Json, ids: CallIds) -> ToolCallPart:
     name = node.require("name").string()
     provider_id = node.str_or_none("id")
     arguments, raw = parse_arguments(node.get("args"))
-    return ToolCallPart(
-        id=ids.call(provider_id, name),
-        name=name,
-        arguments=arguments,
-        raw_arguments=raw,
-        provider_id=provider_id,
-    )
+    return ids.call_part(provider_id, name, arguments, raw)
 
 
 def _file(part: Json, kind: str) -> FilePart:

@@ -308,7 +308,7 @@ class _Parser:
                 custom = node.require("custom")
                 name = _name(custom)
                 text = custom.require("input").string()
-                return self._new_call(provider_id, name, {}, text, {"type": "custom"})
+                return self._ids.call_part(provider_id, name, {}, text, {"type": "custom"})
             case _:
                 raise node.fail(f"unsupported tool call type {kind!r}")
 
@@ -317,25 +317,7 @@ class _Parser:
     ) -> ToolCallPart:
         name = _name(function)
         arguments, raw_text = parse_arguments(function.get("arguments"))
-        return self._new_call(provider_id, name, arguments, raw_text, details)
-
-    def _new_call(
-        self,
-        provider_id: str | None,
-        name: str,
-        arguments: dict[str, JsonValue],
-        raw_arguments: str | None,
-        details: dict[str, JsonValue] | None,
-    ) -> ToolCallPart:
-        canonical = self._ids.call(provider_id, name)
-        return ToolCallPart(
-            id=canonical,
-            name=name,
-            arguments=arguments,
-            raw_arguments=raw_arguments,
-            provider_id=provider_id,
-            provider_details=details,
-        )
+        return self._ids.call_part(provider_id, name, arguments, raw_text, details)
 
     # tool results
 

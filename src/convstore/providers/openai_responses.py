@@ -51,7 +51,12 @@ from pydantic import JsonValue
 from convstore.model import (
     ThinkingPart,
 )
-from convstore.providers._encoding import arguments_text, result_text
+from convstore.providers._encoding import (
+    arguments_text,
+    note_media_as_text,
+    note_reasoning_dropped,
+    result_text,
+)
 from convstore.providers._openai import FILE_ID_PREFIX
 from convstore.providers._wire_tools import responses_tools
 from convstore.providers.openai_responses_parse import (
@@ -62,7 +67,6 @@ from convstore.providers.openai_responses_parse import (
     parse,
     parse_response,
 )
-from convstore.transcript.diagnostics import MediaNote, ReasoningNote
 from convstore.transcript.plan import (
     AssistantTurn,
     Call,
@@ -203,28 +207,13 @@ class _Encoder:
                 why = "it has no encrypted_content, which a stateless (store=false) request needs"
             else:
                 why = "the item it preceded is not replayed right after it with its original id"
-            self._plan.diagnostics.reasoning.append(
-                ReasoningNote(
-                    seq=None,
-                    provider=part.provider,
-                    model=part.model,
-                    action="dropped",
-                    reason=f"{TARGET} encoder: {why}",
-                )
-            )
+            note_reasoning_dropped(self._plan.diagnostics, part, f"{TARGET} encoder: {why}")
 
     def _assistant_media_note(self, media: Media) -> dict[str, Any]:
         # Assistant message content takes only output_text and refusal parts.
         label = media.label or media.media_type
-        self._plan.diagnostics.media.append(
-            MediaNote(
-                seq=None,
-                media_type=media.media_type,
-                placement="text_note",
-                label=media.label or None,
-                reason=f"{TARGET} assistant messages carry text only",
-            )
-        )
+        reason = f"{TARGET} assistant messages carry text only"
+        note_media_as_text(self._plan.diagnostics, media, reason)
         return {"role": "assistant", "content": f"[file {label} ({media.media_type})]"}
 
 

@@ -265,15 +265,8 @@ class _ItemReader:
         name = _non_empty(item.require("name"))
         arguments, raw = parse_arguments(item.get("arguments"))
         item_id = item.str_or_none("id")
-        canonical = self._ids.call(call_id, name)
-        return ToolCallPart(
-            id=canonical,
-            name=name,
-            arguments=arguments,
-            raw_arguments=raw,
-            provider_id=call_id,
-            provider_details={"item_id": item_id} if item_id else None,
-        )
+        details: dict[str, JsonValue] | None = {"item_id": item_id} if item_id else None
+        return self._ids.call_part(call_id, name, arguments, raw, details)
 
 
 def _non_empty(node: Json) -> str:

@@ -16,7 +16,9 @@ decides when they run:
   the writer stays idle. So a search rarely finds more than the last turn pending, and
   merging never runs inside an append or a search. Last, the WAL is checkpointed there once it
   passes a megabyte (`convstore.db.sqlite.tx.checkpoint_when_idle`), so appends do not pay for
-  it.
+  it. A search that has to catch up meanwhile waits for one background step at most: the
+  background gives way to it between steps (but runs one merge step a round regardless, so
+  searches that never pause cannot starve merging).
 - **After an erase** (`SearchIndex.purge`): catch up, merge every segment into one (no segment
   keeps an erased document's entries; ``secure_delete`` overwrites the freed pages) and
   checkpoint the WAL, so the erased text is nowhere in the database files.
@@ -125,6 +127,8 @@ class SearchIndex:
         """Whether idle-time catch-ups run (tests switch them off to see pending work)."""
         self._own: set[asyncio.Task[object] | None] = set()
         """Tasks running a catch-up through the backend's writer: not writes to follow."""
+        self._searches_waiting = 0
+        """Searches waiting for `_lock`: the background work stops at its next step for them."""
         backend.write_listeners.append(self._wrote)
 
     def start(self) -> None:
@@ -134,9 +138,20 @@ class SearchIndex:
     # -- search time ------------------------------------------------------------------------
 
     async def catch_up(self) -> int:
-        """Index everything committed so far; the number of new rows indexed."""
-        async with self._lock:
+        """Index everything committed so far; the number of new rows indexed.
+
+        A search waiting here makes the background work give way at its next step (it checks
+        `_searches_waiting`): the search pays for its own catch-up, never for merging.
+        """
+        self._searches_waiting += 1
+        try:
+            await self._lock.acquire()
+        finally:
+            self._searches_waiting -= 1
+        try:
             return await self._catch_up()
+        finally:
+            self._lock.release()
 
     async def rebuild(self) -> int:
         """Index every row from scratch (after anything that renumbers rowids)."""
@@ -193,12 +208,14 @@ class SearchIndex:
             return result
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    async def _catch_up(self) -> int:
+    async def _catch_up(self, *, yielding: bool = False) -> int:
         """Index what was committed before this call, in transactions of bounded size.
 
         Each transaction indexes about `search_index.CATCH_UP_BUDGET` characters at most, then
         lets the writer and the WAL bound in: a backlog of a thousand turns is not one
         transaction holding the write lock for a second and writing megabytes of WAL at once.
+        ``yielding`` (the background's): stop after a step when a search waits; the search's
+        own catch-up goes on from the mark this one left.
         """
         if not self._sqlite:
             return await self._write(search_index.pg_catch_up)
@@ -206,7 +223,7 @@ class SearchIndex:
         while True:
             step = await self._write(functools.partial(_bounded_catch_up, until=until))
             indexed += step.indexed
-            if step.done:
+            if step.done or (yielding and self._searches_waiting):
                 return indexed
             until = step.until
 
@@ -244,19 +261,31 @@ class SearchIndex:
             seen = self._last_write
             try:
                 async with self._lock:
-                    await self._catch_up()
+                    await self._catch_up(yielding=True)
                     if self._wal is not None:
-                        for _ in range(MERGE_STEPS):
-                            if self._last_write != seen or not await self._raw(
-                                _merge_step, self._backend.statements, self._cache, self._wal
+                        for step in range(MERGE_STEPS):
+                            # One step even with a search waiting: searches that never pause
+                            # must not leave the segments growing without bound.
+                            waiting = step > 0 and self._searches_waiting > 0
+                            if (
+                                self._last_write != seen
+                                or waiting
+                                or not await self._raw(
+                                    _merge_step, self._backend.statements, self._cache, self._wal
+                                )
                             ):
                                 break
-                        await self._raw(checkpoint_when_idle, self._wal)
+                        if not self._searches_waiting:
+                            await self._raw(checkpoint_when_idle, self._wal)
             except Exception:  # a search catches up itself and reports what fails
                 _log.debug("background search catch-up failed", exc_info=True)
                 return
-            if self._last_write == seen:
+            if not self._interrupted(seen):
                 return
+
+    def _interrupted(self, seen: float) -> bool:
+        """Whether background work should stop: a write since ``seen``, or a search waiting."""
+        return self._last_write != seen or self._searches_waiting > 0
 
     async def close(self) -> None:
         """Stop the background work (letting a catch-up in progress finish) and disconnect."""

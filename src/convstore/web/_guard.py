@@ -17,7 +17,6 @@ Invariants:
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 from http.cookies import SimpleCookie
 from typing import Final
@@ -25,6 +24,8 @@ from urllib.parse import parse_qsl
 
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from convstore._http_guard import bearer, header, host_name, respond, token_matches
 
 __all__ = ["DEFAULT_HOSTS", "PAGE_CSP", "TOKEN_COOKIE", "Guard", "host_allowed"]
 
@@ -60,7 +61,7 @@ class Guard:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        if self._hosts is not None and not host_allowed(_header(scope, b"host"), self._hosts):
+        if self._hosts is not None and not host_allowed(header(scope, b"host"), self._hosts):
             body = b"this host name is not served here (convstore serve --allowed-host NAME)\n"
             await _respond(send, 421, body, [])
             return
@@ -88,25 +89,19 @@ class Guard:
 
     def _matches(self, presented: str | None) -> bool:
         assert self._token is not None
-        if presented is None:
-            return False
-        return hmac.compare_digest(presented.encode("utf-8", "surrogateescape"), self._token)
+        return token_matches(presented, self._token)
 
 
 def host_allowed(host: str | None, allowed: frozenset[str]) -> bool:
     """Whether a ``Host`` header (``name[:port]``, ``[v6]:port``) names an allowed host.
 
     ``allowed`` holds lower-case names; every loopback IP address is allowed with
-    ``127.0.0.1``. No header at all (HTTP/1.0) is refused: the check cannot be made.
+    ``127.0.0.1``. No header at all (HTTP/1.0), or one with no name (`host_name`), is
+    refused: the check cannot be made.
     """
-    if not host:
+    name = None if host is None else host_name(host)
+    if name is None:
         return False
-    name = host.strip().lower()
-    if name.startswith("["):
-        name = name[1:].partition("]")[0]
-    elif name.count(":") == 1:
-        name = name.partition(":")[0]
-    name = name.rstrip(".")
     if name in allowed:
         return True
     try:
@@ -116,19 +111,11 @@ def host_allowed(host: str | None, allowed: frozenset[str]) -> bool:
     return address.is_loopback and "127.0.0.1" in allowed
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            return str(value.decode("latin-1"))
-    return None
-
-
 def _presented_token(scope: Scope) -> str | None:
-    authorization = _header(scope, b"authorization")
+    authorization = header(scope, b"authorization")
     if authorization is not None:
-        scheme, _, credentials = authorization.partition(" ")
-        return credentials.strip() if scheme.lower() == "bearer" else None
-    cookies = _header(scope, b"cookie")
+        return bearer(authorization)
+    cookies = header(scope, b"cookie")
     if cookies is not None:
         jar: SimpleCookie = SimpleCookie()
         try:
@@ -159,20 +146,8 @@ def _login_cookie(scope: Scope, token: str) -> list[tuple[bytes, bytes]]:
 async def _respond(
     send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]
 ) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", str(len(body)).encode()),
-                *_ALWAYS,
-                (b"content-security-policy", PAGE_CSP.encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    csp = (b"content-security-policy", PAGE_CSP.encode())
+    await respond(send, status, body, b"text/plain; charset=utf-8", [*_ALWAYS, csp, *headers])
 
 
 def _secured(send: Send, extra: list[tuple[bytes, bytes]]) -> Send:

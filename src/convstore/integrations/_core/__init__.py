@@ -9,4 +9,5 @@ installed.
 - `native_record`: a framework's own record of a message kept beside the canonical messages, and
   read back exactly.
 - `native_blobs`: inline bytes in a native record moved out to blobs and put back on read.
+- `role_runs`: a framework record whose parts change role, as one message per run of one role.
 """

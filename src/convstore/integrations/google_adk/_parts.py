@@ -24,6 +24,7 @@ from google.genai import types
 
 from convstore.errors import ConvstoreError
 from convstore.integrations._core.native_blobs import InlineFile
+from convstore.integrations._core.role_runs import RoleRuns
 from convstore.model import (
     ContentOutput,
     ErrorOutput,
@@ -52,27 +53,22 @@ def event_messages(event: Event, key: str) -> list[Message]:
     model = (content is not None and content.role == "model") or (
         content is not None and content.role is None and event.author != "user"
     )
-    runs: list[tuple[Role, list[Part]]] = []
+    runs = RoleRuns()
     for part in (content.parts or []) if content is not None else []:
         mapped = _part(part, assistant=model, event=event, index=len(runs))
-        if mapped is None:
-            continue
-        role, canonical = mapped
-        if runs and runs[-1][0] == role:
-            runs[-1][1].append(canonical)
-        else:
-            runs.append((role, [canonical]))
+        if mapped is not None:
+            runs.add(mapped[0], [mapped[1]])
     if not runs:
-        runs.append((Role.USER if event.author == "user" else Role.ASSISTANT, []))
+        runs.add(Role.USER if event.author == "user" else Role.ASSISTANT, [])
     usage = _usage(event.usage_metadata)
     messages = []
-    for index, (role, parts) in enumerate(runs):
+    for message_id, role, parts in runs.named(key):
         assistant = role == Role.ASSISTANT
         messages.append(
             Message(
                 role=role,
                 parts=parts,
-                id=f"{key}~{index}",
+                id=message_id,
                 model=event.model_version[:255] if assistant and event.model_version else None,
                 usage=usage if assistant else None,
             )

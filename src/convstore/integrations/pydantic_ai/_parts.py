@@ -32,6 +32,7 @@ from pydantic import JsonValue
 
 from convstore.errors import ConvstoreError
 from convstore.integrations._core.native_blobs import Alphabet, InlineFile, decode_inline
+from convstore.integrations._core.role_runs import RoleRuns
 from convstore.model import (
     ContentOutput,
     ErrorOutput,
@@ -70,24 +71,19 @@ def canonical_messages(
     """
     if message.get("kind") == "response":
         return [_response(message)]
-    runs: list[tuple[Role, list[Part]]] = []
+    runs = RoleRuns()
     instructions = message.get("instructions")
     if isinstance(instructions, str) and instructions and instructions != previous_instructions:
-        runs.append((Role.SYSTEM, [TextPart(text=instructions)]))
+        runs.add(Role.SYSTEM, [TextPart(text=instructions)])
     for part in _nodes(message.get("parts")):
         mapped = _request_part(part)
-        if mapped is None:
-            continue
-        role, parts = mapped
-        if runs and runs[-1][0] == role:
-            runs[-1][1].extend(parts)
-        else:
-            runs.append((role, list(parts)))
+        if mapped is not None:
+            runs.add(*mapped)
     if not runs:
-        runs.append((Role.USER, []))
+        runs.add(Role.USER, [])
     return [
-        Message(role=role, parts=parts, id=f"{entry_id}~{index}")
-        for index, (role, parts) in enumerate(runs)
+        Message(role=role, parts=parts, id=message_id)
+        for message_id, role, parts in runs.named(entry_id)
     ]
 
 
