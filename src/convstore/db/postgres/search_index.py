@@ -24,6 +24,7 @@ from typing import Final
 from sqlalchemy import Connection, text
 
 from convstore.db import search_ddl
+from convstore.db.statements.search_sql import UNSCOPED
 from convstore.db.tx import Tx
 
 __all__ = [
@@ -35,7 +36,6 @@ __all__ = [
     "REBUILT",
     "TITLES_INDEXED",
     "TITLES_REBUILT",
-    "UNSCOPED",
     "downgrade",
     "partial_created",
     "pg_attach",
@@ -121,10 +121,6 @@ POSTGRES_DETACH: Final = (
     "DROP TRIGGER IF EXISTS search_messages_queue ON messages",
     "ALTER TABLE search_docs DROP CONSTRAINT IF EXISTS fk_search_docs_messages",
 )
-
-UNSCOPED: Final = "conversation_id <> ''"
-"""True of every row (conversation ids are 1 to 64 characters), stated by a search of every
-tenant only: the predicate of the ``(created_at)`` indexes (revision 0015)."""
 
 CREATED_UNSCOPED: Final = (
     "DROP INDEX ix_search_docs_created",
