@@ -387,16 +387,32 @@ def test_blobs_given_where_the_recorded_location_is_gone_goes_to_the_store(
     assert "does not exist (moved?)" in err
 
 
-def test_the_setting_statement_reads_what_the_stores_reads(
+def test_the_setting_statement_is_the_stores(
     database: tuple[str, str, dict[str, list[str]]],
 ) -> None:
+    from sqlalchemy.dialects import sqlite
+
+    from convstore.db.statements.maintenance import SELECT_SETTING as STORES
+
+    compiled = str(STORES.compile(dialect=sqlite.dialect())).replace("settings.", "")
+    assert " ".join(compiled.replace('"key"', "key").split()) == SELECT_SETTING.replace(":key", "?")
     path = sqlite_path(database[0])
     assert path is not None
     with ReadOnlySqlite(path) as db:
         assert db.setting("blobs") == "blobs"  # recorded beside the file, relative
         assert db.setting("no such key") is None
-    assert SELECT_SETTING.split() == ["SELECT", "value", "FROM", "settings", "WHERE", "key",
-                                      "=", ":key"]  # fmt: skip
+
+
+def test_a_file_that_is_no_database_is_the_same_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    where = tmp_path / "notes.db"
+    where.write_bytes(b"not a database, just text\n" * 200)
+    argv = ["report", "--url", f"sqlite+aiosqlite:///{where}"]
+    assert search_command.quick_search(_args(*argv)) is None  # type: ignore[arg-type]
+    code, out, err = _both(capsys, monkeypatch, argv)
+    assert (code, out, err) == (1, "", "convstore: DatabaseError: database error: file is not a "
+                                       "database\n")  # fmt: skip
 
 
 def test_the_quick_path_loads_no_sqlalchemy(

@@ -40,7 +40,7 @@ __all__ = ["SELECT_SETTING", "ReadOnlySqlite", "plain_sqlite_path"]
 _SCHEME: Final = "sqlite+aiosqlite:///"
 
 SELECT_SETTING: Final = "SELECT value FROM settings WHERE key = :key"
-"""`convstore.db.statements.maintenance.SELECT_SETTING` as text (``tests/db`` compares them)."""
+"""`convstore.db.statements.maintenance.SELECT_SETTING` as text (a test compares them)."""
 
 
 def plain_sqlite_path(url: str) -> Path | None:
