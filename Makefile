@@ -85,13 +85,14 @@ serve: $(WEB_STAMP)
 screenshots: $(STAMP)
 	CONVSTORE_SCREENSHOTS=docs/images $(BIN)/pytest tests/web/test_browser.py -q
 
-# Every environment first, built side by side (separate venvs, one shared uv cache: uv locks
-# it), then the checks side by side too: the main suite spread over the cores
-# by pytest-xdist (each worker has its own databases and, when it needs one, its own PostgreSQL
-# cluster), beside the static checks and the framework environments. --output-sync keeps each
-# target's output together.
-test: envs
-	$(MAKE) --output-sync=target -j4 checks pytest pytest-partitioned frameworks bench-smoke
+# Everything side by side, each check starting as soon as its own environment is there (separate
+# venvs, one shared uv cache: uv locks it): the main suite first (the longest), spread over the
+# cores by pytest-xdist (each worker has its own databases and, when it needs one, its own
+# PostgreSQL cluster), beside the static checks, the framework environments (built while the
+# main suite runs) and the benchmarks' smoke run. --output-sync keeps each target's output
+# together. `make envs` builds every environment alone.
+test:
+	$(MAKE) --output-sync=target -j4 pytest checks pytest-partitioned frameworks bench-smoke
 
 # The inner loop: the main suite without PostgreSQL, S3, browsers, framework environments or
 # the tests marked slow (the fuzzers' thousands of inputs, the memory bounds' subprocesses, the
@@ -163,9 +164,12 @@ PARTITIONED_SUITES := tests/store tests/reliability/test_concurrency.py -k "not 
 # end of one worker's share does not leave the other core idle.
 PYTEST_WORKERS ?= auto
 XDIST := -n $(PYTEST_WORKERS) --dist worksteal
+# The main suite, last to finish, alone at the end: one worker more than the cores, so a worker
+# waiting on a commit's fsync, a subprocess or a server leaves its core to another.
+MAIN_WORKERS ?= $(if $(filter auto,$(PYTEST_WORKERS)),$(shell echo $$(( $$(nproc) + 1 ))),$(PYTEST_WORKERS))
 
 pytest: $(STAMP) $(AI_SDK_STAMP)
-	$(BIN)/pytest $(XDIST) --durations=40
+	$(BIN)/pytest -n $(MAIN_WORKERS) --dist worksteal --durations=40
 
 # Beside the main suite rather than after it: its own session, clusters and ports.
 pytest-partitioned: $(STAMP)
