@@ -89,10 +89,11 @@ screenshots: $(STAMP)
 # venvs, one shared uv cache: uv locks it): the main suite first (the longest), spread over the
 # cores by pytest-xdist (each worker has its own databases and, when it needs one, its own
 # PostgreSQL cluster), beside the static checks, the framework environments (built while the
-# main suite runs) and the benchmarks' smoke run. --output-sync keeps each target's output
-# together. `make envs` builds every environment alone.
+# main suite runs) and the benchmarks' smoke run. Five jobs: one more than when the environments
+# were built before, as their installs (mostly disk) now take a job each beside the checks.
+# --output-sync keeps each target's output together. `make envs` builds every environment alone.
 test:
-	$(MAKE) --output-sync=target -j4 pytest checks pytest-partitioned frameworks bench-smoke
+	$(MAKE) --output-sync=target -j5 pytest checks pytest-partitioned frameworks bench-smoke
 
 # The inner loop: the main suite without PostgreSQL, S3, browsers, framework environments or
 # the tests marked slow (the fuzzers' thousands of inputs, the memory bounds' subprocesses, the
