@@ -105,7 +105,13 @@ checks: lint typecheck
 # The framework environments one after another (each is small; they run beside the main suite).
 # Each one's mypy keeps its cache in its own environment: the shared .mypy_cache, written by the
 # dev environment's mypy at the same time, held modules another environment does not have and
-# crashed its mypy (AssertionError: Cannot find module for pydantic_ai...).
+# crashed its mypy (AssertionError: Cannot find module for pydantic_ai...). A new one starts as
+# a copy of the dev environment's finished cache (MYPY_CACHE_FROM_DEV): same mypy, options and
+# pins, so mypy re-checks only what sees the framework (a module whose missing import is now
+# found is stale) and reuses the rest. CPU (user + sys) from a clean clone: pydantic-ai 48 -> 34 s,
+# google-adk 39 -> 24 s, langgraph 25 -> 10 s. Every file is checked, the framework installed.
+MYPY_CACHE_FROM_DEV = test -d $(1)/.mypy_cache || cp -r .mypy_cache $(1)/.mypy_cache
+
 frameworks: pytest-agents test-pydantic-ai test-google-adk test-langgraph docs-extras
 
 # Each integration page's blocks in an environment built from its extra alone (the pinned
@@ -192,7 +198,8 @@ $(PAI_STAMP): pyproject.toml constraints-pydantic-ai.txt | $(UV)
 		$(PAI_TEST_PACKAGES)
 	touch $@
 
-test-pydantic-ai: $(PAI_STAMP)
+test-pydantic-ai: $(PAI_STAMP) typecheck
+	$(call MYPY_CACHE_FROM_DEV,$(PAI_VENV))
 	$(PAI_VENV)/bin/mypy --cache-dir $(PAI_VENV)/.mypy_cache
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_pydantic_ai.py tests/integrations/test_pydantic_ai_fidelity.py \
 		tests/integrations/test_pydantic_ai_docs.py tests/integrations/test_pydantic_ai_crash.py \
@@ -204,7 +211,8 @@ $(ADK_STAMP): pyproject.toml constraints-google-adk.txt | $(UV)
 	$(call INSTALL,$(ADK_VENV)) -c constraints-google-adk.txt -e ".[dev,google-adk]"
 	touch $@
 
-test-google-adk: $(ADK_STAMP)
+test-google-adk: $(ADK_STAMP) typecheck
+	$(call MYPY_CACHE_FROM_DEV,$(ADK_VENV))
 	$(ADK_VENV)/bin/mypy --cache-dir $(ADK_VENV)/.mypy_cache
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(ADK_VENV)/bin/pytest tests/integrations/test_google_adk.py tests/integrations/test_google_adk_crash.py \
 		tests/integrations/test_google_adk_docs.py
@@ -216,7 +224,8 @@ $(LG_STAMP): pyproject.toml constraints-langgraph.txt | $(UV)
 		-e ".[dev,langgraph,langchain]" $(LG_TEST_PACKAGES)
 	touch $@
 
-test-langgraph: $(LG_STAMP)
+test-langgraph: $(LG_STAMP) typecheck
+	$(call MYPY_CACHE_FROM_DEV,$(LG_VENV))
 	$(LG_VENV)/bin/mypy --cache-dir $(LG_VENV)/.mypy_cache
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(LG_VENV)/bin/pytest tests/integrations/test_langgraph_conformance.py \
 		tests/integrations/test_langgraph.py tests/integrations/test_langchain.py \

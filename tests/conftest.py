@@ -7,6 +7,7 @@ under ``CI=true``, where a missing server is a failure (CI must run them).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -26,16 +27,28 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 @pytest.fixture(scope="session")
 def built_dist(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """The sdist and the wheel built from it (``python -m build``'s default), once a session."""
-    out = tmp_path_factory.mktemp("dist")
+    """The sdist and the wheel built from it (``python -m build``'s default), once a session.
+
+    Once for all the session's pytest-xdist workers too (~8 s of CPU each time): the first to
+    need it builds it under a lock in the directory they share, the others wait and reuse it.
+    """
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # this session's directory, beside each worker's own
+    out = shared / "dist"
     root = Path(__file__).resolve().parents[1]
-    # --no-isolation: hatchling comes pinned with the dev extra; no registry round trip.
-    subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(root)],
-        check=True,
-        capture_output=True,
-        timeout=240,
-    )
+    with (shared / "dist.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (out / ".built").exists():
+            shutil.rmtree(out, ignore_errors=True)  # a build that failed half-way
+            # --no-isolation: hatchling comes pinned with the dev extra; no registry round trip.
+            subprocess.run(
+                [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(root)],
+                check=True,
+                capture_output=True,
+                timeout=240,
+            )
+            (out / ".built").touch()
     (sdist,) = out.glob("convstore-*.tar.gz")
     (wheel,) = out.glob("convstore-*.whl")
     return sdist, wheel

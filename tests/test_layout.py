@@ -177,6 +177,9 @@ KNOWN_PRIVATE_REACHES: dict[str, set[str]] = {
     # Trusted construction (no validation) of rows the store wrote itself.
     "convstore.db.mapping": {"convstore.model._base"},
     "convstore.store.append.writes": {"convstore.model._base"},
+    # ``search``'s read-only path (no store) reads the recorded blob location as the store
+    # resolves it, for ``--blobs``' notice.
+    "convstore.cli.search": {"convstore.store._settings"},
     # The commands that start the servers reach their private runners.
     "convstore.cli.mcp_command": {"convstore.mcp._http", "convstore.mcp._stdio"},
     "convstore.cli.serve": {"convstore.web._guard", "convstore.web._server"},

@@ -6,7 +6,8 @@
   public name loads its module on first use and is the object its module defines.
 - The names the parser spells out (targets, formats, the default URL) are the library's.
 - Every command's handler is an async function where the command table says it is.
-- ``search`` and ``list`` on an existing, current database open the store and read it without
+- ``search`` on an existing, current SQLite file with nothing pending reads it without the
+  store: no SQLAlchemy, pydantic or asyncio. ``list`` opens the store and reads it without
   Alembic, SQLAlchemy's ORM or asyncio extension, the pydantic models, the renderers and
   providers, the importers or the append pipeline; ``show`` builds models but renders nothing.
 
@@ -109,6 +110,15 @@ NOT_FOR_READING = (
 )
 # ...and, for search and list, no pydantic model either (pydantic_core's JSON parser is fine).
 NO_MODELS = ("pydantic.main", "convstore.model.messages", "convstore.model.content")
+# ...and search on a current SQLite file: not even SQLAlchemy, pydantic, asyncio or the store.
+QUICK_SEARCH_NEVER = (
+    "sqlalchemy",
+    "pydantic",
+    "pydantic_core",
+    "asyncio",
+    "aiosqlite",
+    "convstore.store.conversation_store",
+)
 
 
 @pytest.fixture(scope="module")
@@ -157,10 +167,13 @@ def test_reading_commands_load_only_what_they_use(
     url, blobs = demo_database
     modules, printed = _loaded_by([*command, "--url", url, "--blobs", blobs])
     assert says in printed  # the command did its work
-    assert "convstore.store.conversation_store" in modules  # through the store's public API
     assert _matching(modules, NOT_FOR_READING) == []
     if command[0] != "show":
         assert _matching(modules, NO_MODELS) == []
+    if command[0] == "search":  # read-only, through sqlite3 (tests/cli/test_cli_quick_search.py)
+        assert not _matching(modules, QUICK_SEARCH_NEVER)
+    else:
+        assert "convstore.store.conversation_store" in modules  # through the store's public API
 
 
 def test_a_public_name_loads_its_module_on_first_use() -> None:

@@ -171,6 +171,9 @@ async def run_demo(store: ConversationStore) -> None:
     for line in json.dumps(_shorten(chat.payload), indent=2, ensure_ascii=False).splitlines():
         print("    " + line)
 
+    # Index what the demo wrote now, not in the background (the process may end first): the
+    # first `convstore search` then reads the file without opening the store.
+    await store.search_index.catch_up()
     _heading("where it is, and what to try next")
     database = sqlite_path(store.url)
     where = str(database.resolve()) if database is not None else _masked(store.url)
@@ -178,6 +181,7 @@ async def run_demo(store: ConversationStore) -> None:
     print(f"  attachments: {store.blobs_url}")
     url = "" if store.url == DEFAULT_URL else f" --url {shlex.quote(_masked(store.url))}"
     print(f"  convstore show {conversation.id}{url}")
+    print(f"  convstore search weather{url}")
     print(f"  convstore render {conversation.id} --to anthropic{url}")
     print(f"  convstore render {conversation.id} --to gemini --model gemini-2.5-flash{url}")
     print(f"  convstore list{url}")

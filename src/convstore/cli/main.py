@@ -6,7 +6,8 @@ Invariants:
   ``CONVSTORE_BLOBS``, then the embedded SQLite default) and has ``--help``.
 - No logic of its own: each command calls the library and formats what comes back.
 - Lazy: the parser (`convstore.cli.parser`) is the standard library only; a command's handler
-  module, and with it the library, is imported when that command runs.
+  module, and with it the library, is imported when that command runs. A command with a quick
+  path (``search`` on an SQLite file) tries it first, before asyncio and the store load.
 - One error policy: a failure is one line on stderr naming what was wrong (and, where the
   library knows, what to do), exit status 1; a usage error exits 2 (argparse). No traceback
   unless ``CONVSTORE_DEBUG=1``. A reader that closes stdout early (``convstore show ID |
@@ -20,7 +21,7 @@ import os
 import re
 import sys
 
-from convstore.cli.parser import COMMANDS, build_parser, command_parser, load_handler
+from convstore.cli.parser import COMMANDS, build_parser, command_parser, load_handler, load_quick
 from convstore.errors import ConvstoreError
 
 TYPE_CHECKING = False  # not typing's: see convstore.cli.parser
@@ -123,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(_dash_query_as_positional(arguments))
     command = next(c for c in COMMANDS if c.name == args.command)
     try:
+        quick = load_quick(command)
+        if quick is not None and (status := quick(args)) is not None:
+            return status
         return _run(load_handler(command), args)
     except ConvstoreError as exc:
         return _fail(f"{type(exc).__name__}: {_without_password(str(exc), args.url)}")

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from typing import Any, Final, NoReturn, TypeAlias
 
     Handler: TypeAlias = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+    QuickHandler: TypeAlias = Callable[[argparse.Namespace], int | None]
 
 __all__ = [
     "COMMANDS",
@@ -41,9 +42,11 @@ __all__ = [
     "RENDER_TARGETS",
     "Command",
     "Handler",
+    "QuickHandler",
     "build_parser",
     "command_parser",
     "load_handler",
+    "load_quick",
     "parse_period",
     "port",
 ]
@@ -81,10 +84,12 @@ REASONING_POLICIES: Final = ("drop", "text")
 class Command:
     """One command: its name, its one-line help, its options and where its handler lives.
 
-    ``handler`` is ``"module:function"``, imported when the command runs.
+    ``handler`` is ``"module:function"``, imported when the command runs. ``quick``, when set,
+    is a blocking ``"module:function"`` tried first, before asyncio and the store load: it
+    answers (an exit status) or returns ``None``, having printed nothing, and the handler runs.
     """
 
-    __slots__ = ("handler", "help", "name", "options")
+    __slots__ = ("handler", "help", "name", "options", "quick")
 
     def __init__(
         self,
@@ -92,11 +97,13 @@ class Command:
         help: str,
         options: Callable[[argparse.ArgumentParser], None] | None,
         handler: str,
+        quick: str | None = None,
     ) -> None:
         self.name = name
         self.help = help
         self.options = options
         self.handler = handler
+        self.quick = quick
 
     def __repr__(self) -> str:
         return f"Command({self.name!r}, handler={self.handler!r})"
@@ -107,6 +114,15 @@ def load_handler(command: Command) -> Handler:
     module, _, function = command.handler.partition(":")
     handler: Handler = getattr(importlib.import_module(module), function)
     return handler
+
+
+def load_quick(command: Command) -> QuickHandler | None:
+    """The command's quick path (see `Command`), its module imported now; ``None``: none."""
+    if command.quick is None:
+        return None
+    module, _, function = command.quick.partition(":")
+    quick: QuickHandler = getattr(importlib.import_module(module), function)
+    return quick
 
 
 _PERIOD = re.compile(r"(\d+)([smhdw])")
@@ -505,6 +521,7 @@ COMMANDS: Final[tuple[Command, ...]] = (
         "find messages and conversation titles by their text",
         _search_options,
         "convstore.cli.search:search",
+        quick="convstore.cli.search:quick_search",
     ),
     Command(
         "export",

@@ -30,16 +30,36 @@ Search:
 - ``search_ddl``: the full-text index's DDL of the earlier revisions, per database.
 """
 
-from convstore.db.backend import (
-    DEFAULT_URL,
-    Backend,
-    create_backend,
-    migrate,
-    parse_url,
-    partition,
-    sqlite_path,
-)
-from convstore.db.tx import Codec, Tx
+from convstore._lazy import lazy_attributes
+
+# Not `typing.TYPE_CHECKING` (see ``convstore/__init__.py``); type checkers treat it as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from convstore.db.backend import (
+        DEFAULT_URL,
+        Backend,
+        create_backend,
+        migrate,
+        parse_url,
+        partition,
+        sqlite_path,
+    )
+    from convstore.db.tx import Codec, Tx
+
+_LAZY: dict[str, str] = {
+    "DEFAULT_URL": "convstore.db.backend",
+    "Backend": "convstore.db.backend",
+    "create_backend": "convstore.db.backend",
+    "migrate": "convstore.db.backend",
+    "parse_url": "convstore.db.backend",
+    "partition": "convstore.db.backend",
+    "sqlite_path": "convstore.db.backend",
+    "Codec": "convstore.db.tx",
+    "Tx": "convstore.db.tx",
+}
+"""Each name and the module that defines it: loaded on first use, so a module of this package
+that needs no SQLAlchemy (the search's SQL text, the command line's read-only search) can be
+imported without it."""
 
 __all__ = [
     "DEFAULT_URL",
@@ -52,3 +72,5 @@ __all__ = [
     "partition",
     "sqlite_path",
 ]
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), __all__)

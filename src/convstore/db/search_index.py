@@ -48,6 +48,15 @@ from convstore.db import search_ddl
 from convstore.db.postgres import search_index as search_index_postgres
 from convstore.db.postgres.search_index import pg_attach, pg_catch_up, pg_detach
 from convstore.db.search_ddl import SQLITE_BODY, SQLITE_THINKING
+from convstore.db.statements import search as search_statements
+from convstore.db.statements.search_sql import (
+    ALL_DOCUMENTS,
+    DOC_MASK,
+    SLOT_BITS,
+    slot_range,
+    tenant_slot,
+    title_doc,
+)
 from convstore.db.tx import Row, Tx
 
 __all__ = [
@@ -71,20 +80,6 @@ __all__ = [
     "upgrade",
     "upgrade_delete_trigger",
 ]
-
-SLOT_BITS: Final = 40
-"""A message document id is ``slot << SLOT_BITS | rowid`` (rowids below 2**40)."""
-DOC_MASK: Final = (1 << SLOT_BITS) - 1
-_MAX_DOC: Final = (1 << 63) - 1
-
-
-def _slot(tenant: str) -> str:
-    return f"coalesce((SELECT t.slot FROM search_tenants AS t WHERE t.tenant = {tenant}), 0)"
-
-
-def title_doc(tenant: str, rowid: str) -> str:
-    """SQL: the document id of the title of the conversation with ``tenant`` and ``rowid``."""
-    return f"-(({_slot(tenant)} << {SLOT_BITS}) | {rowid})"
 
 
 _TITLE_INSERT: Final = (
@@ -206,16 +201,7 @@ def _q(sql: str) -> TextClause:
     return text(sql)
 
 
-PENDING: Final = _q(
-    """SELECT s.mark < coalesce((SELECT max(rowid) FROM messages), 0)
-      OR EXISTS (SELECT 1 FROM search_log)
-      OR coalesce((SELECT m.rowid FROM messages AS m
-                   WHERE m.conversation_id = s.msg_cid AND m.seq = s.msg_seq), s.msg_rowid)
-         IS NOT s.msg_rowid
-      OR coalesce((SELECT c.rowid FROM conversations AS c WHERE c.id = s.conv_id), s.conv_rowid)
-         IS NOT s.conv_rowid
-    FROM search_state AS s"""
-)
+PENDING: Final = search_statements.PENDING_SQLITE
 """One row: whether the index lacks anything this snapshot holds (SQLite)."""
 
 _STATE: Final = _q(
@@ -245,7 +231,7 @@ _MAP: Final = (
 )
 _MAP_LOGGED: Final = _q(
     _MAP.format(
-        slot=_slot("c.tenant"),
+        slot=tenant_slot("c.tenant"),
         bits=SLOT_BITS,
         rows="search_log AS l CROSS JOIN messages AS m ON m.rowid = l.msg",
         where="m.rowid <= :mark",
@@ -253,7 +239,7 @@ _MAP_LOGGED: Final = _q(
 )
 _MAP_NEW: Final = _q(
     _MAP.format(
-        slot=_slot("c.tenant"),
+        slot=tenant_slot("c.tenant"),
         bits=SLOT_BITS,
         rows="messages AS m",
         where="m.rowid > :mark AND m.rowid <= :top",
@@ -313,7 +299,7 @@ OPTIMIZE: Final = _q("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
 SQLITE_INDEXED: Final = _q("SELECT rowid, title, body, thinking FROM search_fts ORDER BY rowid")
 """What the index holds, document by document."""
 SQLITE_REBUILT: Final = _q(
-    f"SELECT ({_slot('c.tenant')} << {SLOT_BITS}) | m.rowid AS doc, NULL,"
+    f"SELECT ({tenant_slot('c.tenant')} << {SLOT_BITS}) | m.rowid AS doc, NULL,"
     f" {SQLITE_BODY('m.parts')}, {SQLITE_THINKING('m.parts')}"
     " FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id"
     f" UNION ALL SELECT {title_doc('c.tenant', 'c.rowid')}, c.title, NULL, NULL"
@@ -396,21 +382,17 @@ def catch_up(
     return CaughtUp(indexed=max(0, top - mark), until=until, done=done)
 
 
-_SLOT: Final = _q("SELECT slot FROM search_tenants WHERE tenant = :tenant")
-
-
 def tenant_range(tx: Tx, tenant: str | None) -> tuple[int, int] | None:
     """The message document ids of ``tenant`` (every tenant's for ``None``); ``None``: none.
 
     Title documents are the same range negated.
     """
     if tenant is None:
-        return 1, _MAX_DOC
-    rows = tx.fetch(_SLOT, {"tenant": tenant})
+        return ALL_DOCUMENTS
+    rows = tx.fetch(search_statements.TENANT_SLOT, {"tenant": tenant})
     if not rows:
         return None
-    low = int(rows[0][0]) << SLOT_BITS
-    return low, low | DOC_MASK
+    return slot_range(int(rows[0][0]))
 
 
 class _ConnectionTx:

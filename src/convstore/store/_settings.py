@@ -15,8 +15,10 @@ Invariants:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from convstore.db.tx import Tx
+if TYPE_CHECKING:  # not at run time: ``convstore search``'s read-only path resolves with it
+    from convstore.db.tx import Tx
 
 __all__ = [
     "BLOBS_KEY",

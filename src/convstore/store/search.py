@@ -26,6 +26,10 @@ Invariants:
   it belongs to); rows written between two pages can shift the ranking, as in any search.
 - The snippet is made here, from the hit's stored parts, identically for both databases:
   matches are wrapped in `MARK_START` / `MARK_END`, which never occur otherwise in a snippet.
+- Importing this module loads no SQLAlchemy and no pydantic: the query's parameters (`plan`)
+  and the hits made of its rows (`page_of`) are shared by the store's search (`run_search`,
+  in a `Tx`) and the command line's read-only search on an SQLite file
+  (`convstore.cli.search`), which run the same SQL (`convstore.db.statements.search_sql`).
 """
 
 from __future__ import annotations
@@ -34,20 +38,22 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from pydantic_core import from_json
-
-from convstore.db import search_index
-from convstore.db.statements import search as search_statements
-from convstore.db.statements.search import POSTGRES_WEIGHTS, Mode, Shape, search_statement
-from convstore.db.tx import Row, Tx
+from convstore.db.statements.search_sql import POSTGRES_WEIGHTS, Mode, Shape
 from convstore.errors import InvalidInputError
 from convstore.limits import check_count, check_text
-from convstore.model import Role
-from convstore.store.load.paths import PathAbove
+from convstore.model.roles import Role
+
+if TYPE_CHECKING:
+    from convstore.db.tx import Tx
+
+Row = tuple[Any, ...]
+PathSeqs = Callable[[str, int, int], set[int]]
+"""The seqs of a conversation's (first argument) path ending at its head (second), from the
+head up to the first message at or below a floor (third): one run of ``PATH_SEQS``."""
 
 __all__ = [
     "MARK_END",
@@ -57,7 +63,11 @@ __all__ = [
     "ParsedQuery",
     "SearchHit",
     "SearchPage",
+    "finds_nothing",
+    "page_of",
     "parse_query",
+    "plan",
+    "prepare",
     "run_search",
     "searchable_text",
     "snippet_segments",
@@ -294,30 +304,23 @@ def prepare(
     return request, fingerprint
 
 
-def run_search(
-    tx: Tx, dialect: str, request: _Request, fingerprint: str, *, check_pending: bool = True
-) -> SearchPage | None:
-    """One page of hits for ``request``, read in ``tx``.
-
-    ``None`` when the deferred index lacks rows this snapshot holds and ``check_pending``:
-    the caller catches up and asks again (`convstore.store._search_index`).
-    """
-    page = SearchPage()
-    query = request.query
-    if (
-        not query.included
+def finds_nothing(request: _Request) -> bool:
+    """Whether ``request`` can match nothing, whatever is stored (no query runs)."""
+    return (
+        not request.query.included
         or request.limit == 0
         or (request.roles is not None and not request.roles)
-    ):
-        return page
-    scope = (0, 0)
-    if check_pending and search_index.pending(tx, dialect):
-        return None
-    if dialect == "sqlite":
-        found = search_index.tenant_range(tx, request.tenant)
-        if found is None:  # a tenant that never had a conversation
-            return page
-        scope = found
+    )
+
+
+def plan(
+    dialect: str, request: _Request, scope: tuple[int, int] = (0, 0)
+) -> tuple[Shape, dict[str, Any]]:
+    """The statement shape and the parameters of ``request`` on ``dialect``.
+
+    ``scope``: on SQLite, the tenant's document id range (`convstore.db.search_index.tenant_range`).
+    """
+    query = request.query
     longs, shorts = query.long_included, query.short_included
     long_excluded = [t for t in query.excluded if len(t) >= MIN_INDEXED]
     short_excluded = [t for t in query.excluded if len(t) < MIN_INDEXED]
@@ -359,15 +362,67 @@ def run_search(
             ],
             roles=list(request.roles) if request.roles is not None else None,
         )
-    if shape.dialect == "postgresql" and shape.tenant:
-        tx.fetch(search_statements.TENANT_PLANS)
-    rows = tx.fetch(search_statement(shape), params)
-    paths: dict[str, PathAbove] = {}
-    for row in rows[: request.limit]:
-        page.append(_hit(tx, row, query, request.include_thinking, paths))
+    return shape, params
+
+
+def page_of(
+    rows: Sequence[Row], request: _Request, fingerprint: str, path_seqs: PathSeqs
+) -> SearchPage:
+    """The page the query's ``rows`` make (one more row than the limit: another page follows).
+
+    A message of an unbranched conversation is on the active path when its ``seq`` is at or
+    below the head's; a branched conversation's path is walked once (``path_seqs``), from its
+    head down to its lowest hit on the page.
+    """
+    shown = rows[: request.limit]
+    heads: dict[str, int] = {}
+    floors: dict[str, int] = {}
+    for cid, _, seq, _, _, _, head_seq, branched, _, _ in shown:
+        if seq is not None and branched and head_seq is not None:
+            heads[cid] = int(head_seq)
+            floors[cid] = min(int(seq), floors.get(cid, int(seq)))
+    paths = {cid: path_seqs(cid, heads[cid], floor) for cid, floor in floors.items()}
+    page = SearchPage()
+    for row in shown:
+        page.append(_hit(row, request.query, request.include_thinking, paths))
     if len(rows) > request.limit:
         page.next_cursor = _encode_cursor(request.offset + request.limit, fingerprint)
     return page
+
+
+def run_search(
+    tx: Tx, dialect: str, request: _Request, fingerprint: str, *, check_pending: bool = True
+) -> SearchPage | None:
+    """One page of hits for ``request``, read in ``tx``.
+
+    ``None`` when the deferred index lacks rows this snapshot holds and ``check_pending``:
+    the caller catches up and asks again (`convstore.store._search_index`).
+    """
+    # The statements and the path walk load SQLAlchemy: imported here, so this module's
+    # other users (the command line's read-only search) do not load it.
+    from convstore.db import search_index
+    from convstore.db.statements import search as search_statements
+
+    if finds_nothing(request):
+        return SearchPage()
+    scope = (0, 0)
+    if check_pending and search_index.pending(tx, dialect):
+        return None
+    if dialect == "sqlite":
+        found = search_index.tenant_range(tx, request.tenant)
+        if found is None:  # a tenant that never had a conversation
+            return SearchPage()
+        scope = found
+    shape, params = plan(dialect, request, scope)
+    if shape.dialect == "postgresql" and shape.tenant:
+        tx.fetch(search_statements.TENANT_PLANS)
+    rows = tx.fetch(search_statements.search_statement(shape), params)
+
+    def path_seqs(cid: str, head: int, floor: int) -> set[int]:
+        walked = tx.fetch(search_statements.PATH_SEQS, {"cid": cid, "head": head, "floor": floor})
+        return {int(seq) for (seq,) in walked}
+
+    return page_of(rows, request, fingerprint, path_seqs)
 
 
 def _sqlite_params(
@@ -393,9 +448,7 @@ def _sqlite_params(
     return params
 
 
-def _hit(
-    tx: Tx, row: Row, query: ParsedQuery, thinking: bool, paths: dict[str, PathAbove]
-) -> SearchHit:
+def _hit(row: Row, query: ParsedQuery, thinking: bool, paths: Mapping[str, set[int]]) -> SearchHit:
     cid, title, seq, role, message_id, parts, head_seq, branched, rank, _created = row
     if seq is None:
         return SearchHit(
@@ -408,16 +461,13 @@ def _hit(
             rank=float(rank),
             on_active_path=True,
         )
-    decoded = from_json(parts) if isinstance(parts, (str, bytes)) else parts
+    decoded = json.loads(parts) if isinstance(parts, (str, bytes)) else parts
     body, thoughts = searchable_text(decoded)
     text = f"{body}\n{thoughts}" if thinking and thoughts else body
     if not branched:
-        on_path = head_seq is not None and seq <= head_seq
-    else:
-        path = paths.get(cid)
-        if path is None:
-            path = paths[cid] = PathAbove(tx, cid, head_seq)
-        on_path = path.contains(seq)
+        on_active = head_seq is not None and seq <= head_seq
+    else:  # walked in `page_of` (no path when the head is empty)
+        on_active = seq in paths.get(cid, ())
     return SearchHit(
         conversation_id=cid,
         conversation_title=title,
@@ -426,7 +476,7 @@ def _hit(
         role=Role(role),
         snippet=make_snippet(text, query.included),
         rank=float(rank),
-        on_active_path=on_path,
+        on_active_path=on_active,
     )
 
 

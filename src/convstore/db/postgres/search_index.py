@@ -12,6 +12,9 @@
 - ``search_titles`` (lower-cased titles, GIN over tenant and title) is kept by row triggers on
   ``conversations`` that fire only when a title is set or changed: an append's update of the
   conversation row touches no search object.
+- A search of every tenant reads newest first through ``(created_at)`` indexes; since revision
+  0015 they are partial, on `UNSCOPED` (true of every row), which only that search's statements
+  state: a tenant's search cannot use them and reads through the tenant-leading indexes alone.
 """
 
 from __future__ import annotations
@@ -21,16 +24,20 @@ from typing import Final
 from sqlalchemy import Connection, text
 
 from convstore.db import search_ddl
+from convstore.db.statements.search_sql import UNSCOPED
 from convstore.db.tx import Tx
 
 __all__ = [
     "CATCH_UP",
+    "CREATED_SCOPED",
+    "CREATED_UNSCOPED",
     "INDEXED",
     "PENDING",
     "REBUILT",
     "TITLES_INDEXED",
     "TITLES_REBUILT",
     "downgrade",
+    "partial_created",
     "pg_attach",
     "pg_catch_up",
     "pg_detach",
@@ -115,6 +122,26 @@ POSTGRES_DETACH: Final = (
     "ALTER TABLE search_docs DROP CONSTRAINT IF EXISTS fk_search_docs_messages",
 )
 
+CREATED_UNSCOPED: Final = (
+    "DROP INDEX ix_search_docs_created",
+    f"CREATE INDEX ix_search_docs_created ON search_docs (created_at) WHERE {UNSCOPED}",
+    "DROP INDEX ix_search_titles_created",
+    f"CREATE INDEX ix_search_titles_created ON search_titles (created_at) WHERE {UNSCOPED}",
+)
+"""Revision 0015: the newest-first indexes of a search of every tenant, partial on `UNSCOPED`.
+
+A tenant's search, which never states it, cannot use them. Before, with a tenant's candidates
+over the ranking cap and another tenant's many documents of the term, the planner walked
+``ix_search_docs_created`` newest first, filtering the tenant: a tenant with 2,000 messages
+read 8,020 rows beside another's 6,000 (12,020 beside 10,000), 2,020 alone."""
+CREATED_SCOPED: Final = (
+    "DROP INDEX ix_search_docs_created",
+    "CREATE INDEX ix_search_docs_created ON search_docs (created_at)",
+    "DROP INDEX ix_search_titles_created",
+    "CREATE INDEX ix_search_titles_created ON search_titles (created_at)",
+)
+"""Revision 0015's downgrade: 0011's indexes again."""
+
 POSTGRES_DROP: Final = (
     *POSTGRES_DETACH,
     "DROP TRIGGER search_titles_update ON conversations",
@@ -186,6 +213,12 @@ def pg_attach(conn: Connection) -> None:
 def pg_detach(conn: Connection) -> None:
     """Untie the index from ``messages`` (before the table is rebuilt)."""
     for sql in POSTGRES_DETACH:
+        conn.exec_driver_sql(sql)
+
+
+def partial_created(conn: Connection, *, partial: bool) -> None:
+    """Revision 0015 (``partial``) or its downgrade: the ``(created_at)`` indexes' predicate."""
+    for sql in CREATED_UNSCOPED if partial else CREATED_SCOPED:
         conn.exec_driver_sql(sql)
 
 

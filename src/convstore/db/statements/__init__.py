@@ -10,7 +10,9 @@ Where the SQL for each table lives (module-level Core statements, LangGraph's
 - ``tool_calls``: call rows and lifecycles, pending, interrupted and cancelled calls.
 - ``blobs``: blob references, the attachment catalogue, tombstones, releases.
 - ``maintenance``: settings, a tenant's erase, a conversation's rows whole (export, restore).
-- ``search``: the search query, one statement set per database.
+- ``search_sql``: the search query as SQL text, one statement set per database (no
+  SQLAlchemy: the command line's read-only search runs it through ``sqlite3``); ``search``:
+  the same text as the store's statements.
 - ``checkpoints``: LangGraph's checkpoint tables.
 - ``_common``: what they share (tenant scoping, upserts, JSON lists, row positions).
 
@@ -33,16 +35,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Delete, Insert, Select, Update
+from convstore._lazy import lazy_attributes
 
-from convstore.db.statements import blobs as b
-from convstore.db.statements import conversations as c
-from convstore.db.statements import maintenance as mt
-from convstore.db.statements import messages as m
-from convstore.db.statements import tool_calls as t
-from convstore.db.statements._common import Scoped, column_names
+# Not `typing.TYPE_CHECKING` (see ``convstore/__init__.py``); type checkers treat it as true.
+# SQLAlchemy and the table modules load when a backend asks for its statements (`for_dialect`)
+# or a name of ``_common`` is first used: ``search_sql`` is imported without them.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from sqlalchemy import Delete, Insert, Select, Update
+
+    from convstore.db.statements._common import Scoped, column_names
 
 __all__ = ["Scoped", "Statements", "column_names"]
+
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    {
+        "Scoped": "convstore.db.statements._common",
+        "column_names": "convstore.db.statements._common",
+    },
+    globals(),
+    __all__,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +198,12 @@ class Statements:
     @classmethod
     def for_dialect(cls, dialect_name: str) -> Statements:
         """The statements for ``dialect_name`` (``sqlite`` or ``postgresql``)."""
+        from convstore.db.statements import blobs as b
+        from convstore.db.statements import conversations as c
+        from convstore.db.statements import maintenance as mt
+        from convstore.db.statements import messages as m
+        from convstore.db.statements import tool_calls as t
+
         d = dialect_name
         return cls(
             insert_conversation=c.INSERT_CONVERSATION,

@@ -1,374 +1,42 @@
-"""The search query, one statement set per database (`convstore.store.search` runs them).
+"""The search's statements for a `Tx`: `convstore.db.statements.search_sql`'s text, wrapped.
 
-Every statement answers the same question the same way on both databases: the documents (a
-message's body, and its thinking when asked; a conversation's title) containing every included
-term and no excluded one as a case-folded substring, best first, then newest, then by
-conversation id and ``seq``, ``:limit`` rows from ``:offset``. Tenant, conversation and role
-filters are conditions of the statement, so they apply before the limit.
-
-Only the newest ``:cap`` matching messages in scope (and as many titles) are ranked: a query
-matching more ranks those and never reads the rest. "Newest" is the highest rowid on SQLite
-(the order rows were written in) and the latest ``created_at`` on PostgreSQL, the same order
-unless messages were imported with their own times. Each arm (messages, titles) is limited,
-ranked and joined to its page's columns last, so a page reads at most ``:cap`` rows per arm
-and the text of its own hits only.
-
-How each database finds the documents:
-
-- SQLite: terms of three characters or more are one FTS5 ``MATCH`` over ``search_fts``
-  (trigram phrases; quoted by the caller, so query text is never FTS5 syntax), read newest
-  first; shorter terms (which the trigram tokenizer cannot find) are checked against each
-  candidate's text with ``instr`` over each term's case variants. Rank: ``-bm25`` (title 2,
-  body 1, thinking 0.5).
-- PostgreSQL: ``LIKE`` on the lower-cased generated columns; the first (longest) term is the
-  one the ``pg_trgm`` index serves, the rest are checked on its candidates. Rank:
-  ``ts_rank_cd`` over the ``simple``-configuration vectors with ``websearch_to_tsquery`` of the
-  long terms (weights: title 0.8, body 0.4, thinking 0.2), normalised by document length.
-
-A query of short terms only ranks every hit 0 on both databases, newest first: each arm reads
-messages (titles) newest first through ``ix_search_messages_created``
-(``ix_conversations_created_at_id``), skipping on SQLite rows whose stored JSON cannot contain
-the first term, and stops once the page (``:window`` rows from the start) is full. It has no
-cap, but a short term that few messages contain reads every message.
-
-Statements are built once per shape (dialect and which filters are present) and kept: a query's
-text is always a parameter, never part of the SQL.
+The SQL itself, and what each statement answers on each database, is in ``search_sql``; this
+module only wraps it (each query shape once), so the store (`convstore.store.search`) and the
+command line's read-only path (`convstore.db.sqlite.read_only`) run the same text.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import Enum
 from functools import cache
 from typing import Final
 
 from sqlalchemy import TextClause, text
 
-from convstore.db.search_index import DOC_MASK, title_doc
+from convstore.db.statements import search_sql
+from convstore.db.statements.search_sql import POSTGRES_WEIGHTS, Mode, Shape
 
-__all__ = ["TENANT_PLANS", "Mode", "Shape", "search_statement"]
+__all__ = [
+    "PATH_SEQS",
+    "PENDING_SQLITE",
+    "POSTGRES_WEIGHTS",
+    "TENANT_PLANS",
+    "TENANT_SLOT",
+    "Mode",
+    "Shape",
+    "search_statement",
+]
 
-
-class Mode(Enum):
-    """Which kinds of terms a query has (included terms; excluded ones follow the same split)."""
-
-    LONG = "long"
-    """Every included term has three characters or more (excluded short terms are allowed)."""
-    MIXED = "mixed"
-    """Long and short included terms."""
-    SHORT = "short"
-    """Only short included terms."""
-
-
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """What a statement filters on; the values themselves are parameters."""
-
-    dialect: str
-    mode: Mode
-    short_excluded: bool
-    tenant: bool
-    conversation: bool
-    roles: bool
-    thinking: bool
-    long_excluded: bool = False
-    """A short-terms-only query (SQLite) excludes terms the index finds (``:exclude``)."""
-    spellings: tuple[int, ...] = ()
-    """SQLite: how many case spellings each ranked term has (``:r{term}_{spelling}``)."""
-
-
-SQLITE_WEIGHTS: Final = "2.0, 1.0, 0.5"
-POSTGRES_WEIGHTS: Final = (0.2, 0.0, 0.4, 0.8)
-"""``ts_rank_cd`` weights for D, C, B, A: thinking, (unused), body, title."""
-
-TENANT_PLANS: Final = text("SELECT set_config('enable_seqscan', 'off', true)")
-"""PostgreSQL, before a tenant's search, in its read transaction: plan the search without
-sequential scans, so each arm reads through the tenant-leading indexes (the ``(tenant, text)``
-GINs, ``(tenant, created_at)``) and only that tenant's rows. A table of a few pages (every
-tenant's titles, or messages, on a young database) is cheaper to scan whole than through an
-index, and the planner would read other tenants' rows to answer one tenant: the work, and
-time, of a tenant's search would then follow other tenants' data (issue 32, finding 7). Local
-to the transaction."""
-
-_ORDER: Final = (
-    "ORDER BY rank DESC, created DESC, cid, coalesce(seq, 0) LIMIT :limit OFFSET :offset"
-)
+TENANT_PLANS: Final = text(search_sql.TENANT_PLANS)
+"""PostgreSQL, before a tenant's search: plan it without sequential scans."""
+PENDING_SQLITE: Final = text(search_sql.PENDING_SQLITE)
+"""One row: whether the deferred index lacks anything this snapshot holds (SQLite)."""
+TENANT_SLOT: Final = text(search_sql.TENANT_SLOT)
+"""A tenant's slot in the index (SQLite); no row for a tenant that never had a conversation."""
+PATH_SEQS: Final = text(search_sql.PATH_SEQS)
+"""The seqs of the path ending at ``:head``, from it up to the first at or below ``:floor``."""
 
 
 @cache
 def search_statement(shape: Shape) -> TextClause:
     """The statement for ``shape`` (the same object for the same shape)."""
-    if shape.dialect == "sqlite":
-        return text(_sqlite(shape))
-    return text(_postgres(shape))
-
-
-# -- Both ---------------------------------------------------------------------------------------
-
-_KEYS: Final = "doc, rank, created, cid, seq"
-"""What ranking needs of a document; a page's other columns are read for its rows only."""
-
-
-def _page(dialect: str, keys: str) -> str:
-    """The page of ``keys`` (a ranked, limited CTE) joined to what its hits show."""
-    if dialect == "sqlite":
-        message = f"m.rowid = (k.doc & {DOC_MASK}) AND k.doc > 0"
-        parts = "m.parts"
-    else:
-        message = "m.conversation_id = k.cid AND m.seq = k.seq"
-        parts = "CAST(m.parts AS text)"
-    return (
-        f"{keys} SELECT k.cid, c.title, k.seq, m.role, m.message_id, {parts}, c.head_seq,"
-        " c.branched, k.rank, k.created FROM keys AS k JOIN conversations AS c ON c.id = k.cid"
-        f" LEFT JOIN messages AS m ON {message} ORDER BY k.rank DESC, k.created DESC, k.cid,"
-        " coalesce(k.seq, 0)"
-    )
-
-
-_NEWEST: Final = "ORDER BY created DESC, cid, seq LIMIT :window"
-"""Within one arm of a short-terms-only query (every rank 0): the newest ``:window`` rows are
-all that can reach the page, so the scan stops there (``ix_search_messages_created``)."""
-
-
-_CANDIDATES: Final = "ORDER BY created DESC, cid DESC, seq DESC LIMIT :cap"
-"""PostgreSQL's candidates for ranking: the newest matches (SQLite: the highest rowids)."""
-
-
-# -- SQLite -------------------------------------------------------------------------------------
-
-
-def _sqlite_short_filter(shape: Shape, doc_text: str) -> str:
-    """Conditions on ``doc_text`` for the short terms (each a JSON list of case variants)."""
-    out = []
-    if shape.mode is not Mode.LONG:
-        out.append(
-            "NOT EXISTS (SELECT 1 FROM json_each(:short) AS s WHERE NOT EXISTS ("
-            f"SELECT 1 FROM json_each(s.value) AS v WHERE instr({doc_text}, v.value) > 0))"
-        )
-    if shape.short_excluded:
-        out.append(
-            "NOT EXISTS (SELECT 1 FROM json_each(:short_excluded) AS s, json_each(s.value) AS v"
-            f" WHERE instr({doc_text}, v.value) > 0)"
-        )
-    return " AND ".join(out)
-
-
-def _filters(shape: Shape, roles: str | None) -> list[str]:
-    """The scope of a query; ``roles`` is the dialect's role test (``None`` for titles)."""
-    where = []
-    if shape.tenant:
-        where.append("c.tenant = :tenant")
-    if shape.conversation:
-        where.append("c.id = :conversation_id")
-    if roles is not None and shape.roles:
-        where.append(roles)
-    return where
-
-
-def _scoped(shape: Shape) -> bool:
-    return shape.tenant or shape.conversation
-
-
-_SQLITE_ROLES: Final = "m.role IN (SELECT value FROM json_each(:roles))"
-_MESSAGE_KEYS: Final = "m.created_at AS created, m.conversation_id AS cid, m.seq AS seq"
-_TITLE_KEYS: Final = "c.created_at AS created, c.id AS cid, CAST(NULL AS integer) AS seq"
-
-
-def _sqlite_text(shape: Shape) -> str:
-    """A message document's searched text, as the index stores it."""
-    if shape.thinking:
-        return "(coalesce(f.body, '') || char(10) || coalesce(f.thinking, ''))"
-    return "f.body"
-
-
-def _sqlite_join(shape: Shape) -> str:
-    return " JOIN conversations AS c ON c.id = m.conversation_id" if _scoped(shape) else ""
-
-
-def _sqlite_rank(shape: Shape, column: str, weight: float) -> str:
-    """BM25's term saturation and length norm for ``column``, from the document alone.
-
-    No statistic of other documents enters a rank (FTS5's ``bm25()`` reads every document of
-    every tenant that has a term): each long term's count in the lower-cased column, saturated
-    (k1 = 1.2) and normalised by the column's length against a fixed 500 characters
-    (b = 0.75). SQLite's ``lower`` folds ASCII only, so each term comes as its spellings by the
-    case of its other letters (``convstore.store.search``), counted together. Written out per
-    term (no table-valued function per candidate: a third of the cost).
-    """
-    saturated = " + ".join(
-        f"(({c}) * 2.2 / (({c}) + 1.2 * (0.25 + 0.75 * length(d.value) / 500.0)))"
-        for c in (
-            " + ".join(
-                f"(length(d.value) - length(replace(d.value, :r{t}_{v}, ''))) / length(:r{t}_{v})"
-                for v in range(spellings)
-            )
-            for t, spellings in enumerate(shape.spellings)
-        )
-    )
-    return (
-        f"{weight} * coalesce((SELECT {saturated or '0.0'}"
-        f" FROM json_each(json_array(lower({column}))) AS d), 0.0)"
-    )
-
-
-_DOC: Final = f"(f.rowid & {DOC_MASK})"
-_NOT_LOGGED: Final = f"{_DOC} NOT IN (SELECT msg FROM search_log)"
-"""A message whose row was deleted or changed since it was indexed is not a hit (a search that
-caught up first sees an empty log; one racing later writes does not see their rows)."""
-
-
-def _sqlite(shape: Shape) -> str:
-    if shape.mode is Mode.SHORT:
-        return _page("sqlite", _sqlite_short(shape))
-    short = shape.mode is Mode.MIXED or shape.short_excluded
-    body_rank = _sqlite_rank(shape, "f.body", 1.0)
-    if shape.thinking:
-        body_rank += " + " + _sqlite_rank(shape, "f.thinking", 0.5)
-    # The index is the outer loop, newest document of the tenant's id range first; each hit is
-    # joined to its row and checked against the scope (and the short terms) as it comes, so
-    # only the newest `:cap` documents in scope are ranked and the rest are never read.
-    message_where = [
-        "search_fts MATCH :match",
-        "f.rowid BETWEEN :low AND :high",
-        _NOT_LOGGED,
-        *_filters(shape, _SQLITE_ROLES),
-    ]
-    title_where = ["search_fts MATCH :match", "f.rowid BETWEEN -:high AND -:low",
-                   *_filters(shape, None)]  # fmt: skip
-    message_text = title_text = ""
-    if short:
-        condition = _sqlite_short_filter(shape, "d.value")
-        message_text = f", json_each(json_array({_sqlite_text(shape)})) AS d"
-        title_text = ", json_each(json_array(c.title)) AS d"
-        message_where.append(condition)
-        title_where.append(condition)
-    messages = (
-        f"SELECT f.rowid AS doc, {body_rank} AS rank, {_MESSAGE_KEYS}"
-        f" FROM search_fts AS f JOIN messages AS m ON m.rowid = {_DOC}"
-        f"{_sqlite_join(shape)}{message_text}"
-        f" WHERE {' AND '.join(message_where)} ORDER BY f.rowid DESC LIMIT :cap"
-    )
-    titles = (
-        f"SELECT f.rowid AS doc, {_sqlite_rank(shape, 'f.title', 2.0)} AS rank, {_TITLE_KEYS}"
-        f" FROM search_fts AS f JOIN conversations AS c ON c.rowid = (-f.rowid & {DOC_MASK})"
-        f"{title_text} WHERE {' AND '.join(title_where)} ORDER BY f.rowid LIMIT :cap"
-    )
-    arms = [messages] if shape.roles else [messages, titles]
-    names = [f"arm{i}" for i in range(len(arms))]
-    ctes = ", ".join(f"{n} AS MATERIALIZED ({a})" for n, a in zip(names, arms, strict=True))
-    union = " UNION ALL ".join(f"SELECT {_KEYS} FROM {n}" for n in names)
-    return _page(
-        "sqlite", f"WITH {ctes}, keys AS MATERIALIZED (SELECT {_KEYS} FROM ({union}) {_ORDER})"
-    )
-
-
-def _sqlite_short(shape: Shape) -> str:
-    """Short terms only: the tenant's newest documents first, until the window is full.
-
-    The stored text of each document is checked (no JSON is read); the scan is the tenant's
-    id range of the index, newest first.
-    """
-    condition = _sqlite_short_filter(shape, "d.value")
-    excluded = "{} NOT IN (SELECT rowid FROM search_fts WHERE search_fts MATCH :exclude)"
-    message_where = [
-        "f.rowid BETWEEN :low AND :high",
-        _NOT_LOGGED,
-        *_filters(shape, _SQLITE_ROLES),
-        condition,
-    ]
-    title_where = ["c.title IS NOT NULL", *_filters(shape, None), condition]
-    if shape.long_excluded:
-        message_where.append(excluded.format("f.rowid"))
-        title_where.append(excluded.format(title_doc("c.tenant", "c.rowid")))
-    messages = (
-        f"SELECT f.rowid AS doc, 0.0 AS rank, {_MESSAGE_KEYS}"
-        f" FROM search_fts AS f JOIN messages AS m ON m.rowid = {_DOC}{_sqlite_join(shape)},"
-        f" json_each(json_array({_sqlite_text(shape)})) AS d"
-        f" WHERE {' AND '.join(message_where)} ORDER BY f.rowid DESC LIMIT :window"
-    )
-    titles = (
-        f"SELECT -c.rowid AS doc, 0.0 AS rank, {_TITLE_KEYS}"
-        " FROM conversations AS c, json_each(json_array(c.title)) AS d"
-        f" WHERE {' AND '.join(title_where)} {_NEWEST}"
-    )
-    arms = [messages] if shape.roles else [messages, titles]
-    union = " UNION ALL ".join(f"SELECT {_KEYS} FROM ({arm})" for arm in arms)
-    return f"WITH keys AS MATERIALIZED (SELECT {_KEYS} FROM ({union}) {_ORDER})"
-
-
-# -- PostgreSQL ---------------------------------------------------------------------------------
-
-
-def _postgres_match(lead: list[str], whole: str) -> list[str]:
-    """Conditions: ``lead`` (indexed columns) has the first term; ``whole`` has them all."""
-    first = " OR ".join(f"{column} LIKE :lead" for column in lead)
-    return [
-        f"({first})",
-        f"{whole} LIKE ALL(CAST(:rest AS text[]))",
-        f"NOT ({whole} LIKE ANY(CAST(:excluded AS text[])))",
-    ]
-
-
-def _postgres_filters(shape: Shape, alias: str, roles: bool) -> list[str]:
-    """The scope of a query on the index's own columns (``search_docs``, ``search_titles``)."""
-    where = []
-    if shape.tenant:
-        # With the text condition, one lookup of the (tenant, text) GIN index.
-        where.append(f"{alias}.tenant = :tenant")
-    if shape.conversation:
-        where.append(f"{alias}.conversation_id = :conversation_id")
-    if roles and shape.roles:
-        where.append(f"{alias}.role = ANY(CAST(:roles AS text[]))")
-    return where
-
-
-_PG_MESSAGE_KEYS: Final = "d.created_at AS created, d.conversation_id AS cid, d.seq AS seq"
-_PG_TITLE_KEYS: Final = (
-    "t.created_at AS created, t.conversation_id AS cid, CAST(NULL AS integer) AS seq"
-)
-
-
-def _postgres(shape: Shape) -> str:
-    query = "websearch_to_tsquery('simple'::regconfig, :ranked)"
-    weights = "CAST(:weights AS float4[])"
-    if shape.thinking:
-        lead = ["d.body", "d.thinking"]
-        whole = "(coalesce(d.body, '') || E'\\n' || coalesce(d.thinking, ''))"
-    else:
-        lead, whole = ["d.body"], "d.body"
-    ranked = shape.mode is not Mode.SHORT
-    message_where = " AND ".join(
-        [*_postgres_match(lead, whole), *_postgres_filters(shape, "d", roles=True)]
-    )
-    title_where = " AND ".join(
-        [*_postgres_match(["t.title"], "t.title"), *_postgres_filters(shape, "t", roles=False)]
-    )
-    if not ranked:
-        messages = (
-            f"SELECT CAST(NULL AS bigint) AS doc, CAST(0.0 AS float8) AS rank, {_PG_MESSAGE_KEYS}"
-            f" FROM search_docs AS d WHERE {message_where} {_NEWEST}"
-        )
-        titles = (
-            f"SELECT CAST(NULL AS bigint) AS doc, CAST(0.0 AS float8) AS rank, {_PG_TITLE_KEYS}"
-            f" FROM search_titles AS t WHERE {title_where} {_NEWEST}"
-        )
-    else:
-        # The newest `:cap` matches in scope are the candidates; only they are ranked.
-        messages = (
-            f"SELECT CAST(NULL AS bigint) AS doc,"
-            f" CAST(ts_rank_cd({weights}, vector, {query}, 1) AS float8) AS rank, created, cid, seq"
-            f" FROM (SELECT {_PG_MESSAGE_KEYS}, d.vector AS vector FROM search_docs AS d"
-            f" WHERE {message_where} {_CANDIDATES}) AS candidates"
-        )
-        title_vector = "setweight(convstore_search_words(c.title), 'A')"
-        titles = (
-            f"SELECT CAST(NULL AS bigint) AS doc,"
-            f" CAST(ts_rank_cd({weights}, {title_vector}, {query}, 1) AS float8) AS rank,"
-            " candidates.created, candidates.cid, candidates.seq"
-            f" FROM (SELECT {_PG_TITLE_KEYS} FROM search_titles AS t"
-            f" WHERE {title_where} {_CANDIDATES}) AS candidates"
-            " JOIN conversations AS c ON c.id = candidates.cid"
-        )
-    arms = [messages] if shape.roles else [messages, titles]
-    union = " UNION ALL ".join(f"({arm})" for arm in arms)
-    return _page("postgresql", f"WITH keys AS (SELECT {_KEYS} FROM ({union}) AS hits {_ORDER})")
+    return text(search_sql.search_sql(shape))
