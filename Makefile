@@ -182,12 +182,14 @@ $(AGENTS_STAMP): pyproject.toml $(AGENTS_PINS) | $(UV)
 	touch $@
 
 # --noconftest: the suite-wide conftest needs the dev extra (moto, boto3), not installed here.
+# Each framework environment runs its tests and its docs page's blocks in one pytest session
+# (a session costs ~5 s of CPU before the first test): "not test_docs_blocks or FRAMEWORK"
+# keeps every test of the named files and, of test_docs_blocks.py, that framework's blocks.
 pytest-agents: $(AGENTS_STAMP)
-	$(AGENTS_VENV)/bin/pytest --noconftest tests/integrations/test_openai_agents.py \
-		tests/integrations/test_openai_agents_contract.py tests/integrations/test_openai_agents_docs.py \
-		tests/mcp_server/test_openai_agents_client.py
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(AGENTS_VENV)/bin/pytest --noconftest \
-		tests/integrations/test_docs_blocks.py -k openai_agents
+		tests/integrations/test_openai_agents.py tests/integrations/test_openai_agents_contract.py \
+		tests/integrations/test_openai_agents_docs.py tests/mcp_server/test_openai_agents_client.py \
+		tests/integrations/test_docs_blocks.py -k "not test_docs_blocks or openai_agents"
 
 # pydantic-ai's MCP client (its mcp extra) for tests/mcp_server/test_pydantic_ai_client.py.
 PAI_TEST_PACKAGES := "pydantic-ai-slim[mcp]"
@@ -203,8 +205,8 @@ test-pydantic-ai: $(PAI_STAMP) typecheck
 	$(PAI_VENV)/bin/mypy --cache-dir $(PAI_VENV)/.mypy_cache
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_pydantic_ai.py tests/integrations/test_pydantic_ai_fidelity.py \
 		tests/integrations/test_pydantic_ai_docs.py tests/integrations/test_pydantic_ai_crash.py \
-		tests/mcp_server/test_pydantic_ai_client.py
-	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(PAI_VENV)/bin/pytest tests/integrations/test_docs_blocks.py -k pydantic_ai
+		tests/mcp_server/test_pydantic_ai_client.py \
+		tests/integrations/test_docs_blocks.py -k "not test_docs_blocks or pydantic_ai"
 
 $(ADK_STAMP): pyproject.toml constraints-google-adk.txt | $(UV)
 	$(call NEW_VENV,$(ADK_VENV))
@@ -215,8 +217,8 @@ test-google-adk: $(ADK_STAMP) typecheck
 	$(call MYPY_CACHE_FROM_DEV,$(ADK_VENV))
 	$(ADK_VENV)/bin/mypy --cache-dir $(ADK_VENV)/.mypy_cache
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(ADK_VENV)/bin/pytest tests/integrations/test_google_adk.py tests/integrations/test_google_adk_crash.py \
-		tests/integrations/test_google_adk_docs.py
-	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(ADK_VENV)/bin/pytest tests/integrations/test_docs_blocks.py -k google_adk
+		tests/integrations/test_google_adk_docs.py \
+		tests/integrations/test_docs_blocks.py -k "not test_docs_blocks or google_adk"
 
 $(LG_STAMP): pyproject.toml constraints-langgraph.txt | $(UV)
 	$(call NEW_VENV,$(LG_VENV))
@@ -229,9 +231,8 @@ test-langgraph: $(LG_STAMP) typecheck
 	$(LG_VENV)/bin/mypy --cache-dir $(LG_VENV)/.mypy_cache
 	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(LG_VENV)/bin/pytest tests/integrations/test_langgraph_conformance.py \
 		tests/integrations/test_langgraph.py tests/integrations/test_langchain.py \
-		tests/integrations/test_langgraph_docs.py
-	CONVSTORE_REQUIRE_FRAMEWORKS=1 $(LG_VENV)/bin/pytest tests/integrations/test_docs_blocks.py \
-		-k "langgraph or langchain"
+		tests/integrations/test_langgraph_docs.py \
+		tests/integrations/test_docs_blocks.py -k "not test_docs_blocks or langgraph or langchain"
 
 $(BENCH_STAMP): pyproject.toml bench/constraints.txt | $(UV)
 	$(call NEW_VENV,$(BENCH_VENV))

@@ -15,12 +15,15 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from convstore import ConversationStore
 from tests.support.postgres import PostgresCluster, find_bindir, running_cluster
-from tests.support.storage import S3Server, running_s3_server
+
+if TYPE_CHECKING:  # moto and s3fs load with the first S3 test (~1.5 s of CPU a process)
+    from tests.support.storage import S3Server
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -69,6 +72,8 @@ def pg_cluster() -> Iterator[PostgresCluster]:
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[S3Server]:
     """A local S3-compatible server (moto) on 127.0.0.1 with one bucket, for the session."""
+    from tests.support.storage import running_s3_server
+
     with running_s3_server() as server:
         yield server
 
