@@ -667,7 +667,9 @@ async def test_a_search_waits_for_one_background_merge_step_at_most(
         monkeypatch.setattr(_search_index, "MERGE_PAGES", 1)
 
         catching, proceed = threading.Event(), threading.Event()
-        searching = False
+        # Whether the search is waiting for the lock: from just before it asks for the lock
+        # to its own catch-up's first step (which runs once it holds the lock).
+        search_waits = threading.Event()
         merges_while_searching: list[bool] = []
         bounded_catch_up, merge_step = _search_index._bounded_catch_up, _search_index._merge_step
 
@@ -675,10 +677,12 @@ async def test_a_search_waits_for_one_background_merge_step_at_most(
             if not catching.is_set():  # the background's: held until the search waits
                 catching.set()
                 proceed.wait(30)
+            else:  # the search's own, holding the lock (the background waits for it)
+                search_waits.clear()
             return bounded_catch_up(tx, until=until)
 
         def counted_merge_step(*args: Any) -> bool:
-            merges_while_searching.append(searching)
+            merges_while_searching.append(search_waits.is_set())
             return merge_step(*args)
 
         waiting = asyncio.Event()
@@ -694,12 +698,12 @@ async def test_a_search_waits_for_one_background_merge_step_at_most(
         index.background = True
         await store.append(conv.id, Message.user("a narwhal at last"))  # starts the watcher
         assert await asyncio.to_thread(catching.wait, 30)
-        searching = True
+        search_waits.set()
         search_task = asyncio.create_task(store.search("narwhal"))
         await waiting.wait()
         proceed.set()
         hits = await search_task
-        searching = False
+        assert not search_waits.is_set()  # the search did catch up itself
         assert [h.seq for h in hits] == [25]
         assert merges_while_searching.count(True) <= 1
 
