@@ -712,3 +712,51 @@ async def test_a_search_waits_for_one_background_merge_step_at_most(
         await watcher  # the background merges again once the search is done
         assert merges_while_searching.count(False) >= 1
         assert await _differences(store) == []
+
+
+def test_a_cancelled_background_step_ends_only_after_its_thread_has(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A loop shut down with a store still open cancels the background task while its step
+    # runs in the catch-up connection's thread. Had the task ended at once, the loop could close
+    # before the step hands its result back, and the thread would fail ("Event loop is closed").
+    from convstore.store import _search_index
+
+    held, release = threading.Event(), threading.Event()
+    bounded_catch_up = _search_index._bounded_catch_up
+
+    def held_catch_up(tx: Any, *, until: int | None) -> Any:
+        held.set()
+        release.wait(30)
+        return bounded_catch_up(tx, until=until)
+
+    failures: list[Any] = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    url = f"sqlite+aiosqlite:///{tmp_path / 'cancelled.db'}"
+    store = ConversationStore(url, blobs=f"memory://{uuid.uuid4().hex}")
+    loop = asyncio.new_event_loop()
+    try:
+
+        async def background_step_running() -> asyncio.Task[None]:
+            await store.open()
+            conv = await store.create_conversation()
+            monkeypatch.setattr(_search_index, "_bounded_catch_up", held_catch_up)
+            await store.append(conv.id, Message.user("a walrus"))  # starts the watcher
+            assert await asyncio.to_thread(held.wait, 30)
+            watcher = store.search_index._task
+            assert watcher is not None
+            return watcher
+
+        watcher = loop.run_until_complete(background_step_running())
+        watcher.cancel()
+        for _ in range(3):
+            loop.run_until_complete(asyncio.sleep(0))
+        assert not watcher.done()  # still waiting for the step in the thread
+        release.set()
+        loop.run_until_complete(asyncio.wait({watcher}))
+        assert watcher.cancelled()
+    finally:
+        release.set()
+        loop.run_until_complete(store.close())  # idempotent
+        loop.close()
+    assert failures == []
