@@ -22,7 +22,11 @@ from pydantic import BaseModel
 from convstore import Message, TextPart
 from convstore._compat.collector import collector_paused
 from convstore._compat.pydantic_internals import trusted_constructor
-from convstore._compat.sqlite_driver import adapt_none_quickly, run_in_connection_thread
+from convstore._compat.sqlite_driver import (
+    adapt_none_quickly,
+    finish_queued,
+    run_in_connection_thread,
+)
 from convstore.db.mapping import decode_messages, decode_tool_calls
 from convstore.db.tx import SqliteCodec
 from convstore.model import Conversation
@@ -133,6 +137,31 @@ async def test_aiosqlite_runs_a_whole_function_in_its_connection_thread() -> Non
             await run_in_connection_thread(conn, fail)
     finally:
         await conn.close()
+
+
+async def test_finish_queued_returns_after_the_work_queued_before_it() -> None:
+    conn = await aiosqlite.connect(":memory:")
+    try:
+        release, finished = threading.Event(), threading.Event()
+
+        def slow(_raw: sqlite3.Connection) -> None:
+            release.wait(30)
+            finished.set()
+
+        caller = asyncio.ensure_future(run_in_connection_thread(conn, slow))
+        await asyncio.sleep(0)  # queued
+        caller.cancel()  # the caller stops waiting; the function goes on in the thread
+        waiter = asyncio.ensure_future(finish_queued(conn))
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert caller.cancelled() and not waiter.done()
+        release.set()
+        await waiter
+        assert finished.is_set()
+    finally:
+        release.set()
+        await conn.close()
+    await finish_queued(conn)  # closed: returns at once
 
 
 # -- the garbage collector ----------------------------------------------------------------------

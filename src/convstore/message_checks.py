@@ -134,30 +134,13 @@ def _chars_ok(root: Any, max_attachment_size: int | None) -> int:
             chars += len(node)
             if "\x00" in node or (not node.isascii() and SURROGATE.search(node) is not None):
                 return -1
-        elif cls is dict:
+        elif cls is dict or cls is list:
             depth += 1
             if depth > MAX_JSON_DEPTH:
                 return -1
-            for key, child in node.items():
-                if type(key) is str:
-                    chars += len(key)
-                    if "\x00" in key or (not key.isascii() and SURROGATE.search(key) is not None):
-                        return -1
-                else:
-                    push((key, depth))
-                if type(child) is str:
-                    chars += len(child)
-                    if "\x00" in child or (
-                        not child.isascii() and SURROGATE.search(child) is not None
-                    ):
-                        return -1
-                elif child is not None:
-                    push((child, depth))
-        elif cls is list:
-            depth += 1
-            if depth > MAX_JSON_DEPTH:
-                return -1
-            for child in node:
+            # A dict's keys are checked as its values are (a None key, like a None value, has
+            # nothing to check).
+            for child in (*node, *node.values()) if cls is dict else node:
                 if type(child) is str:
                     chars += len(child)
                     if "\x00" in child or (

@@ -235,6 +235,10 @@ UNLOADABLE = {
         _edit_header(_set("title", "bad \ud800 title")),
         r"conversations\[0\]\.title.*surrogate",
     ),
+    "title over the API's limit": (
+        _edit_header(_set("title", "T" * 4_097)),
+        r"title must be at most 4,096 characters, got 4,097",  # the API's own check
+    ),
     "metadata as a list": (
         _edit_header(_set("metadata", [1, 2])),
         r"conversations\[0\]\.metadata must be a JSON object",

@@ -369,6 +369,9 @@ class _Counting:
         self.work = 0
         self.buffers = 0
         self.descents = 0
+        self.generic = 0
+        """PostgreSQL: the rows the generic plan of the prepared statement reads (the plan the
+        driver's cached statements may get after five executions), counted like `work`."""
 
     def fetch(self, stmt: Any, params: Any = None) -> Any:
         sql = getattr(stmt, "text", "")
@@ -422,7 +425,40 @@ class _Counting:
         read, descended = pages(root)
         self.buffers += read
         self.descents += descended
+        self.generic += rows(self._generic_plan(stmt, params))  # the same count
         return self.tx.fetch(stmt, params)
+
+    def _generic_plan(self, stmt: Any, params: Any) -> dict[str, Any]:
+        """The statement prepared with its parameters as ``$n`` and executed under
+        ``plan_cache_mode = force_generic_plan``: planned without the parameters' values."""
+        conn = self.tx._conn
+        bound = stmt.bindparams(**{k: v for k, v in params.items() if k in stmt._bindparams})
+        compiled = bound.compile(dialect=conn.dialect)
+
+        def literal(value: Any) -> str:
+            if value is None:
+                return "NULL"
+            if isinstance(value, str):
+                return "'" + value.replace("'", "''") + "'"
+            if isinstance(value, list | tuple):
+                kind = "text" if all(isinstance(v, str) for v in value) else "float4"
+                return f"ARRAY[{','.join(literal(v) for v in value)}]::{kind}[]"
+            return str(value)
+
+        name = f"generic_{uuid.uuid4().hex[:12]}"
+        values = ",".join(literal(compiled.params[key]) for key in compiled.positiontup)
+        conn.exec_driver_sql("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
+        conn.exec_driver_sql(f"PREPARE {name} AS {compiled.string}")
+        try:
+            explain = f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {name}({values})"
+            [(plan,)] = conn.exec_driver_sql(explain).fetchall()
+        finally:
+            conn.exec_driver_sql(f"DEALLOCATE {name}")
+            conn.exec_driver_sql("SELECT set_config('plan_cache_mode', 'auto', true)")
+        if isinstance(plan, str):
+            plan = json.loads(plan)
+        assert "$1" in json.dumps(plan), "not a generic plan"
+        return dict(plan[0]["Plan"])
 
 
 class _Work(NamedTuple):
@@ -432,6 +468,7 @@ class _Work(NamedTuple):
     work: int
     buffers: int
     descents: int
+    generic: int
 
 
 async def _counted(store: ConversationStore, query: str, tenant: str) -> _Work:
@@ -451,7 +488,7 @@ async def _counted(store: ConversationStore, query: str, tenant: str) -> _Work:
         page = search.run_search(counting, dialect, request, fingerprint, check_pending=False)  # type: ignore[arg-type]
         assert page is not None
         hits = [(h.conversation_id, h.seq, h.rank, h.snippet) for h in page]
-        return _Work(hits, counting.work, counting.buffers, counting.descents)
+        return _Work(hits, counting.work, counting.buffers, counting.descents, counting.generic)
 
     return await store.backend.read(run)
 
@@ -503,11 +540,14 @@ async def test_a_tenants_search_does_not_depend_on_other_tenants(store: Conversa
         print(
             f"{store.backend.dialect_name} {query!r}: work {was.work} alone, {now.work} beside"
             f" b's 500 messages and 550 titles ({now.work / max(was.work, 1):.2f}x); buffers"
-            f" {was.buffers} alone, {now.buffers} beside ({now.descents} index descents)"
+            f" {was.buffers} alone, {now.buffers} beside ({now.descents} index descents);"
+            f" generic plan {was.generic} alone, {now.generic} beside"
         )
         if postgres:
-            # Rows of A's own documents only, alone and beside B.
+            # Rows of A's own documents only, alone and beside B, in the plan for these values
+            # and in the generic plan a cached prepared statement may get.
             assert was.work == now.work <= own, (query, was.work, now.work)
+            assert max(was.generic, now.generic) <= own, (query, was.generic, now.generic)
             # Pages of the index's tables: B's rows are never read, but a B-tree holding them
             # may be one level deeper, one more page per descent.
             assert now.buffers <= was.buffers + now.descents, (query, was, now)
@@ -564,10 +604,12 @@ async def test_a_large_tenants_search_reads_only_its_own_rows(store: Conversatio
         assert now.hits == was.hits, query
         print(
             f"{store.backend.dialect_name} {query!r}: work {was.work} alone, {now.work} beside"
-            f" b's 6,000 messages; pages {was.buffers} alone, {now.buffers} beside"
+            f" b's 6,000 messages; pages {was.buffers} alone, {now.buffers} beside; generic plan"
+            f" {was.generic} alone, {now.generic} beside"
         )
         if store.backend.dialect_name != "sqlite":
             assert max(was.work, now.work) <= own, (query, was.work, now.work)
+            assert max(was.generic, now.generic) <= own, (query, was.generic, now.generic)
         else:  # as in the test above
             assert now.work <= was.work * 1.15 + _doclists(query), (query, was.work, now.work)
     assert len(alone[word].hits) == 5
@@ -625,7 +667,9 @@ async def test_a_search_waits_for_one_background_merge_step_at_most(
         monkeypatch.setattr(_search_index, "MERGE_PAGES", 1)
 
         catching, proceed = threading.Event(), threading.Event()
-        searching = False
+        # Whether the search is waiting for the lock: from just before it asks for the lock
+        # to its own catch-up's first step (which runs once it holds the lock).
+        search_waits = threading.Event()
         merges_while_searching: list[bool] = []
         bounded_catch_up, merge_step = _search_index._bounded_catch_up, _search_index._merge_step
 
@@ -633,10 +677,12 @@ async def test_a_search_waits_for_one_background_merge_step_at_most(
             if not catching.is_set():  # the background's: held until the search waits
                 catching.set()
                 proceed.wait(30)
+            else:  # the search's own, holding the lock (the background waits for it)
+                search_waits.clear()
             return bounded_catch_up(tx, until=until)
 
         def counted_merge_step(*args: Any) -> bool:
-            merges_while_searching.append(searching)
+            merges_while_searching.append(search_waits.is_set())
             return merge_step(*args)
 
         waiting = asyncio.Event()
@@ -652,12 +698,12 @@ async def test_a_search_waits_for_one_background_merge_step_at_most(
         index.background = True
         await store.append(conv.id, Message.user("a narwhal at last"))  # starts the watcher
         assert await asyncio.to_thread(catching.wait, 30)
-        searching = True
+        search_waits.set()
         search_task = asyncio.create_task(store.search("narwhal"))
         await waiting.wait()
         proceed.set()
         hits = await search_task
-        searching = False
+        assert not search_waits.is_set()  # the search did catch up itself
         assert [h.seq for h in hits] == [25]
         assert merges_while_searching.count(True) <= 1
 
@@ -666,3 +712,51 @@ async def test_a_search_waits_for_one_background_merge_step_at_most(
         await watcher  # the background merges again once the search is done
         assert merges_while_searching.count(False) >= 1
         assert await _differences(store) == []
+
+
+def test_a_cancelled_background_step_ends_only_after_its_thread_has(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A loop shut down with a store still open cancels the background task while its step
+    # runs in the catch-up connection's thread. Had the task ended at once, the loop could close
+    # before the step hands its result back, and the thread would fail ("Event loop is closed").
+    from convstore.store import _search_index
+
+    held, release = threading.Event(), threading.Event()
+    bounded_catch_up = _search_index._bounded_catch_up
+
+    def held_catch_up(tx: Any, *, until: int | None) -> Any:
+        held.set()
+        release.wait(30)
+        return bounded_catch_up(tx, until=until)
+
+    failures: list[Any] = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    url = f"sqlite+aiosqlite:///{tmp_path / 'cancelled.db'}"
+    store = ConversationStore(url, blobs=f"memory://{uuid.uuid4().hex}")
+    loop = asyncio.new_event_loop()
+    try:
+
+        async def background_step_running() -> asyncio.Task[None]:
+            await store.open()
+            conv = await store.create_conversation()
+            monkeypatch.setattr(_search_index, "_bounded_catch_up", held_catch_up)
+            await store.append(conv.id, Message.user("a walrus"))  # starts the watcher
+            assert await asyncio.to_thread(held.wait, 30)
+            watcher = store.search_index._task
+            assert watcher is not None
+            return watcher
+
+        watcher = loop.run_until_complete(background_step_running())
+        watcher.cancel()
+        for _ in range(3):
+            loop.run_until_complete(asyncio.sleep(0))
+        assert not watcher.done()  # still waiting for the step in the thread
+        release.set()
+        loop.run_until_complete(asyncio.wait({watcher}))
+        assert watcher.cancelled()
+    finally:
+        release.set()
+        loop.run_until_complete(store.close())  # idempotent
+        loop.close()
+    assert failures == []

@@ -6,6 +6,10 @@ Assumptions (``tests/test_compat.py`` checks each; ``aiosqlite<0.23`` in ``pypro
   thread and returns its result, and ``Connection._conn`` is the ``sqlite3.Connection`` that
   thread owns. SQLAlchemy's aiosqlite dialect relies on the same queue; aiosqlite has no public
   way to run a whole function there.
+- The connection's thread runs what ``_execute`` queues in order, handing each result to the
+  caller's event loop; ``_execute`` raises ``ValueError`` once the connection is closed. A
+  function still running when its loop closes fails in that thread as it hands its result
+  back (``Event loop is closed``): `finish_queued` waits for such a function.
 - ``sqlite3`` looks an adapter up for every parameter that is not exactly an int, float, str
   or bytearray; for ``None`` the lookup fails slowly (CPython 3.11 formats, then discards, an
   AttributeError for each of ``__adapt__`` and ``__conform__``). Rows are mostly NULL columns,
@@ -15,18 +19,34 @@ Assumptions (``tests/test_compat.py`` checks each; ``aiosqlite<0.23`` in ``pypro
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Callable
 from typing import Any, Final
 
 import aiosqlite
 
-__all__ = ["adapt_none_quickly", "run_in_connection_thread"]
+__all__ = ["adapt_none_quickly", "finish_queued", "run_in_connection_thread"]
 
 
 def run_in_connection_thread(conn: aiosqlite.Connection, fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(raw, *args)`` in ``conn``'s thread, ``raw`` its ``sqlite3.Connection``: one hop."""
     return conn._execute(fn, conn._conn, *args)  # type: ignore[no-untyped-call]
+
+
+async def finish_queued(conn: aiosqlite.Connection) -> None:
+    """Wait until ``conn``'s thread has finished what was queued so far, results handed back.
+
+    For a caller cancelled while its function still runs there: the cancel ends the wait for
+    the result, not the function, and a loop closed before the function ends makes the thread
+    fail as it hands the result back. A no-op queued behind that work returns after it.
+    """
+    with contextlib.suppress(ValueError):  # closed: nothing runs in its thread any more
+        await conn._execute(_no_op)  # type: ignore[no-untyped-call]
+
+
+def _no_op() -> None:
+    return None
 
 
 _NOTHING: Final[dict[None, None]] = {}

@@ -195,6 +195,11 @@ _HEAD_HELP = (
 )
 
 
+def _flag(parser: argparse.ArgumentParser, name: str, help: str) -> None:
+    """An on/off option: absent, False; given, True."""
+    parser.add_argument(name, action="store_true", help=help)
+
+
 def _migrate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--revision", default="head", help="target revision (default: head)")
 
@@ -215,10 +220,10 @@ def _show_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("id", help="conversation id")
     parser.add_argument("--tenant", help="the conversation's tenant")
     parser.add_argument("--head", type=int, metavar="SEQ", help=_HEAD_HELP)
-    parser.add_argument(
+    _flag(
+        parser,
         "--json",
-        action="store_true",
-        help="print the whole conversation as a JSON document ('import --format convstore' "
+        "print the whole conversation as a JSON document ('import --format convstore' "
         "reads it back)",
     )
 
@@ -238,10 +243,10 @@ def _import_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--title", help="title of the new conversation")
     parser.add_argument("--tenant", help="tenant of the new conversation(s)")
-    parser.add_argument(
+    _flag(
+        parser,
         "--strict",
-        action="store_true",
-        help="an export: stop at the first conversation that cannot be imported (default: "
+        "an export: stop at the first conversation that cannot be imported (default: "
         "report it and import the rest)",
     )
 
@@ -257,10 +262,10 @@ def _render_options(parser: argparse.ArgumentParser) -> None:
         default="drop",
         help="reasoning the target cannot accept back: drop it or send it as text",
     )
-    parser.add_argument(
+    _flag(
+        parser,
         "--diagnostics",
-        action="store_true",
-        help="print one JSON document with the payload and the diagnostics record (every "
+        "print one JSON document with the payload and the diagnostics record (every "
         "repair and projection)",
     )
     parser.add_argument(
@@ -280,7 +285,7 @@ def _render_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _gc_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dry-run", action="store_true", help="list what would be deleted")
+    _flag(parser, "--dry-run", "list what would be deleted")
     parser.add_argument(
         "--grace",
         type=float,
@@ -352,9 +357,7 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
         help="also answer requests whose Host header names NAME (repeatable; loopback names "
         "and the --host address are always allowed)",
     )
-    parser.add_argument(
-        "--quiet", action="store_true", help="no access log line per request on stderr"
-    )
+    _flag(parser, "--quiet", "no access log line per request on stderr")
 
 
 def _mcp_options(parser: argparse.ArgumentParser) -> None:
@@ -383,10 +386,8 @@ def _search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conversation", metavar="ID", help="only this conversation")
     parser.add_argument("--limit", type=int, default=20, help="how many hits (default 20)")
     parser.add_argument("--cursor", help="the next page (printed under a full page)")
-    parser.add_argument(
-        "--thinking", action="store_true", help="search the models' thinking text too"
-    )
-    parser.add_argument("--json", action="store_true", help="print the hits as JSON")
+    _flag(parser, "--thinking", "search the models' thinking text too")
+    _flag(parser, "--json", "print the hits as JSON")
 
 
 def _export_options(parser: argparse.ArgumentParser) -> None:
@@ -402,25 +403,15 @@ def _export_options(parser: argparse.ArgumentParser) -> None:
 
 def _erase_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tenant", required=True, help="the tenant to erase")
-    parser.add_argument(
-        "--now",
-        action="store_true",
-        help="delete the blobs only this tenant referenced now, not at the next gc",
+    _flag(parser, "--now", "delete the blobs only this tenant referenced now, not at the next gc")
+    _flag(
+        parser, "--dry-run", "say what would be erased (conversations, messages) and erase nothing"
     )
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="say what would be erased (conversations, messages) and erase nothing",
-    )
-    parser.add_argument(
-        "--yes",
-        action="store_true",
-        help="erase without asking (required when stdin is not a terminal)",
-    )
-    parser.add_argument(
+    _flag(parser, "--yes", "erase without asking (required when stdin is not a terminal)")
+    _flag(
+        parser,
         "--compact",
-        action="store_true",
-        help="then rewrite the database so the erased rows leave its files (SQLite VACUUM, "
+        "then rewrite the database so the erased rows leave its files (SQLite VACUUM, "
         "PostgreSQL VACUUM FULL: each table is locked while it is rewritten)",
     )
 
@@ -434,9 +425,7 @@ def _prune_options(parser: argparse.ArgumentParser) -> None:
         help="delete conversations not written for this long (30d, 12h, 2w, ...)",
     )
     parser.add_argument("--tenant", help="only this tenant's conversations")
-    parser.add_argument(
-        "--dry-run", action="store_true", help="count what would be deleted, delete nothing"
-    )
+    _flag(parser, "--dry-run", "count what would be deleted, delete nothing")
 
 
 COMMANDS: Final[tuple[Command, ...]] = (

@@ -17,7 +17,7 @@ from convstore.limits import MAX_CONVERSATION_ID_LENGTH
 from convstore.model import FilePart, Message, Part, Role, TextPart
 
 from ._sources import ExportSource
-from ._tree import ConversationTree
+from ._tree import ConversationShapeError, ConversationTree
 
 __all__ = [
     "asset_part",
@@ -29,6 +29,7 @@ __all__ = [
     "make_message",
     "object_of",
     "placeholder",
+    "required_id",
     "stable_id",
     "text_of",
 ]
@@ -69,6 +70,13 @@ def details(**values: Any) -> dict[str, Any] | None:
     """The given values without the empty ones (``None``, ``False``, ``""``), or None."""
     kept = {k: v for k, v in values.items() if v is not None and v is not False and v != ""}
     return kept or None
+
+
+def required_id(value: Any, refusal: str) -> str:
+    """An exported conversation's own id; `ConversationShapeError` (``refusal``) if it has none."""
+    if not isinstance(value, str) or not value:
+        raise ConversationShapeError(refusal)
+    return value
 
 
 def exported_tree(

@@ -52,6 +52,7 @@ from ._common import (
     make_message,
     object_of,
     placeholder,
+    required_id,
     text_of,
 )
 from ._driver import TreeFormat
@@ -69,9 +70,9 @@ def convert(element: Any, source: ExportSource, unmapped: Counter[str]) -> Conve
     """One conversation of the export as a tree."""
     if not isinstance(element, dict) or not isinstance(element.get("mapping"), dict):
         raise ConversationShapeError("not a ChatGPT conversation: no 'mapping' object")
-    source_id = element.get("conversation_id") or element.get("id")
-    if not isinstance(source_id, str) or not source_id:
-        raise ConversationShapeError("a ChatGPT conversation without an id")
+    source_id = required_id(
+        element.get("conversation_id") or element.get("id"), "a ChatGPT conversation without an id"
+    )
     title = element.get("title")
     tree = exported_tree(
         "chatgpt",

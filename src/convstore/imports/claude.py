@@ -46,6 +46,7 @@ from ._common import (
     iso_time,
     list_of,
     make_message,
+    required_id,
     text_of,
 )
 from ._driver import TreeFormat
@@ -62,9 +63,7 @@ def convert(element: Any, source: ExportSource, unmapped: Counter[str]) -> Conve
     """One conversation of the export as a tree."""
     if not isinstance(element, dict) or not isinstance(element.get("chat_messages"), list):
         raise ConversationShapeError("not a Claude conversation: no 'chat_messages' list")
-    source_id = element.get("uuid")
-    if not isinstance(source_id, str) or not source_id:
-        raise ConversationShapeError("a Claude conversation without a uuid")
+    source_id = required_id(element.get("uuid"), "a Claude conversation without a uuid")
     name = element.get("name")
     tree = exported_tree(
         "claude",

@@ -44,7 +44,7 @@ from typing import Final, TypeVar
 
 import aiosqlite
 
-from convstore._compat.sqlite_driver import run_in_connection_thread
+from convstore._compat.sqlite_driver import finish_queued, run_in_connection_thread
 from convstore.db import search_index
 from convstore.db.backend import Backend
 from convstore.db.errors import is_transient, translate
@@ -200,6 +200,12 @@ class SearchIndex:
         for attempt in range(1, _ATTEMPTS + 1):
             try:
                 result: T = await run_in_connection_thread(conn, fn, *args)
+            except asyncio.CancelledError:
+                # The background task is cancelled by `close`, or by a loop shutting down
+                # with the store still open: the step goes on in the thread; wait for it, so
+                # that it never hands its result to a closed loop.
+                await finish_queued(conn)
+                raise
             except sqlite3.Error as exc:
                 if attempt < _ATTEMPTS and is_transient(exc):
                     await asyncio.sleep(random.uniform(0, 0.01 * 2**attempt))  # noqa: S311

@@ -25,7 +25,7 @@ from convstore.model import Conversation
 from convstore.store._arguments import UNSET
 from convstore.store.append.header_lock import Header, lock, new_revision
 from convstore.store.conversations.metadata_tags import replace_tags, write_tags
-from convstore.store.load.reads import conversation_tenant
+from convstore.store.load.reads import conversation_tenant, header_row
 
 __all__ = [
     "UNSET",
@@ -70,12 +70,7 @@ _CREATED, _UPDATED, _REVISION = RowAt.created_at, RowAt.updated_at, RowAt.revisi
 
 
 def _header(tx: Tx, cid: str, tenant: str | None) -> Conversation:
-    rows = tx.fetch(
-        tx.statements.select_conversation.pick(tenant), {"cid": cid, "for_tenant": tenant}
-    )
-    if not rows:
-        raise ConversationNotFoundError(cid)
-    return decode_conversation(rows[0], tx.codec, [], [], [])
+    return decode_conversation(header_row(tx, cid, tenant), tx.codec, [], [], [])
 
 
 def insert(

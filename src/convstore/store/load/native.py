@@ -21,7 +21,7 @@ from pydantic import JsonValue
 
 from convstore.db.statements.conversations import HeaderAt
 from convstore.db.tx import Tx
-from convstore.errors import ConversationNotFoundError
+from convstore.store.load.reads import header_row
 
 __all__ = ["NativeEntry", "NativePath", "load_native"]
 
@@ -72,10 +72,7 @@ class NativePath(list[NativeEntry]):
 def load_native(tx: Tx, cid: str, tenant: str | None, fmt: str, last: int | None) -> NativePath:
     """The ``fmt`` records of the active path, whole or its newest ``last`` messages."""
     st, codec = tx.statements, tx.codec
-    rows = tx.fetch(st.select_conversation.pick(tenant), {"cid": cid, "for_tenant": tenant})
-    if not rows:
-        raise ConversationNotFoundError(cid)
-    header = rows[0]
+    header = header_row(tx, cid, tenant)
     head, branched = header[HeaderAt.head_seq], bool(header[HeaderAt.branched])
     if head is None or last == 0:
         found: list[Any] = []

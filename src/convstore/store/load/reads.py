@@ -54,6 +54,7 @@ __all__ = [
     "calls_of",
     "conversation_tenant",
     "find_message",
+    "header_row",
     "load_conversation",
     "messages_at",
     "messages_by_seq",
@@ -111,6 +112,16 @@ def tree(tx: Tx, cid: str) -> list[Row]:
     return tx.fetch(tx.statements.select_tree, {"cid": cid})
 
 
+def header_row(tx: Tx, cid: str, tenant: str | None) -> Row:
+    """The conversation's header row (`HeaderAt`); `ConversationNotFoundError` if unseen."""
+    rows = tx.fetch(
+        tx.statements.select_conversation.pick(tenant), {"cid": cid, "for_tenant": tenant}
+    )
+    if not rows:
+        raise ConversationNotFoundError(cid)
+    return rows[0]
+
+
 def load_conversation(
     tx: Tx,
     cid: str,
@@ -126,10 +137,7 @@ def load_conversation(
     Whole, or the newest ``last`` messages below ``before_seq``.
     """
     st, codec = tx.statements, tx.codec
-    rows = tx.fetch(st.select_conversation.pick(tenant), {"cid": cid, "for_tenant": tenant})
-    if not rows:
-        raise ConversationNotFoundError(cid)
-    header = rows[0]
+    header = header_row(tx, cid, tenant)
     head, branched = header[_H.head_seq], bool(header[_H.branched])
     reader = TxMessages(tx, cid, header[_H.created_at], cache)
     if head_seq is not None and head_seq != head:
@@ -377,12 +385,7 @@ def find_message(
 
 def branches(tx: Tx, cid: str, tenant: str | None) -> list[Branch]:
     """One `Branch` per tip of the message tree (and the head, if it is not a tip)."""
-    rows = tx.fetch(
-        tx.statements.select_conversation.pick(tenant), {"cid": cid, "for_tenant": tenant}
-    )
-    if not rows:
-        raise ConversationNotFoundError(cid)
-    head = rows[0][_H.head_seq]
+    head = header_row(tx, cid, tenant)[_H.head_seq]
     shape = tree(tx, cid)
     parents = {parent for _seq, parent, _role, _created in shape}
     found = []
@@ -399,11 +402,7 @@ _ROLES: Final = {role.value: role for role in Role}
 
 def message_tree(tx: Tx, cid: str, tenant: str | None) -> MessageTree:
     """Every message's place in the tree, and the stored head."""
-    rows = tx.fetch(
-        tx.statements.select_conversation.pick(tenant), {"cid": cid, "for_tenant": tenant}
-    )
-    if not rows:
-        raise ConversationNotFoundError(cid)
+    head = header_row(tx, cid, tenant)[_H.head_seq]
     load_time, roles = tx.codec.load_time, _ROLES
     # Positional arguments and a dict for the role: a third of the cost of keywords and
     # ``Role(...)`` per node (10,000 nodes: 18 vs 78 ms).
@@ -411,7 +410,7 @@ def message_tree(tx: Tx, cid: str, tenant: str | None) -> MessageTree:
         TreeNode(seq, parent, roles[role], load_time(created))
         for seq, parent, role, created in tree(tx, cid)
     )
-    return MessageTree(nodes=nodes, head_seq=rows[0][_H.head_seq])
+    return MessageTree(nodes=nodes, head_seq=head)
 
 
 def attachment_namespaces(tx: Tx, sha256: str, tenant: str | None) -> list[str]:
@@ -430,12 +429,7 @@ def blob_namespaces(tx: Tx, cid: str) -> dict[str, str]:
 
 def revision_of(tx: Tx, cid: str, tenant: str | None) -> str:
     """A conversation's current revision; `ConversationNotFoundError` if the tenant has none."""
-    rows = tx.fetch(
-        tx.statements.select_conversation.pick(tenant), {"cid": cid, "for_tenant": tenant}
-    )
-    if not rows:
-        raise ConversationNotFoundError(cid)
-    revision: str = rows[0][_H.revision]
+    revision: str = header_row(tx, cid, tenant)[_H.revision]
     return revision
 
 
