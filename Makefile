@@ -165,12 +165,9 @@ PARTITIONED_SUITES := tests/store tests/reliability/test_concurrency.py -k "not 
 # end of one worker's share does not leave the other core idle.
 PYTEST_WORKERS ?= auto
 XDIST := -n $(PYTEST_WORKERS) --dist worksteal
-# The main suite, last to finish, alone at the end: one worker more than the cores, so a worker
-# waiting on a commit's fsync, a subprocess or a server leaves its core to another.
-MAIN_WORKERS ?= $(if $(filter auto,$(PYTEST_WORKERS)),$(shell echo $$(( $$(nproc) + 1 ))),$(PYTEST_WORKERS))
 
 pytest: $(STAMP) $(AI_SDK_STAMP)
-	$(BIN)/pytest -n $(MAIN_WORKERS) --dist worksteal --durations=40
+	$(BIN)/pytest $(XDIST) --durations=40
 
 # Beside the main suite rather than after it: its own session, clusters and ports.
 pytest-partitioned: $(STAMP)
