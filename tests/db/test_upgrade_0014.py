@@ -7,7 +7,8 @@ schema check stamped past, as a 0013 deployment would have run it): a conversati
 turns were not indexed yet is deleted, and the next message is not found. Up, every row is
 kept, the lost message is found and the index equals a rebuilt one; down, 0013's trigger is
 back and the rows kept; up again, the models do not drift. PostgreSQL has no mark: 0014 changes
-nothing there, which the same test checks.
+nothing there, which the same test checks (with the writes made at head, before the downgrade:
+since revision 0016 they need its queue column).
 """
 
 from __future__ import annotations
@@ -80,15 +81,20 @@ async def test_a_damaged_0013_database_is_repaired_downgraded_and_upgraded_again
     async with ConversationStore(empty_url, blobs=blobs) as store:
         await _populate(store)
     fixed = await _run(empty_url, _trigger)
+    if not sqlite:
+        # The same writes lose nothing on PostgreSQL. They run at head: today's writes queue
+        # what they insert in a column 0013's queue lacks (revision 0016).
+        kept = await _lose_a_message(empty_url, blobs)
+        assert await _found(empty_url, blobs, "beluga") == [(kept, 2)]
     await _run(empty_url, lambda conn: downgrade_connection(conn, PREVIOUS))
     old = await _run(empty_url, _trigger)
     assert (old != fixed) is sqlite
 
-    await _run(empty_url, _stamp("head"))  # a 0013 deployment at work, with 0013's trigger
-    kept = await _lose_a_message(empty_url, blobs)
-    lost = await _found(empty_url, blobs, "beluga")
-    assert lost == ([] if sqlite else [(kept, 2)])
-    await _run(empty_url, _stamp(PREVIOUS))
+    if sqlite:
+        await _run(empty_url, _stamp("head"))  # a 0013 deployment at work, with 0013's trigger
+        kept = await _lose_a_message(empty_url, blobs)
+        assert await _found(empty_url, blobs, "beluga") == []
+        await _run(empty_url, _stamp(PREVIOUS))
     rows = await _run(empty_url, _rows)
 
     await migrate(empty_url)
