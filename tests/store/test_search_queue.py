@@ -1,4 +1,4 @@
-"""Every write that inserts messages leaves them findable by the next search (revision 0016).
+"""Every write that inserts messages leaves them findable by the next search (revision 0017).
 
 On PostgreSQL the writes queue what they insert (`convstore.db.search_queue`; the one-statement
 append inside its own statement) instead of a trigger doing it; on SQLite the index finds new

@@ -195,7 +195,7 @@ async def test_append_is_one_transaction(store: ConversationStore) -> None:
         assert control == ["BEGIN IMMEDIATE", "COMMIT"]
     if store.backend.dialect_name == "postgresql":
         # One statement, one round trip: its CTEs insert into each table once (the search
-        # queue's row included: revision 0016).
+        # queue's row included: revision 0017).
         (statement,) = _queries(statements)
         assert statement.count("INSERT INTO messages") == statement.count("INSERT INTO tool_calls")
         assert statement.count("INSERT INTO search_queue") == 1

@@ -6,9 +6,9 @@ Invariant: every transaction that inserts messages on PostgreSQL queues their ke
 writes and ``complete_tool_call`` (`convstore.store.append._batch`), a fork
 (`convstore.store.history.branches`), a restore (`convstore.store.transfer.restore`) call
 `queue_messages`; the one-statement append queues its range inside its own statement
-(`convstore.db.postgres.append`). Revisions 0011 to 0015 left this to a statement-level trigger;
+(`convstore.db.postgres.append`). Revisions 0011 to 0016 left this to a statement-level trigger;
 queued by the writes, an append costs the server what it costs with no search objects (revision
-0016). SQLite needs no queue (its index finds new rows above a mark: `convstore.db.search_index`):
+0017). SQLite needs no queue (its index finds new rows above a mark: `convstore.db.search_index`):
 there `Statements.queue_for_search` is ``None`` and `queue_messages` does nothing.
 """
 

@@ -7,7 +7,7 @@
   ``messages`` ``ON DELETE CASCADE`` removes a document in the statement that deletes its
   message: deletes are exact at commit, whoever deletes.
 - ``search_queue`` holds ranges of message keys waiting to be indexed: ``(conversation_id,
-  seq, last_seq)``, ``last_seq`` NULL for one message. Since revision 0016 the writes that
+  seq, last_seq)``, ``last_seq`` NULL for one message. Since revision 0017 the writes that
   insert messages queue them in the same transaction (`convstore.db.search_queue`; the
   one-statement append in its own statement, `convstore.db.postgres.append`): one row per
   append and no trigger, where 0011's statement-level trigger with a transition table cost
@@ -64,7 +64,7 @@ _ENQUEUE_FUNCTION: Final = (
       RETURN NULL;
     END $$"""
 )
-"""Revisions 0011 to 0015: the insert trigger's function."""
+"""Revisions 0011 to 0016: the insert trigger's function."""
 
 POSTGRES_CREATE: Final = (
     # Multicolumn GIN over (tenant, text): a tenant's search looks up that tenant's entries only.
@@ -125,13 +125,13 @@ _REQUEUE_TRIGGER: Final = (
     " EXECUTE FUNCTION convstore_search_requeue()"
 )
 _INSERT_TRIGGER: Final = (
-    # Revisions 0011 to 0015: one statement-level trigger per INSERT statement queued the new
+    # Revisions 0011 to 0016: one statement-level trigger per INSERT statement queued the new
     # keys from a transition table.
     "CREATE TRIGGER search_messages_queue AFTER INSERT ON messages REFERENCING NEW TABLE AS queued"
     " FOR EACH STATEMENT EXECUTE FUNCTION convstore_search_enqueue()"
 )
 POSTGRES_ATTACH_0011: Final = (_FOREIGN_KEY, _INSERT_TRIGGER, _REQUEUE_TRIGGER)
-"""What tied the index to ``messages`` from revision 0011 to 0015."""
+"""What tied the index to ``messages`` from revision 0011 to 0016."""
 
 POSTGRES_ATTACH: Final = (_FOREIGN_KEY, _REQUEUE_TRIGGER)
 """What ties the index to ``messages`` (`convstore.db.postgres._partitioning` detaches it before
@@ -209,7 +209,7 @@ _CATCH_UP_0011: Final = text(
     """
     + _INDEX_QUEUED
 )
-"""`CATCH_UP` from revision 0011 to 0015 (one key a row)."""
+"""`CATCH_UP` from revision 0011 to 0016 (one key a row)."""
 
 
 _NO_SYNC: Final = text("SET LOCAL synchronous_commit = off")
@@ -283,14 +283,14 @@ def downgrade(conn: Connection) -> None:
 
 
 def queue_ranges(conn: Connection) -> None:
-    """Revision 0016 on PostgreSQL: the writes queue ranges; the insert trigger goes."""
+    """Revision 0017 on PostgreSQL: the writes queue ranges; the insert trigger goes."""
     conn.exec_driver_sql("ALTER TABLE search_queue ADD COLUMN last_seq integer")
     conn.exec_driver_sql("DROP TRIGGER search_messages_queue ON messages")
     conn.exec_driver_sql("DROP FUNCTION convstore_search_enqueue()")
 
 
 def queue_keys(conn: Connection) -> None:
-    """Revision 0016's downgrade: 0011's trigger again, and queued ranges as one key a row."""
+    """Revision 0017's downgrade: 0011's trigger again, and queued ranges as one key a row."""
     conn.exec_driver_sql(_ENQUEUE_FUNCTION)
     conn.exec_driver_sql(_INSERT_TRIGGER)
     conn.exec_driver_sql(

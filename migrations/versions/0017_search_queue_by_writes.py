@@ -1,7 +1,7 @@
 """PostgreSQL search: the writes queue what they insert; the insert trigger goes.
 
-Revision ID: 0016
-Revises: 0015
+Revision ID: 0017
+Revises: 0016
 Create Date: 2026-11-29
 
 ``search_queue`` gains ``last_seq``: a row queues the messages ``seq`` to ``last_seq`` of a
@@ -19,8 +19,8 @@ from alembic import op
 
 from convstore.db.postgres import search_index
 
-revision: str = "0016"
-down_revision: str | None = "0015"
+revision: str = "0017"
+down_revision: str | None = "0016"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
