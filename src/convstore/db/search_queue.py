@@ -6,28 +6,23 @@ Invariant: every transaction that inserts messages on PostgreSQL queues their ke
 writes and ``complete_tool_call`` (`convstore.store.append._batch`), a fork
 (`convstore.store.history.branches`), a restore (`convstore.store.transfer.restore`) call
 `queue_messages`; the one-statement append queues its range inside its own statement
-(`convstore.db.postgres.append`). Revisions 0011 to 0016 left this to a statement-level trigger;
-queued by the writes, an append costs the server what it costs with no search objects (revision
-0017). SQLite needs no queue (its index finds new rows above a mark: `convstore.db.search_index`):
-there `Statements.queue_for_search` is ``None`` and `queue_messages` does nothing.
+(`convstore.db.postgres.append`).
+
+Revisions 0011 to 0016 left this to a statement-level trigger with a transition table; queued by
+the writes (revision 0017), an append of the benchmark turn costs the server 1.4% more
+instructions than with no search objects, against 2.3-3.3% with the trigger. SQLite needs no
+queue (its index finds new rows above a mark: `convstore.db.search_index`): there
+`Statements.queue_for_search` (`convstore.db.statements.search.QUEUE` on PostgreSQL) is
+``None`` and `queue_messages` does nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final
 
-from sqlalchemy import TextClause, text
+from convstore.db.tx import Tx
 
-if TYPE_CHECKING:
-    from convstore.db.tx import Tx
-
-__all__ = ["QUEUE", "queue_messages", "ranges"]
-
-QUEUE: Final[TextClause] = text(
-    "INSERT INTO search_queue (conversation_id, seq, last_seq) VALUES (:cid, :seq, :last_seq)"
-)
-"""Queue messages ``:seq`` to ``:last_seq`` (NULL: ``:seq`` alone) of conversation ``:cid``."""
+__all__ = ["queue_messages", "ranges"]
 
 
 def ranges(seqs: Iterable[int]) -> list[tuple[int, int]]:

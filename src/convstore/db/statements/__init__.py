@@ -201,11 +201,11 @@ class Statements:
     @classmethod
     def for_dialect(cls, dialect_name: str) -> Statements:
         """The statements for ``dialect_name`` (``sqlite`` or ``postgresql``)."""
-        from convstore.db import search_queue
         from convstore.db.statements import blobs as b
         from convstore.db.statements import conversations as c
         from convstore.db.statements import maintenance as mt
         from convstore.db.statements import messages as m
+        from convstore.db.statements import search
         from convstore.db.statements import tool_calls as t
 
         d = dialect_name
@@ -221,7 +221,7 @@ class Statements:
             insert_conversation_tags=c.INSERT_CONVERSATION_TAGS,
             delete_conversation_tags=c.DELETE_CONVERSATION_TAGS,
             insert_message=m.INSERT_MESSAGE,
-            queue_for_search=None if d == "sqlite" else search_queue.QUEUE,
+            queue_for_search=None if d == "sqlite" else search.QUEUE,
             insert_blob_ref=b.insert_blob_ref(d),
             insert_attachment=b.insert_attachment(d),
             select_messages=m.SELECT_MESSAGES,
