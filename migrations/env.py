@@ -75,7 +75,8 @@ def _configure(connection: Connection) -> None:
 
     def include_name(name: str | None, type_: str, parents: Any) -> bool:
         # The search index's tables, columns and indexes belong to the database's own DDL
-        # (convstore.db.search_ddl), not to the models.
+        # (convstore.db.search_ddl), not to the models; that includes SQLite's per-tenant FTS5
+        # tables the catch-up makes at run time (search_fts_<slot> and their shadow tables).
         if not search_ddl.include_name(name, type_, parents):
             return False
         return not (type_ == "table" and name in partitions)

@@ -40,9 +40,23 @@ def _objects(conn: Connection) -> set[str]:
     return set(conn.exec_driver_sql(sql).scalars())
 
 
+class _Fetch:
+    """The `Tx` method `search_index.indexed` uses, over a connection."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def fetch(self, stmt: Any, params: Any = None) -> list[Any]:
+        return [tuple(r) for r in self.conn.execute(stmt, params or {})]
+
+
 def _index(conn: Connection) -> Any:
     if conn.dialect.name == "sqlite":
-        pairs = [(search_index.SQLITE_INDEXED, search_index.SQLITE_REBUILT)]
+        # Every tenant's table (revision 0016), each document in its tenant's table.
+        have = search_index.indexed(_Fetch(conn))  # type: ignore[arg-type]
+        rebuilt = _Fetch(conn).fetch(search_index.SQLITE_REBUILT)
+        assert sorted(have, key=repr) == sorted(rebuilt, key=repr)
+        return [have]
     else:
         pairs = [
             (search_index_postgres.INDEXED, search_index_postgres.REBUILT),
@@ -74,7 +88,8 @@ async def test_a_populated_0010_database_upgrades_downgrades_and_upgrades_again(
     assert await _run(empty_url, _rows) == rows
     index = await _run(empty_url, _index)
     at_head = await _run(empty_url, _objects)
-    assert "search_fts" in at_head or "search_docs" in at_head  # type: ignore[operator]
+    # SQLite: a table per tenant since revision 0016 (no tenant: slot 0).
+    assert "search_fts_0" in at_head or "search_docs" in at_head  # type: ignore[operator]
     assert await _found(empty_url, blobs, "äpfel") == hits
     assert len(hits) == 4  # two messages and a title in no tenant, one message of acme
     assert await _found(empty_url, blobs, "pineapple") == []  # popped, deleted

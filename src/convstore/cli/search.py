@@ -151,8 +151,8 @@ def _quick_page(path: Path, args: argparse.Namespace) -> SearchPage | None:
             return SearchPage()
         if db.search_pending():
             return None  # the store catches the index up (a write) before it reads
-        scope = db.tenant_range(request.tenant)
-        if scope is None:  # a tenant that never had a conversation
+        slots = db.tenant_slots(request.tenant)
+        if not slots:  # a tenant that never had a conversation indexed
             return SearchPage()
-        shape, params = plan("sqlite", request, scope)
+        shape, params = plan("sqlite", request, slots)
         return page_of(db.search_rows(shape, params), request, fingerprint, db.path_seqs)

@@ -68,7 +68,12 @@ SEARCH_PREFIXES: Final = ("search_", "ix_search_")
 
 
 def include_name(name: str | None, type_: str, _parents: Any) -> bool:
-    """Alembic's ``include_name``: the search objects are not the models' to compare."""
+    """Alembic's ``include_name``: the search objects are not the models' to compare.
+
+    Left out by name (`SEARCH_PREFIXES`), so the tables made at run time are too: SQLite's
+    ``search_fts_<slot>``, one per tenant, and FTS5's shadow tables of each
+    (``search_fts_<slot>_data``, ``_idx``, ``_content``, ``_config``), which no model lists.
+    """
     if name is None or type_ not in ("table", "column", "index"):
         return True
     return not name.startswith(SEARCH_PREFIXES)

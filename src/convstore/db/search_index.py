@@ -10,12 +10,17 @@ truncated, deleted or erased one is not.
 SQLite (this module; PostgreSQL's objects and statements are in
 `convstore.db.postgres.search_index`):
 
-- ``search_fts`` is an FTS5 table (``trigram``, ``case_sensitive 0``: case-folded substrings)
-  holding its documents' text: a message's ``body`` and ``thinking``, a conversation's
-  ``title``. A document's id carries its tenant: ``slot << 40 | rowid`` for a message, minus
-  that for a title, where ``slot`` is the tenant's number in ``search_tenants`` (0: no tenant).
-  So a tenant's documents are one id range, and a search restricts the index lookup itself to
-  that range (`tenant_range`): other tenants' documents are never visited.
+- Each tenant's documents are an FTS5 table of their own, ``search_fts_<slot>``
+  (`fts_table`; ``trigram``, ``case_sensitive 0``: case-folded substrings; revision 0016),
+  where ``slot`` is the tenant's number in ``search_tenants`` (0: no tenant), so a tenant's
+  search reads an index whose contents, segments, doclists and statistics no other tenant's
+  writes touch (issue 32, finding 7: with one table for all, a term's doclist was every
+  tenant's). A table holds its documents' text: a message's ``body`` and ``thinking``, a
+  conversation's ``title``; a document's id is ``slot << 40 | rowid`` for a message, minus
+  that for a title. ``search_tables`` lists the tables that exist (and which were written
+  since merging left them whole); the catch-up makes a tenant's table, in its transaction,
+  when it first indexes one of its documents. A table's name is made of the slot, an integer,
+  never of a tenant's text.
 - ``search_state.mark`` is the highest message rowid indexed; ``search_map`` maps each indexed
   message rowid to its document id. Triggers on ``messages`` (``DELETE``, ``UPDATE OF parts``
   only; nothing on ``INSERT``) log the rowids of rows at or below the mark in ``search_log``;
@@ -28,18 +33,24 @@ SQLite (this module; PostgreSQL's objects and statements are in
   Given a ``budget``, one catch-up indexes at most about that many characters of new rows (at
   least one row): a backlog is indexed in short transactions, each holding the write lock and
   growing the WAL by a bounded amount, with appends and checkpoints between them.
-- Titles are few and written by conversation writes only: triggers on ``conversations`` keep
-  them in the index at once.
+- Titles are written by conversation writes only: triggers on ``conversations`` log the
+  document id of each title written, renamed or deleted in ``search_title_log`` (a trigger
+  cannot name a table chosen at run time), and every catch-up indexes all logged titles
+  again from their rows (they are few). A search sees the log empty (a pending check comes
+  first) or skips the titles logged since it caught up.
 - A ``VACUUM`` or a table-rebuilding migration may renumber rowids. ``search_state`` keeps the
   identity of the newest indexed message and conversation; when either is found under another
-  rowid, the catch-up rebuilds the whole index.
+  rowid, the catch-up rebuilds the whole index (every tenant table dropped and made again).
 - FTS5's ``automerge`` is off: merging segments (which can cost as much as indexing a thousand
-  turns) runs in the background (`MERGE`), never inside an append or a search's catch-up.
+  turns) runs in the background (`merge_step`: one bounded step on one table written since
+  merging left it whole), never inside an append or a search's catch-up.
+- An erased tenant's table is dropped (`forget_tenant`): no other table ever held its text.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Final
 
 from sqlalchemy import Connection, TextClause, text
@@ -50,9 +61,9 @@ from convstore.db.postgres.search_index import pg_attach, pg_catch_up, pg_detach
 from convstore.db.search_ddl import SQLITE_BODY, SQLITE_THINKING
 from convstore.db.statements import search as search_statements
 from convstore.db.statements.search_sql import (
-    ALL_DOCUMENTS,
     DOC_MASK,
     SLOT_BITS,
+    fts_table,
     slot_range,
     tenant_slot,
     title_doc,
@@ -62,23 +73,34 @@ from convstore.db.tx import Row, Tx
 __all__ = [
     "CATCH_UP_BUDGET",
     "DOC_MASK",
-    "MERGE",
+    "FORGET_TENANT",
     "PENDING",
     "SLOT_BITS",
     "SQLITE_CREATE",
     "SQLITE_DROP",
+    "SQLITE_REBUILT",
+    "TENANT_TABLES_CREATE",
     "CaughtUp",
     "catch_up",
     "downgrade",
     "downgrade_delete_trigger",
+    "downgrade_tenant_tables",
+    "forget_tenant",
+    "fts_table",
+    "indexed",
+    "integrity",
+    "merge_step",
+    "optimize",
     "pending",
     "pg_attach",
     "pg_catch_up",
     "pg_detach",
-    "tenant_range",
+    "tables",
+    "tenant_slots",
     "title_doc",
     "upgrade",
     "upgrade_delete_trigger",
+    "upgrade_tenant_tables",
 ]
 
 
@@ -201,6 +223,140 @@ def _q(sql: str) -> TextClause:
     return text(sql)
 
 
+_RESET_0011: Final = (
+    "DELETE FROM search_fts",
+    "DELETE FROM search_map",
+    "DELETE FROM search_log",
+    "UPDATE search_state SET mark = 0",
+    "INSERT INTO search_tenants (tenant) SELECT DISTINCT c.tenant FROM conversations AS c"
+    " WHERE c.tenant IS NOT NULL"
+    " AND NOT EXISTS (SELECT 1 FROM search_tenants AS t WHERE t.tenant = c.tenant)",
+    "INSERT INTO search_fts (rowid, title) SELECT "
+    + title_doc("c.tenant", "c.rowid")
+    + ", c.title FROM conversations AS c WHERE c.title IS NOT NULL",
+)
+_FILL_0011: Final = (
+    *_RESET_0011,
+    "INSERT INTO search_map (msg, doc) SELECT m.rowid, "
+    f"({tenant_slot('c.tenant')} << {SLOT_BITS}) | m.rowid"
+    " FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id",
+    "INSERT INTO search_fts (rowid, body, thinking)"
+    f" SELECT s.doc, {SQLITE_BODY('m.parts')}, {SQLITE_THINKING('m.parts')}"
+    " FROM search_map AS s CROSS JOIN messages AS m ON m.rowid = s.msg",
+    """UPDATE search_state SET mark = coalesce((SELECT max(rowid) FROM messages), 0),
+      msg_rowid = (SELECT max(rowid) FROM messages),
+      msg_cid = (SELECT conversation_id FROM messages
+                 WHERE rowid = (SELECT max(rowid) FROM messages)),
+      msg_seq = (SELECT seq FROM messages WHERE rowid = (SELECT max(rowid) FROM messages)),
+      conv_rowid = (SELECT max(rowid) FROM conversations),
+      conv_id = (SELECT id FROM conversations
+                 WHERE rowid = (SELECT max(rowid) FROM conversations))""",
+)
+"""Revisions 0011 to 0015's shared index built from the rows: every title and message in it,
+the map full and the mark at the newest message, as those revisions' catch-up leaves it."""
+
+# -- Revision 0016: one FTS5 table per tenant ----------------------------------------------------
+
+_LOG_TITLE: Final = (
+    "INSERT INTO search_title_log (doc) SELECT {doc}"
+    " WHERE NOT EXISTS (SELECT 1 FROM search_title_log WHERE doc = {doc});"
+)
+_TITLE_TRIGGERS: Final = (
+    f"""CREATE TRIGGER search_titles_insert AFTER INSERT ON conversations BEGIN
+      INSERT INTO search_tenants (tenant) SELECT new.tenant WHERE new.tenant IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM search_tenants WHERE tenant = new.tenant);
+      {_LOG_TITLE.format(doc=title_doc("new.tenant", "new.rowid"))}
+    END""",
+    f"""CREATE TRIGGER search_titles_delete AFTER DELETE ON conversations
+    WHEN old.title IS NOT NULL BEGIN
+      {_LOG_TITLE.format(doc=title_doc("old.tenant", "old.rowid"))}
+    END""",
+    f"""CREATE TRIGGER search_titles_update AFTER UPDATE OF title ON conversations
+    WHEN new.title IS NOT old.title BEGIN
+      {_LOG_TITLE.format(doc=title_doc("new.tenant", "new.rowid"))}
+    END""",
+)
+_DROP_TITLE_TRIGGERS: Final = (
+    "DROP TRIGGER search_titles_update",
+    "DROP TRIGGER search_titles_delete",
+    "DROP TRIGGER search_titles_insert",
+)
+_LOG_EVERY_TITLE: Final = (
+    "INSERT INTO search_title_log (doc) SELECT "
+    + title_doc("c.tenant", "c.rowid")
+    + " FROM conversations AS c WHERE c.title IS NOT NULL"
+)
+_EMPTY: Final = (
+    "DELETE FROM search_map",
+    "DELETE FROM search_log",
+    "DELETE FROM search_title_log",
+    "UPDATE search_state SET mark = 0",
+    "INSERT INTO search_tenants (tenant) SELECT DISTINCT c.tenant FROM conversations AS c"
+    " WHERE c.tenant IS NOT NULL"
+    " AND NOT EXISTS (SELECT 1 FROM search_tenants AS t WHERE t.tenant = c.tenant)",
+    _LOG_EVERY_TITLE,
+)
+"""With every tenant table dropped: nothing indexed, every title logged, the mark at 0."""
+
+TENANT_TABLES_CREATE: Final = (
+    "DROP TABLE search_fts",
+    *_DROP_TITLE_TRIGGERS,
+    "CREATE TABLE search_tables (slot INTEGER PRIMARY KEY, dirty INTEGER NOT NULL DEFAULT 0)",
+    "CREATE TABLE search_title_log (doc INTEGER PRIMARY KEY)",
+    *_TITLE_TRIGGERS,
+    _LOG_EVERY_TITLE,
+)
+"""Revision 0016 on SQLite: the shared ``search_fts`` gives way to a table per tenant, made by
+the catch-up when it first indexes a tenant's document (`upgrade_tenant_tables` then moves
+the index into them)."""
+
+
+def upgrade_tenant_tables(conn: Connection) -> None:
+    """Revision 0016 (SQLite): one FTS5 table per tenant slot, in place of ``search_fts``.
+
+    The index moves in place: every document ``search_map`` lists goes to its tenant's table,
+    indexed from its row, and every title with it; the mark, map and log stay as they were,
+    so what was pending is pending still. FTS5 cannot hand segments from one table to another:
+    moving costs what indexing again does, here in the migration's transaction (as revision
+    0011 built its index), which leaves nothing for the first search after the upgrade.
+    """
+    for sql in TENANT_TABLES_CREATE:
+        conn.exec_driver_sql(sql)
+    tx: Any = _ConnectionTx(conn)  # the two methods the statements need
+    writes = _Writes(tx)
+    _index_mapped(tx, writes, 0, int(_one(tx, _MAPPED_TOP)[0]))
+    _index_titles(tx, writes)
+
+
+def downgrade_tenant_tables(conn: Connection) -> None:
+    """Back to revision 0015's shared table, the documents moved into it the same way."""
+    for (slot,) in list(conn.exec_driver_sql("SELECT slot FROM search_tables")):
+        conn.exec_driver_sql(f"DROP TABLE {fts_table(int(slot))}")
+    conn.exec_driver_sql("DROP TABLE search_tables")
+    conn.exec_driver_sql("DROP TABLE search_title_log")
+    for sql in _DROP_TITLE_TRIGGERS:
+        conn.exec_driver_sql(sql)
+    for sql in SQLITE_CREATE:
+        if sql.startswith(("CREATE VIRTUAL TABLE", "INSERT INTO search_fts")) or (
+            "search_titles_" in sql
+        ):
+            conn.exec_driver_sql(sql)
+    for sql in _MOVE_BACK:
+        conn.exec_driver_sql(sql)
+
+
+_MAPPED_TOP: Final = _q("SELECT coalesce(max(msg), 0) FROM search_map")
+_MOVE_BACK: Final = (
+    "INSERT INTO search_fts (rowid, title) SELECT "
+    + title_doc("c.tenant", "c.rowid")
+    + ", c.title FROM conversations AS c WHERE c.title IS NOT NULL",
+    "INSERT INTO search_fts (rowid, body, thinking)"
+    f" SELECT s.doc, {SQLITE_BODY('m.parts')}, {SQLITE_THINKING('m.parts')}"
+    " FROM search_map AS s CROSS JOIN messages AS m ON m.rowid = s.msg",
+)
+"""Every title and every mapped message into revision 0015's shared table."""
+
+
 PENDING: Final = search_statements.PENDING_SQLITE
 """One row: whether the index lacks anything this snapshot holds (SQLite)."""
 
@@ -220,9 +376,10 @@ _NEXT: Final = _q(
     "SELECT rowid, length(parts) FROM messages WHERE rowid > :mark AND rowid <= :until"
     " ORDER BY rowid LIMIT :rows"
 )
-_FORGET_DOCS: Final = _q(
-    "DELETE FROM search_fts WHERE rowid IN"
-    " (SELECT s.doc FROM search_log AS l CROSS JOIN search_map AS s ON s.msg = l.msg)"
+_LOGGED: Final = "search_log AS l CROSS JOIN search_map AS s ON s.msg = l.msg"
+_SLOTS_LOGGED: Final = _q(f"SELECT DISTINCT s.doc >> {SLOT_BITS} FROM {_LOGGED}")
+_SLOTS_RELOGGED: Final = _q(
+    f"SELECT DISTINCT s.doc >> {SLOT_BITS} FROM {_LOGGED} WHERE s.msg <= :mark"
 )
 _FORGET_MAP: Final = _q("DELETE FROM search_map WHERE msg IN (SELECT msg FROM search_log)")
 _MAP: Final = (
@@ -245,20 +402,18 @@ _MAP_NEW: Final = _q(
         where="m.rowid > :mark AND m.rowid <= :top",
     )
 )
-_INDEX: Final = (
-    "INSERT INTO search_fts (rowid, body, thinking)"
-    f" SELECT s.doc, {SQLITE_BODY('m.parts')}, {SQLITE_THINKING('m.parts')}"
-    " FROM {rows} CROSS JOIN messages AS m ON m.rowid = s.msg WHERE {where}"
+_CHUNK_ROWS: Final = 512
+"""New rows indexed per pass over their tenants (each tenant's pass reads the chunk's map)."""
+_CHUNK_END: Final = _q(
+    "SELECT coalesce(max(msg), :top) FROM (SELECT msg FROM search_map"
+    f" WHERE msg > :lo AND msg <= :top ORDER BY msg LIMIT {_CHUNK_ROWS})"
 )
-_INDEX_LOGGED: Final = _q(
-    _INDEX.replace("{rows}", "search_log AS l CROSS JOIN search_map AS s ON s.msg = l.msg").replace(
-        "{where}", "s.msg <= :mark"
-    )
+_SLOTS_NEW: Final = _q(
+    f"SELECT DISTINCT doc >> {SLOT_BITS} FROM search_map WHERE msg > :lo AND msg <= :hi"
 )
-_INDEX_NEW: Final = _q(
-    _INDEX.replace("{rows}", "search_map AS s").replace("{where}", "s.msg > :mark")
-)
+_SLOTS_TITLES: Final = _q(f"SELECT DISTINCT (-doc) >> {SLOT_BITS} FROM search_title_log")
 _CLEAR_LOG: Final = _q("DELETE FROM search_log")
+_CLEAR_TITLE_LOG: Final = _q("DELETE FROM search_title_log")
 _MOVE_MARK: Final = _q(
     """UPDATE search_state SET mark = :top,
       msg_rowid = (SELECT rowid FROM messages WHERE rowid = :top),
@@ -268,36 +423,24 @@ _MOVE_MARK: Final = _q(
       conv_id = (SELECT id FROM conversations
                  WHERE rowid = (SELECT max(rowid) FROM conversations))"""
 )
-_RESET: Final = tuple(
-    _q(sql)
-    for sql in (
-        "DELETE FROM search_fts",
-        "DELETE FROM search_map",
-        "DELETE FROM search_log",
-        "UPDATE search_state SET mark = 0",
-        "INSERT INTO search_tenants (tenant) SELECT DISTINCT c.tenant FROM conversations AS c"
-        " WHERE c.tenant IS NOT NULL"
-        " AND NOT EXISTS (SELECT 1 FROM search_tenants AS t WHERE t.tenant = c.tenant)",
-        "INSERT INTO search_fts (rowid, title) SELECT "
-        + title_doc("c.tenant", "c.rowid")
-        + ", c.title FROM conversations AS c WHERE c.title IS NOT NULL",
-    )
+_TABLES: Final = _q("SELECT slot FROM search_tables ORDER BY slot")
+_HAS_TABLE: Final = _q("SELECT 1 FROM search_tables WHERE slot = :slot")
+_ADD_TABLE: Final = _q("INSERT INTO search_tables (slot) VALUES (:slot)")
+_DIRTY: Final = _q("UPDATE search_tables SET dirty = 1 WHERE slot = :slot AND dirty = 0")
+_NEXT_DIRTY: Final = _q("SELECT slot FROM search_tables WHERE dirty = 1 ORDER BY slot LIMIT 1")
+_CLEAN: Final = _q("UPDATE search_tables SET dirty = 0 WHERE slot = :slot")
+_CHANGES: Final = _q("SELECT total_changes()")
+_FORGET_TABLE: Final = _q("DELETE FROM search_tables WHERE slot = :slot")
+_ERASED_SLOT: Final = _q(
+    "SELECT t.slot FROM search_tenants AS t JOIN search_tables AS x ON x.slot = t.slot"
+    " WHERE t.tenant = :tenant AND NOT EXISTS (SELECT 1 FROM conversations WHERE tenant = :tenant)"
 )
-"""Empty the index and index every title again (the messages follow in the catch-up)."""
-
-MERGE: Final = _q("INSERT INTO search_fts (search_fts, rank) VALUES ('merge', :pages)")
-"""One bounded step of FTS5 segment merging (background work; see the module docstring)."""
 FORGET_TENANT: Final = _q(
     "DELETE FROM search_tenants WHERE tenant = :tenant"
     " AND NOT EXISTS (SELECT 1 FROM conversations WHERE tenant = :tenant)"
 )
 """After an erase and a catch-up: the tenant's name leaves the index's tables too."""
-OPTIMIZE: Final = _q("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
-"""Merge every segment into one: afterwards no segment holds a deleted document's entries."""
 
-
-SQLITE_INDEXED: Final = _q("SELECT rowid, title, body, thinking FROM search_fts ORDER BY rowid")
-"""What the index holds, document by document."""
 SQLITE_REBUILT: Final = _q(
     f"SELECT ({tenant_slot('c.tenant')} << {SLOT_BITS}) | m.rowid AS doc, NULL,"
     f" {SQLITE_BODY('m.parts')}, {SQLITE_THINKING('m.parts')}"
@@ -305,9 +448,72 @@ SQLITE_REBUILT: Final = _q(
     f" UNION ALL SELECT {title_doc('c.tenant', 'c.rowid')}, c.title, NULL, NULL"
     " FROM conversations AS c WHERE c.title IS NOT NULL ORDER BY doc"
 )
-"""What a freshly rebuilt index would hold (`SQLITE_INDEXED` after a catch-up equals it)."""
-INTEGRITY: Final = _q("INSERT INTO search_fts (search_fts) VALUES ('integrity-check')")
-"""Raises unless FTS5's index agrees with the text it holds."""
+"""What a freshly rebuilt index would hold (`indexed` after a catch-up equals it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    """The statements over one tenant's table (`fts_table`); ``:low``/``:high``: its ids."""
+
+    create: tuple[TextClause, TextClause]
+    drop: TextClause
+    forget_docs: TextClause
+    index_logged: TextClause
+    index_new: TextClause
+    forget_titles: TextClause
+    index_titles: TextClause
+    merge: TextClause
+    optimize: TextClause
+    integrity: TextClause
+    indexed: TextClause
+
+
+_TABLES_KEPT: Final = 256
+
+
+@lru_cache(maxsize=_TABLES_KEPT)
+def _table(slot: int) -> _Table:
+    t = fts_table(slot)
+    body, thinking = SQLITE_BODY("m.parts"), SQLITE_THINKING("m.parts")
+    index = (
+        f"INSERT INTO {t} (rowid, body, thinking) SELECT s.doc, {body}, {thinking}"
+        " FROM {rows} CROSS JOIN messages AS m ON m.rowid = s.msg"
+        " WHERE {where} AND s.doc BETWEEN :low AND :high"
+    )
+    return _Table(
+        create=(
+            _q(
+                f"CREATE VIRTUAL TABLE {t} USING fts5(title, body, thinking,"
+                " tokenize='trigram case_sensitive 0', columnsize=0)"
+            ),
+            _q(f"INSERT INTO {t} ({t}, rank) VALUES ('automerge', 0)"),
+        ),
+        drop=_q(f"DROP TABLE {t}"),
+        forget_docs=_q(
+            f"DELETE FROM {t} WHERE rowid IN"
+            f" (SELECT s.doc FROM {_LOGGED} WHERE s.doc BETWEEN :low AND :high)"
+        ),
+        index_logged=_q(index.replace("{rows}", _LOGGED).replace("{where}", "s.msg <= :mark")),
+        index_new=_q(
+            index.replace("{rows}", "search_map AS s").replace(
+                "{where}", "s.msg > :lo AND s.msg <= :hi"
+            )
+        ),
+        forget_titles=_q(
+            f"DELETE FROM {t} WHERE rowid IN"
+            " (SELECT doc FROM search_title_log WHERE doc BETWEEN -:high AND -:low)"
+        ),
+        index_titles=_q(
+            f"INSERT INTO {t} (rowid, title) SELECT l.doc, c.title FROM search_title_log AS l"
+            f" CROSS JOIN conversations AS c ON c.rowid = (-l.doc & {DOC_MASK})"
+            " WHERE l.doc BETWEEN -:high AND -:low AND c.title IS NOT NULL"
+            f" AND {title_doc('c.tenant', 'c.rowid')} = l.doc"
+        ),
+        merge=_q(f"INSERT INTO {t} ({t}, rank) VALUES ('merge', :pages)"),
+        optimize=_q(f"INSERT INTO {t} ({t}) VALUES ('optimize')"),
+        integrity=_q(f"INSERT INTO {t} ({t}) VALUES ('integrity-check')"),
+        indexed=_q(f"SELECT rowid, title, body, thinking FROM {t} ORDER BY rowid"),
+    )
 
 
 def _one(tx: Tx, stmt: TextClause, params: dict[str, Any] | None = None) -> Row:
@@ -316,6 +522,20 @@ def _one(tx: Tx, stmt: TextClause, params: dict[str, Any] | None = None) -> Row:
 
 def _run(tx: Tx, stmt: TextClause, params: dict[str, Any] | None = None) -> None:
     tx.execute(stmt, params)
+
+
+def _slots(tx: Tx, stmt: TextClause, params: dict[str, Any] | None = None) -> list[int]:
+    return [int(slot) for (slot,) in tx.fetch(stmt, params)]
+
+
+def _ids(slot: int) -> dict[str, int]:
+    low, high = slot_range(slot)
+    return {"low": low, "high": high}
+
+
+def tables(tx: Tx) -> list[int]:
+    """The slots whose tables exist, lowest first."""
+    return _slots(tx, _TABLES)
 
 
 def pending(tx: Tx, dialect: str = "sqlite") -> bool:
@@ -340,6 +560,34 @@ class CaughtUp:
     """Every row up to `until` is indexed."""
 
 
+class _Writes:
+    """One catch-up's writes to tenant tables: each made on first need, marked for merging."""
+
+    def __init__(self, tx: Tx) -> None:
+        self._tx = tx
+        self._ready: set[int] = set()
+
+    def table(self, slot: int) -> _Table:
+        """The statements of ``slot``'s table, created (in this transaction) if it is not."""
+        if slot not in self._ready:
+            if not self._tx.fetch(_HAS_TABLE, {"slot": slot}):
+                for stmt in _table(slot).create:
+                    _run(self._tx, stmt)
+                _run(self._tx, _ADD_TABLE, {"slot": slot})
+            _run(self._tx, _DIRTY, {"slot": slot})
+            self._ready.add(slot)
+        return _table(slot)
+
+
+def _reset(tx: Tx) -> None:
+    """Drop every tenant table and log everything again (a rebuild)."""
+    for slot in tables(tx):
+        _run(tx, _table(slot).drop)
+        _run(tx, _FORGET_TABLE, {"slot": slot})
+    for sql in _EMPTY:
+        _run(tx, _q(sql))
+
+
 def catch_up(
     tx: Tx, *, rebuild: bool = False, budget: int | None = None, until: int | None = None
 ) -> CaughtUp:
@@ -348,11 +596,11 @@ def catch_up(
     ``budget`` bounds the characters of new rows indexed in this transaction (at least one row
     is); ``until`` stops at that rowid (a caller's first catch-up reports the rowid to pass,
     so rows appended meanwhile cannot keep a caller looping). ``rebuild`` (or rowids found
-    renumbered) empties the index first.
+    renumbered) empties the index first. Logged titles are all indexed (they are few: a
+    conversation write logs one).
     """
     if rebuild or bool(_one(tx, _RENUMBERED)[0]):
-        for stmt in _RESET:
-            _run(tx, stmt)
+        _reset(tx)
         until = None  # a rowid read before the renumbering means nothing now
     mark = int(_one(tx, _STATE)[0])
     newest = int(_one(tx, _TOP)[0])
@@ -371,28 +619,118 @@ def catch_up(
         else:
             done = len(rows) < _BUDGET_ROWS
     params = {"mark": mark, "top": top}
-    _run(tx, _FORGET_DOCS)
+    writes = _Writes(tx)
+    for slot in _slots(tx, _SLOTS_LOGGED):
+        _run(tx, writes.table(slot).forget_docs, _ids(slot))
     _run(tx, _FORGET_MAP)
     _run(tx, _MAP_LOGGED, params)
     _run(tx, _MAP_NEW, params)
-    _run(tx, _INDEX_LOGGED, params)
-    _run(tx, _INDEX_NEW, params)
+    for slot in _slots(tx, _SLOTS_RELOGGED, params):
+        _run(tx, writes.table(slot).index_logged, {"mark": mark, **_ids(slot)})
+    _index_mapped(tx, writes, mark, top)
+    _index_titles(tx, writes)
     _run(tx, _CLEAR_LOG)
     _run(tx, _MOVE_MARK, params)
     return CaughtUp(indexed=max(0, top - mark), until=until, done=done)
 
 
-def tenant_range(tx: Tx, tenant: str | None) -> tuple[int, int] | None:
-    """The message document ids of ``tenant`` (every tenant's for ``None``); ``None``: none.
+def _index_mapped(tx: Tx, writes: _Writes, lo: int, top: int) -> None:
+    """Index the mapped rows above ``lo`` up to ``top``, each in its tenant's table.
 
-    Title documents are the same range negated.
+    Chunk by chunk of rows, one statement per tenant present in the chunk: a rebuild of many
+    tenants' rows does not read every row once per tenant.
+    """
+    while lo < top:
+        hi = int(_one(tx, _CHUNK_END, {"lo": lo, "top": top})[0])
+        for slot in _slots(tx, _SLOTS_NEW, {"lo": lo, "hi": hi}):
+            _run(tx, writes.table(slot).index_new, {"lo": lo, "hi": hi, **_ids(slot)})
+        lo = hi
+
+
+def _index_titles(tx: Tx, writes: _Writes) -> None:
+    """Every logged title document removed, indexed again if its conversation still has it.
+
+    The title log is emptied.
+    """
+    for slot in _slots(tx, _SLOTS_TITLES):
+        table = writes.table(slot)
+        _run(tx, table.forget_titles, _ids(slot))
+        _run(tx, table.index_titles, _ids(slot))
+    _run(tx, _CLEAR_TITLE_LOG)
+
+
+def merge_step(tx: Tx, pages: int) -> bool:
+    """One bounded step of FTS5 segment merging; whether any table needed it.
+
+    The step merges the lowest table written since merging last left it whole (background
+    work; see the module docstring), or finds it whole and says so.
+    """
+    dirty = _slots(tx, _NEXT_DIRTY)
+    if not dirty:
+        return False
+    slot = dirty[0]
+    before = int(_one(tx, _CHANGES)[0])
+    _run(tx, _table(slot).merge, {"pages": pages})
+    if int(_one(tx, _CHANGES)[0]) - before <= 1:  # the command's own row: nothing merged
+        _run(tx, _CLEAN, {"slot": slot})
+    return True
+
+
+def optimize(tx: Tx, tenant: str | None = None) -> None:
+    """Merge every segment of ``tenant``'s table (every table's for ``None``) into one.
+
+    Afterwards no segment holds a deleted document's entries.
+    """
+    slots = (
+        tables(tx)
+        if tenant is None
+        else _slots(tx, search_statements.TENANT_SLOT, {"tenant": tenant})
+    )
+    for slot in slots:
+        _run(tx, _table(slot).optimize)
+
+
+def forget_tenant(tx: Tx, tenant: str) -> None:
+    """After an erase and a catch-up: nothing of ``tenant`` is left in the index.
+
+    Its table is dropped (its pages freed, and overwritten under ``secure_delete``) and its
+    name leaves the index's tables, unless it has conversations again (an append raced the
+    erase); then its table is merged into one segment instead.
+    """
+    for slot in _slots(tx, _ERASED_SLOT, {"tenant": tenant}):
+        _run(tx, _table(slot).drop)
+        _run(tx, _FORGET_TABLE, {"slot": slot})
+    _run(tx, FORGET_TENANT, {"tenant": tenant})
+    optimize(tx, tenant)
+
+
+def integrity(tx: Tx) -> None:
+    """Raises unless FTS5's index of every table agrees with the text it holds."""
+    for slot in tables(tx):
+        _run(tx, _table(slot).integrity)
+
+
+def indexed(tx: Tx) -> list[Row]:
+    """What the index holds, document by document, as `SQLITE_REBUILT` lists it.
+
+    A document in another table than its id's tenant's comes with that table's name.
+    """
+    out: list[Row] = []
+    for slot in tables(tx):
+        for doc, *columns in tx.fetch(_table(slot).indexed):
+            placed = abs(int(doc)) >> SLOT_BITS == slot
+            out.append((doc, *columns) if placed else (doc, *columns, fts_table(slot)))
+    return sorted(out, key=lambda row: int(row[0]))
+
+
+def tenant_slots(tx: Tx, tenant: str | None) -> tuple[int, ...]:
+    """The tables a search of ``tenant`` reads (every tenant's for ``None``), highest first.
+
+    None for a tenant that never had a document indexed.
     """
     if tenant is None:
-        return ALL_DOCUMENTS
-    rows = tx.fetch(search_statements.TENANT_SLOT, {"tenant": tenant})
-    if not rows:
-        return None
-    return slot_range(int(rows[0][0]))
+        return tuple(_slots(tx, search_statements.TENANT_SLOTS))
+    return tuple(_slots(tx, search_statements.TENANT_SLOT, {"tenant": tenant}))
 
 
 class _ConnectionTx:
@@ -413,13 +751,13 @@ def upgrade(conn: Connection) -> None:
     if conn.dialect.name != "sqlite":
         search_index_postgres.upgrade(conn)
         return
-    tx: Any = _ConnectionTx(conn)
     for sql in search_ddl.SQLITE_DROP:
         conn.exec_driver_sql(sql)
     search_ddl.drop_recency(conn)
     for sql in SQLITE_CREATE:
         conn.exec_driver_sql(sql)
-    catch_up(tx, rebuild=True)
+    for sql in _FILL_0011:
+        conn.exec_driver_sql(sql)
 
 
 def downgrade(conn: Connection) -> None:

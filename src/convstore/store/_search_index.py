@@ -12,16 +12,17 @@ decides when they run:
 - **In the background**: every write to the store tells `SearchIndex` (a backend write
   listener: a clock reading, nothing else); once no write is in flight and none has ended for
   `IDLE_SECONDS` (or `MAX_DELAY_SECONDS` have passed with writes never pausing), the catch-up
-  runs and then a few bounded steps of FTS5 segment merging, each its own transaction, while
-  the writer stays idle. So a search rarely finds more than the last turn pending, and
+  runs and then a few bounded steps of FTS5 segment merging, each its own transaction on one
+  tenant's table (the lowest written since merging last left it whole), while the writer
+  stays idle. So a search rarely finds more than the last turn pending, and
   merging never runs inside an append or a search. Last, the WAL is checkpointed there once it
   passes a megabyte (`convstore.db.sqlite.tx.checkpoint_when_idle`), so appends do not pay for
   it. A search that has to catch up meanwhile waits for one background step at most: the
   background gives way to it between steps (but runs one merge step a round regardless, so
   searches that never pause cannot starve merging).
-- **After an erase** (`SearchIndex.purge`): catch up, merge every segment into one (no segment
-  keeps an erased document's entries; ``secure_delete`` overwrites the freed pages) and
-  checkpoint the WAL, so the erased text is nowhere in the database files.
+- **After an erase** (`SearchIndex.purge`): catch up, drop the tenant's own table (no other
+  table ever held its documents; ``secure_delete`` overwrites the freed pages) and checkpoint
+  the WAL, so the erased text is nowhere in the database files.
 
 On an SQLite file the catch-up runs on a connection of its own with ``synchronous=NORMAL``:
 the index, map, log and mark commit or roll back together, so a commit lost to a power cut
@@ -93,11 +94,9 @@ def _in_write(
 def _merge_step(
     raw: sqlite3.Connection, statements: Statements, cache: StatementCache, wal: Path
 ) -> bool:
-    """One bounded merge step; whether it did any work."""
-    before = raw.total_changes
-    merge = search_index.MERGE
-    _in_write(raw, lambda tx: tx.execute(merge, {"pages": MERGE_PAGES}), statements, cache, wal)
-    return raw.total_changes - before > 1
+    """One bounded merge step on one tenant's table; whether any table needed one."""
+    step = functools.partial(search_index.merge_step, pages=MERGE_PAGES)
+    return _in_write(raw, step, statements, cache, wal)
 
 
 def _bounded_catch_up(tx: Tx, *, until: int | None) -> search_index.CaughtUp:
@@ -164,15 +163,14 @@ class SearchIndex:
     async def purge(self, tenant: str) -> None:
         """After erasing ``tenant``: the index keeps nothing of it.
 
-        Catch up, forget the tenant's slot, merge every segment into one (none keeps a deleted
-        document's entries) and empty the WAL.
+        Catch up, drop the tenant's table (no other table ever held its documents) and forget
+        its slot, and empty the WAL.
         """
         if not self._sqlite:
             return  # PostgreSQL: the documents went with the rows (a foreign-key cascade)
         async with self._lock:
             await self._catch_up()
-            await self._write(lambda tx: tx.execute(search_index.FORGET_TENANT, {"tenant": tenant}))
-            await self._write(lambda tx: tx.execute(search_index.OPTIMIZE))
+            await self._write(lambda tx: search_index.forget_tenant(tx, tenant))
             if self._wal is not None:
                 await self._raw(_checkpoint)
 

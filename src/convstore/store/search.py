@@ -314,11 +314,11 @@ def finds_nothing(request: _Request) -> bool:
 
 
 def plan(
-    dialect: str, request: _Request, scope: tuple[int, int] = (0, 0)
+    dialect: str, request: _Request, slots: tuple[int, ...] = ()
 ) -> tuple[Shape, dict[str, Any]]:
     """The statement shape and the parameters of ``request`` on ``dialect``.
 
-    ``scope``: on SQLite, the tenant's document id range (`convstore.db.search_index.tenant_range`).
+    ``slots``: on SQLite, the index tables to read (`convstore.db.search_index.tenant_slots`).
     """
     query = request.query
     longs, shorts = query.long_included, query.short_included
@@ -336,6 +336,7 @@ def plan(
         roles=request.roles is not None,
         thinking=request.include_thinking,
         long_excluded=mode is Mode.SHORT and bool(long_excluded) and dialect == "sqlite",
+        slots=slots if dialect == "sqlite" else (),
     )
     params: dict[str, Any] = {
         "tenant": request.tenant,
@@ -347,7 +348,6 @@ def plan(
     }
     if shape.dialect == "sqlite":
         params.update(_sqlite_params(request, longs, shorts, long_excluded, short_excluded))
-        params.update(low=scope[0], high=scope[1])
         for t, spellings in enumerate(ranked_spellings):
             params.update({f"r{t}_{v}": form for v, form in enumerate(spellings)})
     else:
@@ -405,15 +405,14 @@ def run_search(
 
     if finds_nothing(request):
         return SearchPage()
-    scope = (0, 0)
+    slots: tuple[int, ...] = ()
     if check_pending and search_index.pending(tx, dialect):
         return None
     if dialect == "sqlite":
-        found = search_index.tenant_range(tx, request.tenant)
-        if found is None:  # a tenant that never had a conversation
+        slots = search_index.tenant_slots(tx, request.tenant)
+        if not slots:  # a tenant that never had a conversation indexed
             return SearchPage()
-        scope = found
-    shape, params = plan(dialect, request, scope)
+    shape, params = plan(dialect, request, slots)
     if shape.dialect == "postgresql" and shape.tenant:
         tx.fetch(search_statements.TENANT_PLANS)
     rows = tx.fetch(search_statements.search_statement(shape), params)

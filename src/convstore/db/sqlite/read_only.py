@@ -26,13 +26,12 @@ from typing import Any, Final, Self
 
 from convstore.db._revisions import sqlite_at_head
 from convstore.db.statements.search_sql import (
-    ALL_DOCUMENTS,
     PATH_SEQS,
     PENDING_SQLITE,
     TENANT_SLOT,
+    TENANT_SLOTS,
     Shape,
     search_sql,
-    slot_range,
 )
 
 __all__ = ["SELECT_SETTING", "ReadOnlySqlite", "plain_sqlite_path"]
@@ -103,12 +102,11 @@ class ReadOnlySqlite:
         """Whether the deferred search index lacks anything this snapshot holds."""
         return bool(self._fetch(PENDING_SQLITE)[0][0])
 
-    def tenant_range(self, tenant: str | None) -> tuple[int, int] | None:
-        """The tenant's message document ids (every tenant's for ``None``); ``None``: none."""
+    def tenant_slots(self, tenant: str | None) -> tuple[int, ...]:
+        """The index tables a search of ``tenant`` reads (every tenant's for ``None``)."""
         if tenant is None:
-            return ALL_DOCUMENTS
-        rows = self._fetch(TENANT_SLOT, {"tenant": tenant})
-        return slot_range(int(rows[0][0])) if rows else None
+            return tuple(int(slot) for (slot,) in self._fetch(TENANT_SLOTS))
+        return tuple(int(slot) for (slot,) in self._fetch(TENANT_SLOT, {"tenant": tenant}))
 
     def search_rows(self, shape: Shape, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         """The rows of the search query for ``shape`` (SQLite's)."""

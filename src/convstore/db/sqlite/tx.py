@@ -64,7 +64,13 @@ class _Compiled:
 
 
 class StatementCache:
-    """Core statement -> driver SQL, compiled once per statement object."""
+    """Core statement -> driver SQL, compiled once per statement object.
+
+    It keeps `KEPT` statements at most, dropping the oldest first: statements made per tenant
+    (the search's, naming a tenant's index table) must not accumulate for ever.
+    """
+
+    KEPT: Final = 4096
 
     def __init__(self) -> None:
         self._compiled: dict[int, tuple[Statement, _Compiled]] = {}
@@ -80,6 +86,8 @@ class StatementCache:
             names=tuple(compiled.positiontup or ()),
             literals=dict(compiled.params),
         )
+        if len(self._compiled) >= self.KEPT:
+            del self._compiled[next(iter(self._compiled))]
         self._compiled[id(stmt)] = (stmt, entry)
         return entry
 

@@ -7,7 +7,7 @@ command line's read-only path (`convstore.db.sqlite.read_only`) run the same tex
 
 from __future__ import annotations
 
-from functools import cache
+from functools import lru_cache
 from typing import Final
 
 from sqlalchemy import TextClause, text
@@ -19,8 +19,10 @@ __all__ = [
     "PATH_SEQS",
     "PENDING_SQLITE",
     "POSTGRES_WEIGHTS",
+    "QUEUE",
     "TENANT_PLANS",
     "TENANT_SLOT",
+    "TENANT_SLOTS",
     "Mode",
     "Shape",
     "search_statement",
@@ -31,12 +33,19 @@ TENANT_PLANS: Final = text(search_sql.TENANT_PLANS)
 PENDING_SQLITE: Final = text(search_sql.PENDING_SQLITE)
 """One row: whether the deferred index lacks anything this snapshot holds (SQLite)."""
 TENANT_SLOT: Final = text(search_sql.TENANT_SLOT)
-"""A tenant's slot in the index (SQLite); no row for a tenant that never had a conversation."""
+"""A tenant's slot in the index (SQLite), when its table exists."""
+TENANT_SLOTS: Final = text(search_sql.TENANT_SLOTS)
+"""Every slot whose index table exists, highest first (SQLite)."""
+QUEUE: Final = text(
+    "INSERT INTO search_queue (conversation_id, seq, last_seq) VALUES (:cid, :seq, :last_seq)"
+)
+"""PostgreSQL: queue messages ``:seq`` to ``:last_seq`` (NULL: ``:seq`` alone) of conversation
+``:cid`` for the search index (`convstore.db.search_queue`)."""
 PATH_SEQS: Final = text(search_sql.PATH_SEQS)
 """The seqs of the path ending at ``:head``, from it up to the first at or below ``:floor``."""
 
 
-@cache
+@lru_cache(maxsize=search_sql.SHAPES_KEPT)
 def search_statement(shape: Shape) -> TextClause:
     """The statement for ``shape`` (the same object for the same shape)."""
     return text(search_sql.search_sql(shape))

@@ -21,11 +21,13 @@ and the text of its own hits only.
 
 How each database finds the documents:
 
-- SQLite: terms of three characters or more are one FTS5 ``MATCH`` over ``search_fts``
-  (trigram phrases; quoted by the caller, so query text is never FTS5 syntax), read newest
-  first; shorter terms (which the trigram tokenizer cannot find) are checked against each
-  candidate's text with ``instr`` over each term's case variants. Rank: ``-bm25`` (title 2,
-  body 1, thinking 0.5).
+- SQLite: terms of three characters or more are one FTS5 ``MATCH`` over the tenant's own
+  index table, ``search_fts_<slot>`` (`fts_table`; trigram phrases, quoted by the caller, so
+  query text is never FTS5 syntax), read newest first; a search of every tenant reads each
+  tenant's table the same way and keeps the highest document ids of them all; shorter terms
+  (which the trigram tokenizer cannot find) are checked against each candidate's text with
+  ``instr`` over each term's case variants. Rank: BM25's saturation and length norm from the
+  document alone (`_sqlite_rank`; title 2, body 1, thinking 0.5).
 - PostgreSQL: ``LIKE`` on the lower-cased generated columns; the first (longest) term is the
   one the ``pg_trgm`` index serves, the rest are checked on its candidates. Rank:
   ``ts_rank_cd`` over the ``simple``-configuration vectors with ``websearch_to_tsquery`` of the
@@ -37,8 +39,10 @@ messages (titles) newest first through ``ix_search_messages_created``
 the first term, and stops once the page (``:window`` rows from the start) is full. It has no
 cap, but a short term that few messages contain reads every message.
 
-Statements are built once per shape (dialect and which filters are present) and kept: a query's
-text is always a parameter, never part of the SQL. Parameters are named (``:name``), which both
+Statements are built once per shape (dialect, which filters are present and, on SQLite, which
+tenant tables are read) and kept (the most recent `SHAPES_KEPT`): a query's text is always a
+parameter, never part of the SQL; a table's name is made of its slot, an integer, never of a
+tenant's name. Parameters are named (``:name``), which both
 SQLAlchemy's ``text()`` and ``sqlite3`` bind from a mapping.
 """
 
@@ -46,34 +50,43 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from functools import cache
+from functools import lru_cache
 from typing import Final
 
 __all__ = [
-    "ALL_DOCUMENTS",
     "DOC_MASK",
     "PATH_SEQS",
     "PENDING_SQLITE",
     "POSTGRES_WEIGHTS",
+    "SHAPES_KEPT",
     "SLOT_BITS",
     "TENANT_PLANS",
     "TENANT_SLOT",
+    "TENANT_SLOTS",
     "UNSCOPED",
     "Mode",
     "Shape",
+    "fts_table",
     "search_sql",
     "slot_range",
     "tenant_slot",
     "title_doc",
 ]
 
-# -- The index's document ids (SQLite; `convstore.db.search_index` describes the index) --------
+# -- The index's tables and document ids (SQLite; `convstore.db.search_index` keeps them) -------
 
 SLOT_BITS: Final = 40
 """A message document id is ``slot << SLOT_BITS | rowid`` (rowids below 2**40)."""
 DOC_MASK: Final = (1 << SLOT_BITS) - 1
-ALL_DOCUMENTS: Final = (1, (1 << 63) - 1)
-"""Every tenant's message document ids (title documents: the same range negated)."""
+
+
+def fts_table(slot: int) -> str:
+    """The name of the FTS5 table holding the documents of the tenant with ``slot``.
+
+    Made of the integer alone (``int`` refuses anything else), so no tenant's text ever
+    reaches SQL as a name.
+    """
+    return f"search_fts_{int(slot)}"
 
 
 def slot_range(slot: int) -> tuple[int, int]:
@@ -92,11 +105,18 @@ def title_doc(tenant: str, rowid: str) -> str:
     return f"-(({tenant_slot(tenant)} << {SLOT_BITS}) | {rowid})"
 
 
-TENANT_SLOT: Final = "SELECT slot FROM search_tenants WHERE tenant = :tenant"
-"""A tenant's slot; no row for a tenant that never had a conversation (SQLite)."""
+TENANT_SLOT: Final = (
+    "SELECT t.slot FROM search_tenants AS t JOIN search_tables AS x ON x.slot = t.slot"
+    " WHERE t.tenant = :tenant"
+)
+"""A tenant's slot, when its index table exists; no row for a tenant that never had a
+conversation indexed (SQLite)."""
+TENANT_SLOTS: Final = "SELECT slot FROM search_tables ORDER BY slot DESC"
+"""Every slot whose index table exists, highest first: what a search of every tenant reads."""
 
 PENDING_SQLITE: Final = """SELECT s.mark < coalesce((SELECT max(rowid) FROM messages), 0)
       OR EXISTS (SELECT 1 FROM search_log)
+      OR EXISTS (SELECT 1 FROM search_title_log)
       OR coalesce((SELECT m.rowid FROM messages AS m
                    WHERE m.conversation_id = s.msg_cid AND m.seq = s.msg_seq), s.msg_rowid)
          IS NOT s.msg_rowid
@@ -132,6 +152,9 @@ class Shape:
     """A short-terms-only query (SQLite) excludes terms the index finds (``:exclude``)."""
     spellings: tuple[int, ...] = ()
     """SQLite: how many case spellings each ranked term has (``:r{term}_{spelling}``)."""
+    slots: tuple[int, ...] = ()
+    """SQLite: the slots whose index tables the query reads (`fts_table`), highest first: the
+    tenant's one, or every tenant's for a search of every tenant."""
 
 
 SQLITE_WEIGHTS: Final = "2.0, 1.0, 0.5"
@@ -168,7 +191,11 @@ _ORDER: Final = (
 )
 
 
-@cache
+SHAPES_KEPT: Final = 1024
+"""Statements kept at most (a tenant's search has its own: its table's name)."""
+
+
+@lru_cache(maxsize=SHAPES_KEPT)
 def search_sql(shape: Shape) -> str:
     """The query for ``shape`` (the same string for the same shape)."""
     if shape.dialect == "sqlite":
@@ -288,6 +315,32 @@ _DOC: Final = f"(f.rowid & {DOC_MASK})"
 _NOT_LOGGED: Final = f"{_DOC} NOT IN (SELECT msg FROM search_log)"
 """A message whose row was deleted or changed since it was indexed is not a hit (a search that
 caught up first sees an empty log; one racing later writes does not see their rows)."""
+_TITLE_NOT_LOGGED: Final = "f.rowid NOT IN (SELECT doc FROM search_title_log)"
+"""The same for a title changed, or a conversation deleted, since its title was indexed."""
+_COMPOUND: Final = 400
+"""Arms per ``UNION ALL`` at most (SQLite refuses a compound of more than 500)."""
+
+
+def _union(selects: list[str]) -> str:
+    """One query of the rows of all ``selects`` (nested past `_COMPOUND` of them)."""
+    if len(selects) == 1:
+        return selects[0]
+    if len(selects) > _COMPOUND:
+        step = -(-len(selects) // _COMPOUND)
+        selects = [_union(selects[i : i + step]) for i in range(0, len(selects), step)]
+    return " UNION ALL ".join(f"SELECT * FROM ({s})" for s in selects)
+
+
+def _each_table(shape: Shape, arm: str, order: str) -> str:
+    """``arm`` (``{fts}`` standing for a table's name) over each of the shape's tables.
+
+    Their union is limited again as one table's arm is (``order``): a search of every tenant
+    keeps exactly what one table holding every tenant's documents would give.
+    """
+    arms = [arm.replace("{fts}", fts_table(slot)) for slot in shape.slots]
+    if len(arms) == 1:
+        return arms[0]
+    return f"SELECT * FROM ({_union(arms)}) {order}"
 
 
 def _sqlite(shape: Shape) -> str:
@@ -297,16 +350,17 @@ def _sqlite(shape: Shape) -> str:
     body_rank = _sqlite_rank(shape, "f.body", 1.0)
     if shape.thinking:
         body_rank += " + " + _sqlite_rank(shape, "f.thinking", 0.5)
-    # The index is the outer loop, newest document of the tenant's id range first; each hit is
-    # joined to its row and checked against the scope (and the short terms) as it comes, so
-    # only the newest `:cap` documents in scope are ranked and the rest are never read.
+    # The tenant's own index is the outer loop, newest document first; each hit is joined to
+    # its row and checked against the scope (and the short terms) as it comes, so only the
+    # newest `:cap` documents in scope are ranked and the rest are never read. Message
+    # documents have positive ids, titles negative ones.
     message_where = [
-        "search_fts MATCH :match",
-        "f.rowid BETWEEN :low AND :high",
+        "{fts} MATCH :match",
+        "f.rowid > 0",
         _NOT_LOGGED,
         *_filters(shape, _SQLITE_ROLES),
     ]
-    title_where = ["search_fts MATCH :match", "f.rowid BETWEEN -:high AND -:low",
+    title_where = ["{fts} MATCH :match", "f.rowid < 0", _TITLE_NOT_LOGGED,
                    *_filters(shape, None)]  # fmt: skip
     message_text = title_text = ""
     if short:
@@ -315,16 +369,20 @@ def _sqlite(shape: Shape) -> str:
         title_text = ", json_each(json_array(c.title)) AS d"
         message_where.append(condition)
         title_where.append(condition)
-    messages = (
+    messages = _each_table(
+        shape,
         f"SELECT f.rowid AS doc, {body_rank} AS rank, {_MESSAGE_KEYS}"
-        f" FROM search_fts AS f JOIN messages AS m ON m.rowid = {_DOC}"
+        f" FROM {{fts}} AS f JOIN messages AS m ON m.rowid = {_DOC}"
         f"{_sqlite_join(shape)}{message_text}"
-        f" WHERE {' AND '.join(message_where)} ORDER BY f.rowid DESC LIMIT :cap"
+        f" WHERE {' AND '.join(message_where)} ORDER BY f.rowid DESC LIMIT :cap",
+        "ORDER BY doc DESC LIMIT :cap",
     )
-    titles = (
+    titles = _each_table(
+        shape,
         f"SELECT f.rowid AS doc, {_sqlite_rank(shape, 'f.title', 2.0)} AS rank, {_TITLE_KEYS}"
-        f" FROM search_fts AS f JOIN conversations AS c ON c.rowid = (-f.rowid & {DOC_MASK})"
-        f"{title_text} WHERE {' AND '.join(title_where)} ORDER BY f.rowid LIMIT :cap"
+        f" FROM {{fts}} AS f JOIN conversations AS c ON c.rowid = (-f.rowid & {DOC_MASK})"
+        f"{title_text} WHERE {' AND '.join(title_where)} ORDER BY f.rowid LIMIT :cap",
+        "ORDER BY doc LIMIT :cap",
     )
     arms = [messages] if shape.roles else [messages, titles]
     names = [f"arm{i}" for i in range(len(arms))]
@@ -339,25 +397,32 @@ def _sqlite_short(shape: Shape) -> str:
     """Short terms only: the tenant's newest documents first, until the window is full.
 
     The stored text of each document is checked (no JSON is read); the scan is the tenant's
-    id range of the index, newest first.
+    own index table, newest first.
     """
     condition = _sqlite_short_filter(shape, "d.value")
-    excluded = "{} NOT IN (SELECT rowid FROM search_fts WHERE search_fts MATCH :exclude)"
     message_where = [
-        "f.rowid BETWEEN :low AND :high",
+        "f.rowid > 0",
         _NOT_LOGGED,
         *_filters(shape, _SQLITE_ROLES),
         condition,
     ]
     title_where = ["c.title IS NOT NULL", *_filters(shape, None), condition]
     if shape.long_excluded:
-        message_where.append(excluded.format("f.rowid"))
-        title_where.append(excluded.format(title_doc("c.tenant", "c.rowid")))
-    messages = (
+        message_where.append("f.rowid NOT IN (SELECT rowid FROM {fts} WHERE {fts} MATCH :exclude)")
+        excluded = _union(
+            [
+                f"SELECT rowid FROM {fts_table(slot)} WHERE {fts_table(slot)} MATCH :exclude"
+                for slot in shape.slots
+            ]
+        )
+        title_where.append(f"{title_doc('c.tenant', 'c.rowid')} NOT IN ({excluded})")
+    messages = _each_table(
+        shape,
         f"SELECT f.rowid AS doc, 0.0 AS rank, {_MESSAGE_KEYS}"
-        f" FROM search_fts AS f JOIN messages AS m ON m.rowid = {_DOC}{_sqlite_join(shape)},"
+        f" FROM {{fts}} AS f JOIN messages AS m ON m.rowid = {_DOC}{_sqlite_join(shape)},"
         f" json_each(json_array({_sqlite_text(shape)})) AS d"
-        f" WHERE {' AND '.join(message_where)} ORDER BY f.rowid DESC LIMIT :window"
+        f" WHERE {' AND '.join(message_where)} ORDER BY f.rowid DESC LIMIT :window",
+        "ORDER BY doc DESC LIMIT :window",
     )
     titles = (
         f"SELECT -c.rowid AS doc, 0.0 AS rank, {_TITLE_KEYS}"
