@@ -70,6 +70,9 @@ def test_every_statement_compiles(dialect: str) -> None:
     compiled = 0
     for field in dataclasses.fields(statements):
         value: Any = getattr(statements, field.name)
+        if value is None:  # a statement this dialect does without (SQLite's search queue)
+            assert (dialect, field.name) == ("sqlite", "queue_for_search")
+            continue
         forms = [value.any_tenant, value.one_tenant] if isinstance(value, Scoped) else [value]
         for stmt in forms:
             assert str(stmt.compile(dialect=DIALECTS[dialect])).strip(), field.name

@@ -194,10 +194,12 @@ async def test_append_is_one_transaction(store: ConversationStore) -> None:
         ]
         assert control == ["BEGIN IMMEDIATE", "COMMIT"]
     if store.backend.dialect_name == "postgresql":
-        # One statement, one round trip: its CTEs insert into each table once.
+        # One statement, one round trip: its CTEs insert into each table once (the search
+        # queue's row included: revision 0017).
         (statement,) = _queries(statements)
         assert statement.count("INSERT INTO messages") == statement.count("INSERT INTO tool_calls")
-        assert statement.count("INSERT INTO") == 2
+        assert statement.count("INSERT INTO search_queue") == 1
+        assert statement.count("INSERT INTO") == 3
         return
     # Each table is written with one executemany, whatever the batch holds.
     inserts = [s for s in _queries(statements) if s.lstrip().upper().startswith("INSERT")]

@@ -27,6 +27,7 @@ Search:
 
 - ``search_index``: the deferred search index (off the write path, exact at every search);
   its PostgreSQL side is ``postgres.search_index``.
+- ``search_queue``: PostgreSQL's writes queue the messages they insert for the search index.
 - ``search_ddl``: the full-text index's DDL of the earlier revisions, per database.
 """
 

@@ -1,7 +1,8 @@
 """The common append as one PostgreSQL statement: one round trip, run on the asyncpg connection.
 
 The statement is a chain of CTEs: read the conversation's header (``h``), lock and advance it
-(``g``, the guard), insert the messages and the new tool calls from ``unnest`` arrays, complete
+(``g``, the guard), insert the messages (queuing them for the search index:
+`convstore.db.search_queue`) and the new tool calls from ``unnest`` arrays, complete
 the earlier calls the batch answers, interrupt the pending ones a user message leaves behind,
 and return where the batch landed. Every insert and update joins the guard, so when the guard
 matches no row nothing at all is written.
@@ -117,6 +118,9 @@ WITH h AS (
            u.message_id, {_value("parts")}, {_value("native")}, {_value("usage")}
     FROM g, {_unnest(_MESSAGE_ARRAYS, _M0)}
          WITH ORDINALITY AS u({", ".join(n for n, _ in _MESSAGE_ARRAYS)}, n)
+), q AS (
+    INSERT INTO search_queue (conversation_id, seq, last_seq)
+    SELECT $1::varchar, g.base + 1, g.base + $4::int FROM g
 ), c AS (
     INSERT INTO tool_calls ({", ".join(column_names(tool_calls))})
     SELECT $1::varchar, u.id, g.base + u.seq, u.idx, u.name, u.provider_id,

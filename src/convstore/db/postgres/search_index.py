@@ -6,9 +6,14 @@
   entries, and ``(tenant, created_at)`` serves newest-first scans. A foreign key to
   ``messages`` ``ON DELETE CASCADE`` removes a document in the statement that deletes its
   message: deletes are exact at commit, whoever deletes.
-- ``search_queue`` gets the keys of every inserted message from one statement-level trigger
-  per ``INSERT`` (a transition table: no text is read in an append) and of every message whose
-  ``parts`` change. `CATCH_UP` empties it into ``search_docs`` in one statement.
+- ``search_queue`` holds ranges of message keys waiting to be indexed: ``(conversation_id,
+  seq, last_seq)``, ``last_seq`` NULL for one message. Since revision 0017 the writes that
+  insert messages queue them in the same transaction (`convstore.db.search_queue`; the
+  one-statement append in its own statement, `convstore.db.postgres.append`): one row per
+  append and no trigger, where 0011's statement-level trigger with a transition table cost
+  each append about 3% more server instructions than no search at all. A row trigger still
+  queues every message whose ``parts`` change. `CATCH_UP` empties the queue into
+  ``search_docs`` in one statement.
 - ``search_titles`` (lower-cased titles, GIN over tenant and title) is kept by row triggers on
   ``conversations`` that fire only when a title is set or changed: an append's update of the
   conversation row touches no search object.
@@ -41,6 +46,8 @@ __all__ = [
     "pg_attach",
     "pg_catch_up",
     "pg_detach",
+    "queue_keys",
+    "queue_ranges",
     "upgrade",
 ]
 
@@ -48,6 +55,16 @@ _PG_VECTOR: Final = (
     "setweight(convstore_search_words(b.body), 'B')"
     " || setweight(convstore_search_words(b.thinking), 'D')"
 )
+
+_ENQUEUE_FUNCTION: Final = (
+    "CREATE FUNCTION convstore_search_enqueue() RETURNS trigger LANGUAGE plpgsql AS $$"
+    """
+    BEGIN
+      INSERT INTO search_queue (conversation_id, seq) SELECT conversation_id, seq FROM queued;
+      RETURN NULL;
+    END $$"""
+)
+"""Revisions 0011 to 0016: the insert trigger's function."""
 
 POSTGRES_CREATE: Final = (
     # Multicolumn GIN over (tenant, text): a tenant's search looks up that tenant's entries only.
@@ -71,11 +88,7 @@ POSTGRES_CREATE: Final = (
     "CREATE INDEX ix_search_titles_title ON search_titles USING gin (tenant, title gin_trgm_ops)",
     "CREATE INDEX ix_search_titles_created ON search_titles (created_at)",
     "CREATE TABLE search_queue (conversation_id varchar(64) NOT NULL, seq integer NOT NULL)",
-    """CREATE FUNCTION convstore_search_enqueue() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      INSERT INTO search_queue (conversation_id, seq) SELECT conversation_id, seq FROM queued;
-      RETURN NULL;
-    END $$""",
+    _ENQUEUE_FUNCTION,
     """CREATE FUNCTION convstore_search_requeue() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       INSERT INTO search_queue (conversation_id, seq) VALUES (new.conversation_id, new.seq);
@@ -102,17 +115,25 @@ POSTGRES_CREATE: Final = (
 """Revision 0011's objects on PostgreSQL (after 0006's generated columns, their indexes and
 0008's index are gone); `POSTGRES_ATTACH` ties them to ``messages``."""
 
-POSTGRES_ATTACH: Final = (
+_FOREIGN_KEY: Final = (
     # A deleted message's document goes in the same statement: deletes are exact at commit.
     "ALTER TABLE search_docs ADD CONSTRAINT fk_search_docs_messages FOREIGN KEY"
-    " (conversation_id, seq) REFERENCES messages (conversation_id, seq) ON DELETE CASCADE",
-    # One statement-level trigger per INSERT statement (an append is one or two): the queue
-    # gets the new keys; no text is read or indexed in the append.
-    "CREATE TRIGGER search_messages_queue AFTER INSERT ON messages REFERENCING NEW TABLE AS queued"
-    " FOR EACH STATEMENT EXECUTE FUNCTION convstore_search_enqueue()",
-    "CREATE TRIGGER search_messages_requeue AFTER UPDATE OF parts ON messages FOR EACH ROW"
-    " EXECUTE FUNCTION convstore_search_requeue()",
+    " (conversation_id, seq) REFERENCES messages (conversation_id, seq) ON DELETE CASCADE"
 )
+_REQUEUE_TRIGGER: Final = (
+    "CREATE TRIGGER search_messages_requeue AFTER UPDATE OF parts ON messages FOR EACH ROW"
+    " EXECUTE FUNCTION convstore_search_requeue()"
+)
+_INSERT_TRIGGER: Final = (
+    # Revisions 0011 to 0016: one statement-level trigger per INSERT statement queued the new
+    # keys from a transition table.
+    "CREATE TRIGGER search_messages_queue AFTER INSERT ON messages REFERENCING NEW TABLE AS queued"
+    " FOR EACH STATEMENT EXECUTE FUNCTION convstore_search_enqueue()"
+)
+POSTGRES_ATTACH_0011: Final = (_FOREIGN_KEY, _INSERT_TRIGGER, _REQUEUE_TRIGGER)
+"""What tied the index to ``messages`` from revision 0011 to 0016."""
+
+POSTGRES_ATTACH: Final = (_FOREIGN_KEY, _REQUEUE_TRIGGER)
 """What ties the index to ``messages`` (`convstore.db.postgres._partitioning` detaches it before
 rebuilding the table and attaches it to the new one)."""
 
@@ -158,9 +179,7 @@ POSTGRES_DROP: Final = (
 PENDING: Final = text("SELECT EXISTS (SELECT 1 FROM search_queue)")
 """Whether any committed message waits to be indexed (PostgreSQL)."""
 
-CATCH_UP: Final = text(
-    f"""WITH q AS (DELETE FROM search_queue RETURNING conversation_id, seq),
-    d AS (SELECT DISTINCT conversation_id, seq FROM q)
+_INDEX_QUEUED: Final = f"""
     INSERT INTO search_docs (conversation_id, seq, tenant, role, created_at, body, thinking,
                              vector)
     SELECT m.conversation_id, m.seq, c.tenant, m.role, m.created_at, lower(b.body),
@@ -172,8 +191,26 @@ CATCH_UP: Final = text(
     FOR KEY SHARE OF m
     ON CONFLICT (conversation_id, seq) DO UPDATE
     SET body = excluded.body, thinking = excluded.thinking, vector = excluded.vector"""
+"""Index the messages of ``d`` (``conversation_id``, ``seq``), each once (a message deleted
+meanwhile is skipped: its row lock fails)."""
+
+CATCH_UP: Final = text(
+    """WITH q AS (DELETE FROM search_queue RETURNING conversation_id, seq, last_seq),
+    d AS (SELECT DISTINCT q.conversation_id, s.seq
+          FROM q CROSS JOIN LATERAL generate_series(q.seq, coalesce(q.last_seq, q.seq)) AS s(seq))
+    """
+    + _INDEX_QUEUED
 )
-"""Index every queued message (a message deleted meanwhile is skipped: its row lock fails)."""
+"""Index every queued message."""
+
+_CATCH_UP_0011: Final = text(
+    """WITH q AS (DELETE FROM search_queue RETURNING conversation_id, seq),
+    d AS (SELECT DISTINCT conversation_id, seq FROM q)
+    """
+    + _INDEX_QUEUED
+)
+"""`CATCH_UP` from revision 0011 to 0016 (one key a row)."""
+
 
 _NO_SYNC: Final = text("SET LOCAL synchronous_commit = off")
 """The catch-up's commit need not wait for the WAL flush: queue and index roll back together."""
@@ -230,9 +267,10 @@ def upgrade(conn: Connection) -> None:
     search_ddl.drop_recency(conn)
     for sql in POSTGRES_CREATE:
         conn.exec_driver_sql(sql)
-    pg_attach(conn)
+    for sql in POSTGRES_ATTACH_0011:
+        conn.exec_driver_sql(sql)
     conn.exec_driver_sql("INSERT INTO search_queue SELECT conversation_id, seq FROM messages")
-    conn.execute(CATCH_UP)
+    conn.execute(_CATCH_UP_0011)
 
 
 def downgrade(conn: Connection) -> None:
@@ -242,3 +280,22 @@ def downgrade(conn: Connection) -> None:
     search_ddl.restore_message_columns(conn)
     for sql in search_ddl.POSTGRES_CREATE[-2:]:
         conn.exec_driver_sql(sql)
+
+
+def queue_ranges(conn: Connection) -> None:
+    """Revision 0017 on PostgreSQL: the writes queue ranges; the insert trigger goes."""
+    conn.exec_driver_sql("ALTER TABLE search_queue ADD COLUMN last_seq integer")
+    conn.exec_driver_sql("DROP TRIGGER search_messages_queue ON messages")
+    conn.exec_driver_sql("DROP FUNCTION convstore_search_enqueue()")
+
+
+def queue_keys(conn: Connection) -> None:
+    """Revision 0017's downgrade: 0011's trigger again, and queued ranges as one key a row."""
+    conn.exec_driver_sql(_ENQUEUE_FUNCTION)
+    conn.exec_driver_sql(_INSERT_TRIGGER)
+    conn.exec_driver_sql(
+        "INSERT INTO search_queue (conversation_id, seq)"
+        " SELECT conversation_id, generate_series(seq + 1, last_seq) FROM search_queue"
+        " WHERE last_seq > seq"
+    )
+    conn.exec_driver_sql("ALTER TABLE search_queue DROP COLUMN last_seq")

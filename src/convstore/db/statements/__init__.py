@@ -42,7 +42,7 @@ from convstore._lazy import lazy_attributes
 # or a name of ``_common`` is first used: ``search_sql`` is imported without them.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from sqlalchemy import Delete, Insert, Select, Update
+    from sqlalchemy import Delete, Insert, Select, TextClause, Update
 
     from convstore.db.statements._common import Scoped, column_names
 
@@ -85,6 +85,9 @@ class Statements:
     delete_conversation_tags: Delete
     # messages
     insert_message: Insert
+    queue_for_search: TextClause | None
+    """PostgreSQL: queue inserted messages for the search index (`convstore.db.search_queue`);
+    ``None`` on SQLite, whose index needs no queue."""
     insert_blob_ref: Insert
     insert_attachment: Insert
     select_messages: Select[Any]
@@ -202,6 +205,7 @@ class Statements:
         from convstore.db.statements import conversations as c
         from convstore.db.statements import maintenance as mt
         from convstore.db.statements import messages as m
+        from convstore.db.statements import search
         from convstore.db.statements import tool_calls as t
 
         d = dialect_name
@@ -217,6 +221,7 @@ class Statements:
             insert_conversation_tags=c.INSERT_CONVERSATION_TAGS,
             delete_conversation_tags=c.DELETE_CONVERSATION_TAGS,
             insert_message=m.INSERT_MESSAGE,
+            queue_for_search=None if d == "sqlite" else search.QUEUE,
             insert_blob_ref=b.insert_blob_ref(d),
             insert_attachment=b.insert_attachment(d),
             select_messages=m.SELECT_MESSAGES,

@@ -19,6 +19,7 @@ __all__ = [
     "PATH_SEQS",
     "PENDING_SQLITE",
     "POSTGRES_WEIGHTS",
+    "QUEUE",
     "TENANT_PLANS",
     "TENANT_SLOT",
     "TENANT_SLOTS",
@@ -35,6 +36,11 @@ TENANT_SLOT: Final = text(search_sql.TENANT_SLOT)
 """A tenant's slot in the index (SQLite), when its table exists."""
 TENANT_SLOTS: Final = text(search_sql.TENANT_SLOTS)
 """Every slot whose index table exists, highest first (SQLite)."""
+QUEUE: Final = text(
+    "INSERT INTO search_queue (conversation_id, seq, last_seq) VALUES (:cid, :seq, :last_seq)"
+)
+"""PostgreSQL: queue messages ``:seq`` to ``:last_seq`` (NULL: ``:seq`` alone) of conversation
+``:cid`` for the search index (`convstore.db.search_queue`)."""
 PATH_SEQS: Final = text(search_sql.PATH_SEQS)
 """The seqs of the path ending at ``:head``, from it up to the first at or below ``:floor``."""
 

@@ -36,6 +36,7 @@ from convstore.db.mapping import (
     encode_tool_call,
     outputs_of,
 )
+from convstore.db.search_queue import queue_messages
 from convstore.db.statements.messages import MessageRowAt
 from convstore.db.statements.tool_calls import ToolCallAt
 from convstore.db.tx import Row, Tx
@@ -291,6 +292,9 @@ class Batch:
         """Insert the batch's rows and apply its lifecycle changes, in ``tx``."""
         tx, st, plan = self.tx, self.tx.statements, self.plan
         tx.insert_rows(st.insert_message, self.message_rows)
+        if st.queue_for_search is not None:
+            seqs = [row[MessageRowAt.seq] for row in self.message_rows]
+            queue_messages(tx, plan.conversation_id, seqs)
         tx.insert_rows(st.insert_blob_ref, self.blob_rows)
         tx.insert_rows(st.insert_tool_call, [tuple(r) for r in self.new_calls.values()])
         if self.completions:

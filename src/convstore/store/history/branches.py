@@ -34,6 +34,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from convstore.db.search_queue import queue_messages
+from convstore.db.statements.messages import MessageRowAt
 from convstore.db.tx import Tx
 from convstore.errors import InvalidInputError
 from convstore.model import Conversation, Message, Role, ToolCallStatus, ToolResultPart
@@ -299,6 +301,7 @@ def fork(
     json_seqs = codec.dump_json(seqs)
     messages = tx.fetch(st.copy_messages, {"cid": cid, "seqs": json_seqs})
     tx.insert_rows(st.insert_message, [(new_cid, *row[1:]) for row in messages])
+    queue_messages(tx, new_cid, [row[MessageRowAt.seq] for row in messages])
     refs = tx.fetch(st.select_blob_refs, {"cid": cid, "seqs": json_seqs})
     tx.insert_rows(st.insert_blob_ref, [(new_cid, *row[1:]) for row in refs])
     copied = messages_at(tx, new_cid, seqs)

@@ -38,6 +38,7 @@ from typing import IO, TYPE_CHECKING, Any, Final
 
 from convstore.blobs import BlobStore, StoredBlob
 from convstore.db import schema
+from convstore.db.search_queue import queue_messages
 from convstore.db.statements.conversations import CONVERSATION_EXISTS
 from convstore.db.tx import Tx
 from convstore.errors import (
@@ -323,6 +324,7 @@ async def _restore_one(
             ],
         )
         counts = restore_rows(tx, checked.rows)
+        queue_messages(tx, cid, [row["seq"] for row in checked.rows.get(schema.messages.name, [])])
         namespaces = reference_blobs(tx, cid, checked.tenant, checked.messages, blobs)
         references = [
             {"conversation_id": cid, "seq": seq, "sha256": sha, "namespace": namespaces[sha]}
