@@ -28,6 +28,16 @@ if TYPE_CHECKING:  # moto and s3fs load with the first S3 test (~1.5 s of CPU a 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked ``slow`` first (each group in collection order), the rest after them.
+
+    pytest-xdist's work stealing hands the idle worker the far end of the other's queue, so
+    the run ends with short tests on both workers; a 30-50 s fuzzer collected late used to be
+    the last test left, one core idle meanwhile. Every worker collects the same order.
+    """
+    items[:] = sorted(items, key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(scope="session")
 def built_dist(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The sdist and the wheel built from it (``python -m build``'s default), once a session.

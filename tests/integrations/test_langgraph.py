@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,15 @@ class _Reference:
 
 
 _reference: list[_Reference] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _drop_the_reference() -> Iterator[None]:
+    """Forget the reference once the module's tests are done: its history holds every
+    checkpoint's messages (~300,000 objects), which every later full garbage collection of the
+    session would walk again (pytest's own at the end takes several)."""
+    yield
+    _reference.clear()
 
 
 async def _reference_run() -> _Reference:

@@ -648,6 +648,45 @@ async def test_a_search_of_every_tenant_reads_every_tenants_table(
     assert len(mine) == 2
 
 
+async def test_a_title_logged_since_the_catch_up_is_not_a_hit(tmp_path: Any) -> None:
+    # SQLite titles are indexed by the catch-up from a log the conversations triggers write
+    # (revision 0016). A search reading the index without catching up (one racing writes
+    # after its own catch-up) skips logged titles: a deleted conversation's indexed title is
+    # not a hit, not even for the conversation given its rowid next.
+    url = f"sqlite+aiosqlite:///{tmp_path / 'titles.db'}"
+    async with ConversationStore(url, blobs=f"memory://{uuid.uuid4().hex}") as store:
+        store.search_index.background = False
+        kept = await store.create_conversation(tenant="a", title="walrus kept")
+        gone = await store.create_conversation(tenant="a", title="walrus gone")
+        assert {h.conversation_id for h in await store.search("walrus", tenant="a")} == {
+            kept.id,
+            gone.id,
+        }
+        await store.delete_conversation(gone.id, tenant="a")
+        reused = await store.create_conversation(tenant="a", title="narwhal")
+        rowids = text("SELECT rowid FROM conversations WHERE id IN (:a, :b)")
+        ids = {"a": gone.id, "b": reused.id}
+        assert len(await store.backend.read(lambda tx: tx.fetch(rowids, ids))) == 1  # type: ignore[arg-type]
+
+        def racing(query: str) -> list[Any]:
+            request, fingerprint = search.prepare(
+                query, tenant="a", conversation_id=None, roles=None, include_thinking=False,
+                limit=20, cursor=None,
+            )  # fmt: skip
+
+            def run(tx: Any) -> list[Any]:
+                page = search.run_search(tx, "sqlite", request, fingerprint, check_pending=False)
+                assert page is not None
+                return [(h.conversation_id, h.conversation_title) for h in page]
+
+            return run
+
+        assert await store.backend.read(racing("walrus")) == [(kept.id, "walrus kept")]  # type: ignore[arg-type]
+        assert await store.backend.read(racing("narwhal")) == []  # type: ignore[arg-type]
+        assert [h.conversation_id for h in await store.search("narwhal", tenant="a")] == [reused.id]
+        assert [h.conversation_id for h in await store.search("walrus", tenant="a")] == [kept.id]
+
+
 async def test_a_lone_surrogate_in_a_query_is_refused(store: ConversationStore) -> None:
     from convstore import InvalidInputError
 

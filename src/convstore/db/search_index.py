@@ -412,6 +412,9 @@ _SLOTS_NEW: Final = _q(
     f"SELECT DISTINCT doc >> {SLOT_BITS} FROM search_map WHERE msg > :lo AND msg <= :hi"
 )
 _SLOTS_TITLES: Final = _q(f"SELECT DISTINCT (-doc) >> {SLOT_BITS} FROM search_title_log")
+_LOGS: Final = _q(
+    "SELECT EXISTS (SELECT 1 FROM search_log), EXISTS (SELECT 1 FROM search_title_log)"
+)
 _CLEAR_LOG: Final = _q("DELETE FROM search_log")
 _CLEAR_TITLE_LOG: Final = _q("DELETE FROM search_title_log")
 _MOVE_MARK: Final = _q(
@@ -424,9 +427,8 @@ _MOVE_MARK: Final = _q(
                  WHERE rowid = (SELECT max(rowid) FROM conversations))"""
 )
 _TABLES: Final = _q("SELECT slot FROM search_tables ORDER BY slot")
-_HAS_TABLE: Final = _q("SELECT 1 FROM search_tables WHERE slot = :slot")
-_ADD_TABLE: Final = _q("INSERT INTO search_tables (slot) VALUES (:slot)")
-_DIRTY: Final = _q("UPDATE search_tables SET dirty = 1 WHERE slot = :slot AND dirty = 0")
+_ADD_TABLE: Final = _q("INSERT INTO search_tables (slot, dirty) VALUES (:slot, 1)")
+_DIRTY: Final = _q("UPDATE search_tables SET dirty = 1 WHERE slot = :slot")
 _NEXT_DIRTY: Final = _q("SELECT slot FROM search_tables WHERE dirty = 1 ORDER BY slot LIMIT 1")
 _CLEAN: Final = _q("UPDATE search_tables SET dirty = 0 WHERE slot = :slot")
 _CHANGES: Final = _q("SELECT total_changes()")
@@ -570,11 +572,10 @@ class _Writes:
     def table(self, slot: int) -> _Table:
         """The statements of ``slot``'s table, created (in this transaction) if it is not."""
         if slot not in self._ready:
-            if not self._tx.fetch(_HAS_TABLE, {"slot": slot}):
+            if not self._tx.execute(_DIRTY, {"slot": slot}):  # no such table yet
                 for stmt in _table(slot).create:
                     _run(self._tx, stmt)
                 _run(self._tx, _ADD_TABLE, {"slot": slot})
-            _run(self._tx, _DIRTY, {"slot": slot})
             self._ready.add(slot)
         return _table(slot)
 
@@ -620,16 +621,21 @@ def catch_up(
             done = len(rows) < _BUDGET_ROWS
     params = {"mark": mark, "top": top}
     writes = _Writes(tx)
-    for slot in _slots(tx, _SLOTS_LOGGED):
-        _run(tx, writes.table(slot).forget_docs, _ids(slot))
-    _run(tx, _FORGET_MAP)
-    _run(tx, _MAP_LOGGED, params)
+    logged, titles_logged = (bool(v) for v in _one(tx, _LOGS))
+    if logged:  # (most catch-ups follow appends only: nothing logged)
+        for slot in _slots(tx, _SLOTS_LOGGED):
+            _run(tx, writes.table(slot).forget_docs, _ids(slot))
+        _run(tx, _FORGET_MAP)
+        _run(tx, _MAP_LOGGED, params)
     _run(tx, _MAP_NEW, params)
-    for slot in _slots(tx, _SLOTS_RELOGGED, params):
-        _run(tx, writes.table(slot).index_logged, {"mark": mark, **_ids(slot)})
+    if logged:
+        for slot in _slots(tx, _SLOTS_RELOGGED, params):
+            _run(tx, writes.table(slot).index_logged, {"mark": mark, **_ids(slot)})
     _index_mapped(tx, writes, mark, top)
-    _index_titles(tx, writes)
-    _run(tx, _CLEAR_LOG)
+    if titles_logged:
+        _index_titles(tx, writes)
+    if logged:
+        _run(tx, _CLEAR_LOG)
     _run(tx, _MOVE_MARK, params)
     return CaughtUp(indexed=max(0, top - mark), until=until, done=done)
 
@@ -641,7 +647,9 @@ def _index_mapped(tx: Tx, writes: _Writes, lo: int, top: int) -> None:
     tenants' rows does not read every row once per tenant.
     """
     while lo < top:
-        hi = int(_one(tx, _CHUNK_END, {"lo": lo, "top": top})[0])
+        # Rowids are unique: a span of at most a chunk's length holds at most a chunk of rows.
+        small = top - lo <= _CHUNK_ROWS
+        hi = top if small else int(_one(tx, _CHUNK_END, {"lo": lo, "top": top})[0])
         for slot in _slots(tx, _SLOTS_NEW, {"lo": lo, "hi": hi}):
             _run(tx, writes.table(slot).index_new, {"lo": lo, "hi": hi, **_ids(slot)})
         lo = hi
