@@ -164,6 +164,47 @@ async def test_finish_queued_returns_after_the_work_queued_before_it() -> None:
     await finish_queued(conn)  # closed: returns at once
 
 
+def test_a_result_for_a_loop_closed_meanwhile_is_dropped_quietly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A caller cancelled at shutdown, its loop closed while its function still ran: the thread
+    # has nobody to hand the result to. aiosqlite's own hand-back raised "Event loop is closed"
+    # there, an unhandled exception in the connection's thread.
+    errors: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args.exc_value))
+    release, handed = threading.Event(), threading.Event()
+
+    def slow(_raw: sqlite3.Connection) -> int:
+        release.wait(30)
+        return 1
+
+    loop = asyncio.new_event_loop()
+    conn = loop.run_until_complete(aiosqlite.connect(":memory:"))
+
+    async def start() -> asyncio.Future[int]:
+        waiting = asyncio.ensure_future(run_in_connection_thread(conn, slow))
+        await asyncio.sleep(0)  # queued
+        waiting.cancel()  # the caller stops waiting; the function goes on in the thread
+        return waiting
+
+    waiting = loop.run_until_complete(start())
+    loop.run_until_complete(asyncio.sleep(0))
+    assert waiting.cancelled()
+    loop.close()
+    release.set()
+    conn._tx.put_nowait((None, handed.set))  # runs after `slow` and its hand-back
+    for _ in range(300):  # until then, or until the thread dies of its hand-back
+        if handed.wait(0.1) or errors:
+            break
+    assert errors == []
+    assert handed.is_set()
+    raw = conn._conn
+    conn._tx.put_nowait((None, lambda: (raw.close(), aiosqlite.core._STOP_RUNNING_SENTINEL)[1]))
+    conn._thread.join(30)
+    conn._running, conn._connection = False, None  # closed by hand (its loop is gone)
+    assert errors == []
+
+
 # -- the garbage collector ----------------------------------------------------------------------
 
 

@@ -2,14 +2,16 @@
 
 Assumptions (``tests/test_compat.py`` checks each; ``aiosqlite<0.23`` in ``pyproject.toml``):
 
-- ``aiosqlite.Connection._execute(fn, *args)`` runs ``fn(*args)`` in the connection's own
-  thread and returns its result, and ``Connection._conn`` is the ``sqlite3.Connection`` that
-  thread owns. SQLAlchemy's aiosqlite dialect relies on the same queue; aiosqlite has no public
-  way to run a whole function there.
-- The connection's thread runs what ``_execute`` queues in order, handing each result to the
-  caller's event loop; ``_execute`` raises ``ValueError`` once the connection is closed. A
-  function still running when its loop closes fails in that thread as it hands its result
-  back (``Event loop is closed``): `finish_queued` waits for such a function.
+- ``aiosqlite.Connection._tx`` is the queue of ``(future, function)`` pairs the connection's
+  own thread runs in order, calling ``function()``; with ``future`` ``None`` it hands nothing
+  back (what ``function`` raises included). ``Connection._conn`` is the ``sqlite3.Connection``
+  that thread owns, and ``_running`` and ``_connection`` say whether it still takes work.
+  SQLAlchemy's aiosqlite dialect uses the same queue (through ``_execute``); aiosqlite has no
+  public way to run a whole function there.
+- aiosqlite's own hand-back (``_execute``) fails in the thread when the caller's loop closed
+  while the function ran (``Event loop is closed``, an unhandled exception in that thread).
+  `run_in_connection_thread` hands results back itself and drops one nobody can receive any
+  more; `finish_queued` still lets a cancelled caller wait for its function to end.
 - ``sqlite3`` looks an adapter up for every parameter that is not exactly an int, float, str
   or bytearray; for ``None`` the lookup fails slowly (CPython 3.11 formats, then discards, an
   AttributeError for each of ``__adapt__`` and ``__conform__``). Rows are mostly NULL columns,
@@ -19,6 +21,7 @@ Assumptions (``tests/test_compat.py`` checks each; ``aiosqlite<0.23`` in ``pypro
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sqlite3
 from collections.abc import Callable
@@ -29,9 +32,56 @@ import aiosqlite
 __all__ = ["adapt_none_quickly", "finish_queued", "run_in_connection_thread"]
 
 
-def run_in_connection_thread(conn: aiosqlite.Connection, fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(raw, *args)`` in ``conn``'s thread, ``raw`` its ``sqlite3.Connection``: one hop."""
-    return conn._execute(fn, conn._conn, *args)  # type: ignore[no-untyped-call]
+def run_in_connection_thread(
+    conn: aiosqlite.Connection, fn: Callable[..., Any], *args: Any
+) -> asyncio.Future[Any]:
+    """``fn(raw, *args)`` in ``conn``'s thread, ``raw`` its ``sqlite3.Connection``: one hop.
+
+    Raises ``ValueError`` when ``conn`` is closed, as aiosqlite's own calls do. The future is
+    returned bare (no coroutine around it): a hop is on every operation's path.
+    """
+    if not conn._running or conn._connection is None:
+        raise ValueError("Connection closed")
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    raw = conn._conn
+
+    def call() -> None:
+        try:
+            result = fn(raw, *args)
+        except BaseException as exc:  # handed to the caller, whatever it is
+            _hand_back(loop, _set_exception, future, exc)
+        else:
+            _hand_back(loop, _set_result, future, result)
+
+    conn._tx.put_nowait((None, call))
+    return future
+
+
+def _hand_back(
+    loop: asyncio.AbstractEventLoop,
+    setter: Callable[[asyncio.Future[Any], Any], None],
+    future: asyncio.Future[Any],
+    value: Any,
+) -> None:
+    """In the connection's thread: give ``value`` to ``future`` on its loop, if it still runs."""
+    try:
+        loop.call_soon_threadsafe(setter, future, value)
+    except RuntimeError:
+        if not loop.is_closed():
+            raise
+        # The loop closed while the function ran (a caller cancelled at shutdown): nobody
+        # can receive the result any more.
+
+
+def _set_result(future: asyncio.Future[Any], result: Any) -> None:
+    if not future.done():  # a cancelled caller's future is done already
+        future.set_result(result)
+
+
+def _set_exception(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
 
 
 async def finish_queued(conn: aiosqlite.Connection) -> None:
