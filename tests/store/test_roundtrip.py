@@ -8,8 +8,8 @@ import json
 import subprocess
 import sys
 import uuid
-from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -84,9 +84,10 @@ asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3:]))
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batch=st.lists(histories(max_turns=4), min_size=8, max_size=8))
 def test_conversations_reopened_in_a_new_process_load_equal(
-    tmp_path_factory: object, batch: list[list[Message]]
+    tmp_path_factory: pytest.TempPathFactory, batch: list[list[Message]]
 ) -> None:
-    directory = Path(__import__("tempfile").mkdtemp(prefix="roundtrip-"))
+    # Under pytest's base directory (removed with it), not a bare mkdtemp that outlived the run.
+    directory = tmp_path_factory.mktemp("roundtrip")
     url = f"sqlite+aiosqlite:///{directory / 'convstore.db'}"
     blobs = str(directory / "blobs")
 
