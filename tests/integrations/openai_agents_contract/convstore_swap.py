@@ -11,6 +11,7 @@ reason (`EXCLUDED`), and reported.
 from __future__ import annotations
 
 import itertools
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -148,3 +149,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.section("excluded: SQLiteSession internals (convstore_swap.EXCLUDED)")
     for name, reason in EXCLUDED.items():
         terminalreporter.write_line(f"{name}: {reason}")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the sessions' databases (the scratch directory would outlive the run)."""
+    shutil.rmtree(_SCRATCH, ignore_errors=True)
