@@ -28,6 +28,7 @@ from convstore._compat.sqlite_driver import (
     run_in_connection_thread,
 )
 from convstore.db.mapping import decode_messages, decode_tool_calls
+from convstore.db.sqlite.connections import daemon_connection
 from convstore.db.tx import SqliteCodec
 from convstore.model import Conversation
 
@@ -164,8 +165,9 @@ async def test_finish_queued_returns_after_the_work_queued_before_it() -> None:
     await finish_queued(conn)  # closed: returns at once
 
 
+@pytest.mark.parametrize("hop", ["ours", "aiosqlite's"])
 def test_a_result_for_a_loop_closed_meanwhile_is_dropped_quietly(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, hop: str
 ) -> None:
     # A caller cancelled at shutdown, its loop closed while its function still ran: the thread
     # has nobody to hand the result to. aiosqlite's own hand-back raised "Event loop is closed"
@@ -179,10 +181,16 @@ def test_a_result_for_a_loop_closed_meanwhile_is_dropped_quietly(
         return 1
 
     loop = asyncio.new_event_loop()
-    conn = loop.run_until_complete(aiosqlite.connect(":memory:"))
+    # The store's connections: aiosqlite's own calls (connect, close, SQLAlchemy's statements)
+    # hand back through the guarded worker, `run_in_connection_thread` through its own.
+    conn = loop.run_until_complete(daemon_connection(":memory:"))
 
     async def start() -> asyncio.Future[int]:
-        waiting = asyncio.ensure_future(run_in_connection_thread(conn, slow))
+        if hop == "ours":
+            call: Any = run_in_connection_thread(conn, slow)
+        else:
+            call = conn._execute(slow, conn._conn)
+        waiting = asyncio.ensure_future(call)
         await asyncio.sleep(0)  # queued
         waiting.cancel()  # the caller stops waiting; the function goes on in the thread
         return waiting

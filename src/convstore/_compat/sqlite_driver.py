@@ -8,10 +8,15 @@ Assumptions (``tests/test_compat.py`` checks each; ``aiosqlite<0.23`` in ``pypro
   that thread owns, and ``_running`` and ``_connection`` say whether it still takes work.
   SQLAlchemy's aiosqlite dialect uses the same queue (through ``_execute``); aiosqlite has no
   public way to run a whole function there.
-- aiosqlite's own hand-back (``_execute``) fails in the thread when the caller's loop closed
-  while the function ran (``Event loop is closed``, an unhandled exception in that thread).
-  `run_in_connection_thread` hands results back itself and drops one nobody can receive any
-  more; `finish_queued` still lets a cancelled caller wait for its function to end.
+- aiosqlite's worker thread (``aiosqlite.core._connection_worker_thread(tx)``, the target of
+  ``Connection._thread``, started when the connection is first awaited) runs the queue until
+  a function returns ``_STOP_RUNNING_SENTINEL``. Its hand-back fails in the thread when the
+  caller's loop closed while the function ran (``Event loop is closed``, an unhandled
+  exception in that thread, charged by pytest to whatever test runs then): a caller cancelled
+  at shutdown while connecting, closing or running a statement. `guard_worker` gives a new
+  connection's thread the same loop with a hand-back that drops a result nobody can receive
+  any more; `run_in_connection_thread` hands its results back the same way, and
+  `finish_queued` still lets a cancelled caller wait for its function to end.
 - ``sqlite3`` looks an adapter up for every parameter that is not exactly an int, float, str
   or bytearray; for ``None`` the lookup fails slowly (CPython 3.11 formats, then discards, an
   AttributeError for each of ``__adapt__`` and ``__conform__``). Rows are mostly NULL columns,
@@ -29,7 +34,32 @@ from typing import Any, Final
 
 import aiosqlite
 
-__all__ = ["adapt_none_quickly", "finish_queued", "run_in_connection_thread"]
+__all__ = ["adapt_none_quickly", "finish_queued", "guard_worker", "run_in_connection_thread"]
+
+
+def guard_worker(conn: aiosqlite.Connection) -> None:
+    """Run ``conn``'s thread (not started yet) with `_worker`: aiosqlite's loop, safe hand-back."""
+    thread: Any = conn._thread  # `Thread._target`: what `run` calls, read when it starts
+    if thread.is_alive() or thread._target is not aiosqlite.core._connection_worker_thread:
+        raise RuntimeError("aiosqlite's connection thread is not what convstore expects")
+    thread._target = _worker
+
+
+def _worker(tx: Any) -> None:
+    """The loop of aiosqlite's worker, with a hand-back that drops a result for a closed loop."""
+    stop = aiosqlite.core._STOP_RUNNING_SENTINEL
+    while True:
+        future, function = tx.get()
+        try:
+            result = function()
+        except BaseException as exc:  # handed to the caller, whatever it is
+            if future is not None:
+                _hand_back(future.get_loop(), _set_exception, future, exc)
+            continue
+        if future is not None:
+            _hand_back(future.get_loop(), _set_result, future, result)
+        if result is stop:
+            break
 
 
 def run_in_connection_thread(
@@ -92,10 +122,10 @@ async def finish_queued(conn: aiosqlite.Connection) -> None:
     fail as it hands the result back. A no-op queued behind that work returns after it.
     """
     with contextlib.suppress(ValueError):  # closed: nothing runs in its thread any more
-        await conn._execute(_no_op)  # type: ignore[no-untyped-call]
+        await run_in_connection_thread(conn, _no_op)
 
 
-def _no_op() -> None:
+def _no_op(_raw: sqlite3.Connection) -> None:
     return None
 
 

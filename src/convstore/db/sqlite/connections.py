@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 import aiosqlite
 
+from convstore._compat.sqlite_driver import guard_worker
 from convstore.db.errors import translate
 
 __all__ = [
@@ -48,11 +49,11 @@ async def daemon_connection(target: str) -> aiosqlite.Connection:
     store (or kept it referenced while an exception unwound) never ended. As a daemon the
     thread ends with the process; nothing is lost, since a write is acknowledged only after its
     ``COMMIT`` (WAL), and an unfinished transaction is rolled back when the file is next opened.
+    Its thread hands nothing to a loop that has closed (`guard_worker`).
     """
     pending = aiosqlite.connect(target, isolation_level=None)
-    thread = getattr(pending, "_thread", None)  # started when awaited (aiosqlite >= 0.20)
-    if thread is not None:
-        thread.daemon = True
+    pending._thread.daemon = True  # started when awaited (aiosqlite >= 0.20)
+    guard_worker(pending)
     return await pending
 
 
