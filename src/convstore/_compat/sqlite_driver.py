@@ -3,9 +3,9 @@
 Assumptions (``tests/test_compat.py`` checks each; ``aiosqlite<0.23`` in ``pyproject.toml``):
 
 - ``aiosqlite.Connection._tx`` is the queue of ``(future, function)`` pairs the connection's
-  own thread runs in order, calling ``function()``; with ``future`` ``None`` it hands nothing
-  back (what ``function`` raises included). ``Connection._conn`` is the ``sqlite3.Connection``
-  that thread owns, and ``_running`` and ``_connection`` say whether it still takes work.
+  own thread runs in order, calling ``function()`` and handing its result or exception to
+  ``future``. ``Connection._conn`` is the ``sqlite3.Connection`` that thread owns, and
+  ``_running`` and ``_connection`` say whether it still takes work.
   SQLAlchemy's aiosqlite dialect uses the same queue (through ``_execute``); aiosqlite has no
   public way to run a whole function there.
 - aiosqlite's worker thread (``aiosqlite.core._connection_worker_thread(tx)``, the target of
@@ -15,7 +15,7 @@ Assumptions (``tests/test_compat.py`` checks each; ``aiosqlite<0.23`` in ``pypro
   exception in that thread, charged by pytest to whatever test runs then): a caller cancelled
   at shutdown while connecting, closing or running a statement. `guard_worker` gives a new
   connection's thread the same loop with a hand-back that drops a result nobody can receive
-  any more; `run_in_connection_thread` hands its results back the same way, and
+  any more (every connection convstore opens has it: `convstore.db.sqlite.connections`);
   `finish_queued` still lets a cancelled caller wait for its function to end.
 - ``sqlite3`` looks an adapter up for every parameter that is not exactly an int, float, str
   or bytearray; for ``None`` the lookup fails slowly (CPython 3.11 formats, then discards, an
@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import sqlite3
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Final
 
 import aiosqlite
@@ -68,23 +69,13 @@ def run_in_connection_thread(
     """``fn(raw, *args)`` in ``conn``'s thread, ``raw`` its ``sqlite3.Connection``: one hop.
 
     Raises ``ValueError`` when ``conn`` is closed, as aiosqlite's own calls do. The future is
-    returned bare (no coroutine around it): a hop is on every operation's path.
+    returned bare (no coroutine around it, as ``_execute`` has): a hop is on every operation's
+    path. Its result reaches it through the thread's hand-back (`guard_worker`).
     """
     if not conn._running or conn._connection is None:
         raise ValueError("Connection closed")
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-    raw = conn._conn
-
-    def call() -> None:
-        try:
-            result = fn(raw, *args)
-        except BaseException as exc:  # handed to the caller, whatever it is
-            _hand_back(loop, _set_exception, future, exc)
-        else:
-            _hand_back(loop, _set_result, future, result)
-
-    conn._tx.put_nowait((None, call))
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    conn._tx.put_nowait((future, partial(fn, conn._conn, *args)))
     return future
 
 
