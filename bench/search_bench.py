@@ -310,12 +310,6 @@ async def _append_round(
     return appends * ITEMS_PER_TURN / (time.perf_counter() - began)
 
 
-_QUEUE_CTE = """), q AS (
-    INSERT INTO search_queue (conversation_id, seq, last_seq)
-    SELECT $1::varchar, g.base + 1, g.base + $4::int FROM g
-), c AS ("""
-
-
 @contextlib.contextmanager
 def _no_search_writes(url: str) -> Iterator[None]:
     """For the database without search objects: PostgreSQL's one-statement append without the
@@ -324,10 +318,11 @@ def _no_search_writes(url: str) -> Iterator[None]:
     if url.startswith("sqlite"):
         yield
         return
+    from convstore.db.postgres.append import QUEUE_CTE
     from convstore.store.append import _one_statement
 
     shipped: str = getattr(_one_statement, "SQL")  # noqa: B009 (imported there, not exported)
-    bare = shipped.replace(_QUEUE_CTE, "), c AS (")
+    bare = shipped.replace(QUEUE_CTE, "")
     if bare == shipped:
         raise SystemExit("the append statement's search queue CTE has changed: update the bench")
     setattr(_one_statement, "SQL", bare)  # noqa: B010

@@ -42,7 +42,7 @@ from convstore.db.schema import messages, tool_calls
 from convstore.db.statements import column_names
 from convstore.db.tx import Row
 
-__all__ = ["DECLINES", "SQL", "OneStatementAppend"]
+__all__ = ["DECLINES", "QUEUE_CTE", "SQL", "OneStatementAppend"]
 
 DECLINES: Final = frozenset({"23505", "40001", "40P01", "55P03"})
 """SQLSTATEs the statement is designed to meet (unique violation, serialization failure,
@@ -95,6 +95,12 @@ _C0: Final = _M0 + len(_MESSAGE_ARRAYS)
 _D0: Final = _C0 + len(_CALL_ARRAYS)
 _INTERRUPT: Final = _D0 + 5
 
+QUEUE_CTE: Final = """q AS (
+    INSERT INTO search_queue (conversation_id, seq, last_seq)
+    SELECT $1::varchar, g.base + 1, g.base + $4::int FROM g
+), """
+"""The statement's queuing of its messages for the search index (`convstore.db.search_queue`)."""
+
 SQL: Final = f"""
 WITH h AS (
     SELECT id, last_seq, head_seq, revision FROM conversations
@@ -118,10 +124,7 @@ WITH h AS (
            u.message_id, {_value("parts")}, {_value("native")}, {_value("usage")}
     FROM g, {_unnest(_MESSAGE_ARRAYS, _M0)}
          WITH ORDINALITY AS u({", ".join(n for n, _ in _MESSAGE_ARRAYS)}, n)
-), q AS (
-    INSERT INTO search_queue (conversation_id, seq, last_seq)
-    SELECT $1::varchar, g.base + 1, g.base + $4::int FROM g
-), c AS (
+), {QUEUE_CTE}c AS (
     INSERT INTO tool_calls ({", ".join(column_names(tool_calls))})
     SELECT $1::varchar, u.id, g.base + u.seq, u.idx, u.name, u.provider_id,
            {_value("arguments")}, u.raw_arguments, u.status, u.result_kind,
